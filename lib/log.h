@@ -1,0 +1,36 @@
+#ifndef LOG_H
+#define LOG_H
+/* Logging. Children write "level: message" lines to stderr, which is a pipe
+   to master; master prefixes each line with "service(user)[pid]: " and
+   writes it to the log. Master itself writes with its own prefix.
+   Never log credentials; pass client strings through str_sanitize(). */
+
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR, LOG_FATAL };
+
+/* prefix is prepended to every line (may be ""), e.g. "master: ". The
+   default writes to stderr. If timestamps is true, each line starts with
+   an ISO-8601 time (master uses this; children leave it to master). */
+void log_init(const char *prefix, bool timestamps);
+void log_set_fd(int fd);                 /* where lines go; default 2 */
+void log_set_debug(bool enabled);
+/* Context for every following line, e.g. "user=demo session=abc"; NULL
+   clears it. Appended as " (context)" is not done: it is prepended after
+   the prefix, so grep works on user names. */
+void log_set_context(const char *context);
+
+void i_debug(const char *fmt, ...) ATTR_FORMAT(1, 2);
+void i_info(const char *fmt, ...) ATTR_FORMAT(1, 2);
+void i_warning(const char *fmt, ...) ATTR_FORMAT(1, 2);
+void i_error(const char *fmt, ...) ATTR_FORMAT(1, 2);
+/* Cannot continue (config, environment): logs and exit(FATAL_EXIT_CODE). */
+void i_fatal(const char *fmt, ...) ATTR_FORMAT(1, 2) ATTR_NORETURN;
+/* Write a line that already carries its level (a child's stderr line),
+   after the timestamp (if enabled) and the given prefix. */
+void log_write_line(const char *prefix, const char *line, size_t len);
+void log_vwrite(enum log_level level, const char *fmt, va_list args) ATTR_FORMAT(2, 0);
+
+/* Exit codes children use so master can tell why they died. */
+#define FATAL_EXIT_CODE 89
+#define FATAL_CONFIG_EXIT_CODE 90
+
+#endif

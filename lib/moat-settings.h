@@ -1,0 +1,137 @@
+#ifndef MOAT_SETTINGS_H
+#define MOAT_SETTINGS_H
+/* moat.conf: the settings every process shares, their defaults and
+   validation. master parses the admin's file once (config-parser.h) and
+   hands children the checked result (serialized with
+   moat_settings_write(), read back with moat_settings_read_fd()).
+   Documented in doc/configuration.md and moat.conf(5); keep them in step. */
+
+#include "mempool.h"
+#include "buffer.h"
+
+enum moat_fsync_mode {
+	MOAT_FSYNC_OPTIMIZED = 0,  /* fsync what an OK promises (default, safe) */
+	MOAT_FSYNC_ALWAYS,         /* also fsync index updates */
+	MOAT_FSYNC_NEVER,          /* testing only: an OK may be lost on crash */
+};
+
+struct moat_listener_settings {
+	const char *name;          /* "imap", "imaps" */
+	const char *address;       /* "127.0.0.1", "*", "::" */
+	unsigned int port;         /* 0 = disabled */
+	bool ssl;                  /* implicit TLS (issue: TLS) */
+};
+
+struct moat_service_settings {
+	const char *name;          /* "imap-login", "auth", "imap" */
+	const char *user;          /* imap: empty (runs as the mail user) */
+	const char *chroot;        /* relative to base_dir unless absolute; "" = none */
+	unsigned int process_limit;
+	unsigned int process_min_avail;
+	unsigned int client_limit;
+	unsigned int service_count;  /* clients before exit; 0 = unlimited */
+	uint64_t vsz_limit;          /* bytes; 0 = unlimited */
+	unsigned int idle_kill;      /* seconds; 0 = never */
+	struct moat_listener_settings *listeners;
+	unsigned int listener_count;
+};
+
+struct moat_db_settings {
+	const char *driver;        /* "passwd-file" (more later) */
+	const char *args;          /* driver arguments, e.g. the file path */
+	const char *default_fields;  /* userdb: "uid=moat-vmail home=/x/%u" */
+	const char *override_fields;
+};
+
+struct moat_settings {
+	pool_t pool;               /* owns everything below */
+
+	const char *base_dir;      /* runtime: pid file, empty chroot dir */
+	const char *log_path;      /* "" = stderr */
+	bool log_debug;
+	const char *default_login_user;     /* imap-login's uid */
+	const char *default_internal_user;  /* auth's uid */
+	const char *protocols;
+
+	/* mail */
+	const char *mail_location;   /* "maildir:~/Maildir" */
+	const char *mail_uid;        /* for users without their own uid */
+	const char *mail_gid;
+	unsigned int first_valid_uid;
+	unsigned int last_valid_uid; /* 0 = no upper bound */
+	enum moat_fsync_mode mail_fsync;
+
+	/* imap */
+	uint64_t imap_max_line_length;
+	uint64_t imap_max_literal_size;
+	uint64_t imap_max_append_size;
+	unsigned int imap_max_bad_commands;
+	unsigned int imap_idle_timeout;     /* seconds without a command */
+	unsigned int imap_process_linger;   /* seconds after the last connection */
+
+	/* login / auth */
+	unsigned int login_timeout;         /* seconds to authenticate */
+	bool disable_plaintext_auth;        /* loopback counts as secured */
+	const char *auth_mechanisms;        /* "plain login" */
+	unsigned int auth_failure_delay;    /* seconds, first failure */
+
+	struct moat_service_settings *services;
+	unsigned int service_count;
+	struct moat_db_settings *passdbs;
+	unsigned int passdb_count;
+	struct moat_db_settings *userdbs;
+	unsigned int userdb_count;
+};
+
+/* Bounds on the lists a file can create. */
+#define MOAT_SETTINGS_LISTENERS_MAX 16  /* inet_listeners per service */
+#define MOAT_SETTINGS_DBS_MAX 16        /* passdb blocks, and userdb blocks */
+/* Error strings returned by the functions below live in one thread-local
+   buffer of this size: valid until the next failing moat_settings_*()
+   call in the same thread (copy it to keep it). Longer ones are cut. */
+#define MOAT_SETTINGS_ERROR_MAX 1024
+
+/* Master's entry point: moat_settings_parse() + moat_settings_validate().
+   On error returns -1 and *error_r is "FILE:LINE: message" (for
+   whole-config problems such as "no passdb configured", "FILE: message"). */
+int moat_settings_read(const char *path, struct moat_settings **set_r,
+		       const char **error_r);
+/* Parse path (with !include and <file) over the built-in defaults and
+   check every value and section, but not what only a complete config must
+   have (see moat_settings_validate()): for tests and partial files. */
+int moat_settings_parse(const char *path, struct moat_settings **set_r,
+			const char **error_r);
+/* The same as moat_settings_parse() from an open fd (the memfd master
+   hands a child), read with pread from offset 0; the fd's offset is left
+   alone. name is used in messages. Master validated the settings before
+   writing them, so this does not require a passdb (imap-login has no use
+   for one). */
+int moat_settings_read_fd(int fd, const char *name,
+			  struct moat_settings **set_r, const char **error_r);
+/* Checks that need the whole config: at least one passdb, uid range,
+   per-service limits, listener clashes. Returns 0 or -1 with *error_r. */
+int moat_settings_validate(const struct moat_settings *set,
+			   const char **error_r);
+/* Built-in defaults only (used by tests and moat -a without a file). */
+struct moat_settings *moat_settings_defaults(void);
+void moat_settings_free(struct moat_settings **set);
+
+/* Serialize in moat.conf syntax: all settings, or only those that differ
+   from the defaults (moat -n). Returns -1 if out would overflow. */
+int moat_settings_write(const struct moat_settings *set, bool non_default_only,
+			buffer_t *out);
+
+/* True if every setting, service, listener and db of a and b is equal. */
+bool moat_settings_equal(const struct moat_settings *a,
+			 const struct moat_settings *b);
+
+/* NULL if there is no such service block. */
+const struct moat_service_settings *
+moat_settings_get_service(const struct moat_settings *set, const char *name);
+/* The user a service runs as: its own user setting, else
+   default_login_user (imap-login) or default_internal_user (auth); "" for
+   imap, which runs as the mail user. */
+const char *moat_settings_service_user(const struct moat_settings *set,
+				       const struct moat_service_settings *service);
+
+#endif

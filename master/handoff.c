@@ -1,0 +1,211 @@
+/* Routing an authenticated client: imap-login hands over the fd and a
+   token; master redeems the token with auth (imap-login cannot), then
+   passes the fd to the user's imap process. */
+#include "master-common.h"
+#include "strfuncs.h"
+
+#include <signal.h>
+
+/* Handoffs waiting for auth at once; beyond this imap-login gets a
+   temporary failure (auth is stuck or flooded). */
+#define HANDOFF_MAX_PENDING 10000
+
+/* HANDOFF <id> <token> <tag> <rip> <rport> <lip> <lport> <secured> <mech> <b64> */
+enum {
+	HF_ID = 1, HF_TOKEN, HF_TAG, HF_RIP, HF_RPORT, HF_LIP, HF_LPORT,
+	HF_SECURED, HF_MECH, HF_DATA, HF_COUNT
+};
+
+struct handoff {
+	struct handoff *next;
+	unsigned int id;
+	struct child *login;
+	int fd;
+	char *fields[HF_COUNT];
+};
+
+static void handoff_free(struct handoff *handoff)
+{
+	i_close_fd(&handoff->fd);
+	for (unsigned int i = 0; i < HF_COUNT; i++)
+		free(handoff->fields[i]);
+	free(handoff);
+}
+
+static void handoff_reply(struct handoff *handoff, const char *result,
+			  const char *reason)
+{
+	if (handoff->login != NULL && handoff->login->conn != NULL)
+		(void)ipc_sendv(handoff->login->conn, -1, result,
+				handoff->fields[HF_ID], reason, NULL);
+}
+
+static struct handoff *handoff_unlink(struct master *master, unsigned int id)
+{
+	for (struct handoff **p = &master->handoffs; *p != NULL; p = &(*p)->next) {
+		if ((*p)->id == id) {
+			struct handoff *handoff = *p;
+			*p = handoff->next;
+			return handoff;
+		}
+	}
+	return NULL;
+}
+
+void handoff_start(struct child *login, const char *const *args, int fd)
+{
+	struct master *master = login->master;
+	unsigned int pending = 0;
+
+	if (str_array_length(args) != HF_COUNT) {
+		i_error("imap-login %d sent a malformed HANDOFF, killing it", (int)login->pid);
+		close(fd);
+		child_kill(login, SIGKILL);
+		return;
+	}
+	for (struct handoff *h = master->handoffs; h != NULL; h = h->next)
+		pending++;
+	if (master->auth == NULL || master->auth->conn == NULL ||
+	    pending >= HANDOFF_MAX_PENDING) {
+		close(fd);
+		(void)ipc_sendv(login->conn, -1, "HANDOFF-FAIL", args[HF_ID],
+				"Authentication service unavailable", NULL);
+		return;
+	}
+	struct handoff *handoff = i_malloc(sizeof(*handoff));
+	handoff->id = ++master->next_handoff_id;
+	handoff->login = login;
+	handoff->fd = fd;
+	for (unsigned int i = 1; i < HF_COUNT; i++)
+		handoff->fields[i] = i_strdup(args[i]);
+	handoff->next = master->handoffs;
+	master->handoffs = handoff;
+
+	char id[32], pid[32];
+	snprintf(id, sizeof(id), "%u", handoff->id);
+	snprintf(pid, sizeof(pid), "%d", (int)login->pid);
+	if (ipc_sendv(master->auth->conn, -1, "REDEEM", id, args[HF_TOKEN], pid, NULL) < 0) {
+		handoff_unlink(master, handoff->id);
+		handoff_reply(handoff, "HANDOFF-FAIL", "Authentication service unavailable");
+		handoff_free(handoff);
+	}
+}
+
+static bool user_field_ok(const char *value)
+{
+	/* Values from auth become env vars and paths: bound and no controls. */
+	size_t len = strlen(value);
+	if (len == 0 || len > 1024)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if ((unsigned char)value[i] < 0x20)
+			return false;
+	}
+	return true;
+}
+
+static const char *handoff_check_user(struct master *master, const char *const *args,
+				      uid_t *uid_r, gid_t *gid_r)
+{
+	unsigned int uid, gid;
+
+	if (str_array_length(args) != 7 || !user_field_ok(args[2]) ||
+	    !user_field_ok(args[5]) || !user_field_ok(args[6]) ||
+	    str_to_uint(args[3], &uid) < 0 || str_to_uint(args[4], &gid) < 0)
+		return "Internal error: invalid user data";
+	if (!master->root) {
+		*uid_r = (uid_t)-1;
+		*gid_r = (gid_t)-1;
+		return NULL;
+	}
+	/* auth checks this too; master does not spawn root mail processes
+	   whatever auth says. */
+	if (uid == 0 || gid == 0)
+		return "Mail access as root is not allowed";
+	if (uid < master->set->first_valid_uid ||
+	    (master->set->last_valid_uid != 0 && uid > master->set->last_valid_uid))
+		return "User's uid is not allowed";
+	*uid_r = uid;
+	*gid_r = gid;
+	return NULL;
+}
+
+static void handoff_route(struct master *master, struct handoff *handoff,
+			  const char *const *args)
+{
+	uid_t uid;
+	gid_t gid;
+	const char *error = handoff_check_user(master, args, &uid, &gid);
+	if (error != NULL) {
+		i_error("login of user %s refused: %s", args[2], error);
+		handoff_reply(handoff, "HANDOFF-FAIL", error);
+		return;
+	}
+	struct child *imap = imap_find_user(master, args[2]);
+	if (imap == NULL) {
+		struct service *service = &master->services[SERVICE_IMAP];
+		if (service->process_count >= service->set->process_limit) {
+			i_warning("service(imap): process_limit (%u) reached, refusing %s",
+				  service->set->process_limit, args[2]);
+			handoff_reply(handoff, "HANDOFF-FAIL",
+				      "Maximum number of users logged in");
+			return;
+		}
+		imap = imap_spawn(master, args[2], uid, gid, args[5], args[6]);
+	}
+	if (imap == NULL ||
+	    ipc_sendv(imap->conn, handoff->fd, "CONN", handoff->fields[HF_ID],
+		      handoff->fields[HF_TAG], handoff->fields[HF_RIP],
+		      handoff->fields[HF_RPORT], handoff->fields[HF_LIP],
+		      handoff->fields[HF_LPORT], handoff->fields[HF_SECURED],
+		      handoff->fields[HF_MECH], handoff->fields[HF_DATA], NULL) < 0) {
+		handoff_reply(handoff, "HANDOFF-FAIL", "Internal error: mail process unavailable");
+		return;
+	}
+	i_info("login: user=<%s>, method=%s, rip=%s, lip=%s, pid=%d", args[2],
+	       handoff->fields[HF_MECH], handoff->fields[HF_RIP],
+	       handoff->fields[HF_LIP], (int)imap->pid);
+	handoff_reply(handoff, "HANDOFF-OK", NULL);
+}
+
+void handoff_auth_reply(struct master *master, const char *const *args)
+{
+	unsigned int id;
+
+	if (args[1] == NULL || str_to_uint(args[1], &id) < 0)
+		return;
+	struct handoff *handoff = handoff_unlink(master, id);
+	if (handoff == NULL)
+		return;   /* its imap-login died meanwhile */
+	if (strcmp(args[0], "NOTFOUND") == 0) {
+		i_warning("imap-login %d handed over an invalid or expired token",
+			  handoff->login != NULL ? (int)handoff->login->pid : -1);
+		handoff_reply(handoff, "HANDOFF-FAIL", "Login token is not valid");
+	} else {
+		handoff_route(master, handoff, args);
+	}
+	handoff_free(handoff);
+}
+
+void handoff_fail_all(struct master *master, const char *reason)
+{
+	while (master->handoffs != NULL) {
+		struct handoff *handoff = master->handoffs;
+		master->handoffs = handoff->next;
+		handoff_reply(handoff, "HANDOFF-FAIL", reason);
+		handoff_free(handoff);
+	}
+}
+
+void handoff_login_gone(struct master *master, struct child *login)
+{
+	for (struct handoff **p = &master->handoffs; *p != NULL;) {
+		struct handoff *handoff = *p;
+		if (handoff->login == login) {
+			*p = handoff->next;
+			handoff_free(handoff);
+		} else {
+			p = &handoff->next;
+		}
+	}
+}

@@ -1,0 +1,13 @@
+# master/: the moat binary (sbin).
+sbin_PROGRAMS += master/moat
+master_moat_SOURCES = \
+	master/master-common.h \
+	master/main.c \
+	master/master-settings.c \
+	master/listener.c \
+	master/service.c \
+	master/service-login.c \
+	master/service-auth.c \
+	master/service-imap.c \
+	master/handoff.c
+master_moat_LDADD = $(LIBMOAT)

@@ -1,0 +1,150 @@
+#ifndef MASTER_COMMON_H
+#define MASTER_COMMON_H
+/* Master: spawns, limits, restarts and routes; never parses client bytes. */
+
+#include "lib.h"
+#include "buffer.h"
+#include "ioloop.h"
+#include "ipc.h"
+#include "log.h"
+#include "master-service.h"
+#include "moat-settings.h"
+
+enum service_kind {
+	SERVICE_LOGIN = 0,
+	SERVICE_AUTH,
+	SERVICE_IMAP,
+	SERVICE_KIND_COUNT
+};
+
+struct master;
+struct child;
+
+/* A role: the binary, who it runs as and how many of it run. */
+struct service {
+	struct master *master;
+	enum service_kind kind;
+	const char *name;         /* service block name and MOAT_SERVICE */
+	const char *binary;       /* file name under pkglibexecdir */
+	const struct moat_service_settings *set;  /* of master->set */
+	unsigned int process_count;
+	/* Crash back-off: doubles per crash within a minute, up to a cap. */
+	unsigned int restart_delay_ms;
+	uint64_t last_crash_ms;
+	struct timeout *restart_timeout;
+};
+
+struct child {
+	struct child *next, *prev;
+	struct master *master;
+	struct service *service;
+	pid_t pid;
+	unsigned int generation;  /* config generation it was started with */
+
+	int log_fd;
+	struct io *log_io;
+	buffer_t log_buf;
+	char *log_prefix;
+
+	struct ipc_conn *conn;
+
+	/* imap-login */
+	bool listening;           /* accepting new clients */
+	bool shutting_down;       /* told to stop (reload/stop) */
+	bool wants_auth;          /* asked for a new auth socket */
+
+	/* imap: the user it serves */
+	char *user;
+	uid_t uid;
+	gid_t gid;
+	bool shutdown_requested;  /* sent SHUTDOWN-REQUEST; no new routing */
+};
+
+struct listener {
+	char *key;                /* "name address port" */
+	char *name;
+	bool ssl;
+	int fd;
+};
+
+struct master {
+	struct ioloop *ioloop;
+	const char *config_path;
+	struct moat_settings *set;
+	unsigned int generation;
+	int config_fd;            /* sealed memfd: the settings for children */
+	bool root;
+	bool stopping;
+
+	char *binary_dir;
+	char *empty_dir;
+	char *pid_path;
+
+	uid_t login_uid, auth_uid;
+	gid_t login_gid, auth_gid;
+
+	struct listener *listeners;
+	unsigned int listener_count;
+
+	struct service services[SERVICE_KIND_COUNT];
+	struct child *children;
+	struct child *auth;       /* the running auth process, or NULL */
+
+	struct handoff *handoffs; /* waiting for auth to redeem a token */
+	unsigned int next_handoff_id;
+	struct timeout *stop_timeout;
+};
+
+/* master-settings.c */
+int master_settings_load(struct master *master, const char *path,
+			 const char **error_r);
+int master_settings_create_fd(const struct moat_settings *set);
+int master_settings_resolve_users(struct master *master, const char **error_r);
+
+/* listener.c */
+int master_listeners_open(struct master *master, const char **error_r);
+void master_listeners_close(struct master *master);
+
+/* service.c */
+void services_init(struct master *master);
+void services_start(struct master *master);
+void services_reload(struct master *master);
+void services_stop(struct master *master);
+void services_child_exited(struct master *master, pid_t pid, int status);
+/* Spawn a child of service. extra_fds are dup'ed to fd 5, 6, ... in the
+   child. env: extra "KEY=VALUE" strings (NULL-terminated, may be NULL).
+   Returns the child or NULL (logged). */
+struct child *child_spawn(struct service *service, const int *extra_fds,
+			  unsigned int extra_fd_count, const char *const *env,
+			  uid_t uid, gid_t gid, const char *chroot_dir,
+			  const char *log_user);
+void child_kill(struct child *child, int signo);
+struct child *child_find_pid(struct master *master, pid_t pid);
+
+/* service-login.c */
+struct child *login_spawn(struct master *master);
+void login_input(void *context, const char *const *args, int fd);
+void login_auth_available(struct master *master);
+void login_shutdown_all(struct master *master);
+unsigned int login_count_listening(struct master *master);
+
+/* service-auth.c */
+struct child *auth_spawn(struct master *master);
+void auth_input(void *context, const char *const *args, int fd);
+/* Give a new imap-login process (or one that lost it) a socket to auth.
+   Returns the login's end, or -1 if auth is not running. */
+int auth_connect_login(struct master *master, pid_t login_pid);
+
+/* handoff.c */
+void handoff_start(struct child *login, const char *const *args, int fd);
+void handoff_auth_reply(struct master *master, const char *const *args);
+void handoff_fail_all(struct master *master, const char *reason);
+void handoff_login_gone(struct master *master, struct child *login);
+
+/* service-imap.c */
+struct child *imap_find_user(struct master *master, const char *user);
+struct child *imap_spawn(struct master *master, const char *user, uid_t uid,
+			 gid_t gid, const char *home, const char *mail);
+void imap_input(void *context, const char *const *args, int fd);
+
+#endif

@@ -1,0 +1,66 @@
+/* The auth process: spawning it and its channel (moat-auth-master). */
+#include "master-common.h"
+
+#include <signal.h>
+
+struct child *auth_spawn(struct master *master)
+{
+	struct child *child = child_spawn(&master->services[SERVICE_AUTH], NULL, 0,
+					  NULL, master->auth_uid, master->auth_gid,
+					  NULL, NULL);
+	if (child == NULL)
+		return NULL;
+	master->auth = child;
+	login_auth_available(master);
+	return child;
+}
+
+int auth_connect_login(struct master *master, pid_t login_pid)
+{
+	int pair[2];
+	char pid_str[32];
+
+	if (master->auth == NULL || master->auth->conn == NULL ||
+	    master->auth->shutting_down)
+		return -1;
+	if (ipc_socketpair(pair) < 0) {
+		i_error("socketpair() failed: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(pid_str, sizeof(pid_str), "%d", (int)login_pid);
+	if (ipc_sendv(master->auth->conn, pair[0], "LOGIN-CONN", pid_str, NULL) < 0) {
+		close(pair[0]);
+		close(pair[1]);
+		return -1;
+	}
+	close(pair[0]);
+	return pair[1];
+}
+
+void auth_input(void *context, const char *const *args, int fd)
+{
+	struct child *child = context;
+	struct master *master = child->master;
+
+	if (args == NULL) {
+		ipc_conn_destroy(&child->conn);
+		if (master->auth == child) {
+			/* Dying or broken: stop routing through it now; its
+			   exit restarts it. */
+			handoff_fail_all(master, "Authentication process is gone");
+		}
+		return;
+	}
+	if (fd >= 0) {
+		i_error("auth sent an unexpected fd");
+		close(fd);
+		child_kill(child, SIGKILL);
+		return;
+	}
+	if (strcmp(args[0], "USER") == 0 || strcmp(args[0], "NOTFOUND") == 0)
+		handoff_auth_reply(master, args);
+	else {
+		i_error("auth sent an unknown record %s, restarting it", args[0]);
+		child_kill(child, SIGKILL);
+	}
+}

@@ -1,0 +1,130 @@
+/* imap-login processes: spawning with the listeners and an auth socket,
+   and their channel (moat-login-master). */
+#include "master-common.h"
+
+#include <signal.h>
+
+struct child *login_spawn(struct master *master)
+{
+	struct service *service = &master->services[SERVICE_LOGIN];
+	int fds[1 + 64];
+	unsigned int count = 0;
+	char listeners_env[1024] = "MOAT_LISTENERS=";
+	size_t pos = strlen(listeners_env);
+
+	/* Its auth socket: a fresh pair, the other end goes to auth once we
+	   know the pid. Without auth running the end is closed at once and
+	   imap-login asks again with AUTH-RECONNECT. */
+	int pair[2];
+	if (ipc_socketpair(pair) < 0) {
+		i_error("socketpair() failed: %s", strerror(errno));
+		return NULL;
+	}
+	fds[count++] = pair[1];
+	for (unsigned int i = 0; i < master->listener_count && count < N_ELEMENTS(fds); i++) {
+		fds[count++] = master->listeners[i].fd;
+		int ret = snprintf(listeners_env + pos, sizeof(listeners_env) - pos,
+				   "%s%s:%d", i == 0 ? "" : ",",
+				   master->listeners[i].name, master->listeners[i].ssl ? 1 : 0);
+		if (ret < 0 || (size_t)ret >= sizeof(listeners_env) - pos)
+			i_fatal("too many listeners");
+		pos += (size_t)ret;
+	}
+	const char *env[] = { listeners_env, NULL };
+	struct child *child = child_spawn(service, fds, count, env, master->login_uid,
+					  master->login_gid, master->empty_dir, NULL);
+	close(pair[1]);
+	if (child == NULL) {
+		close(pair[0]);
+		return NULL;
+	}
+	child->listening = true;
+	if (master->auth != NULL) {
+		char pid_str[32];
+		snprintf(pid_str, sizeof(pid_str), "%d", (int)child->pid);
+		if (ipc_sendv(master->auth->conn, pair[0], "LOGIN-CONN",
+			      pid_str, NULL) < 0)
+			i_error("could not pass imap-login %d's socket to auth",
+				(int)child->pid);
+	}
+	close(pair[0]);
+	return child;
+}
+
+unsigned int login_count_listening(struct master *master)
+{
+	unsigned int count = 0;
+	for (struct child *child = master->children; child != NULL; child = child->next) {
+		if (child->service->kind == SERVICE_LOGIN && child->listening &&
+		    !child->shutting_down)
+			count++;
+	}
+	return count;
+}
+
+static void login_give_auth(struct child *login)
+{
+	int fd = auth_connect_login(login->master, login->pid);
+	if (fd < 0) {
+		login->wants_auth = true;   /* when auth is back */
+		return;
+	}
+	login->wants_auth = false;
+	(void)ipc_sendv(login->conn, fd, "AUTH-CONN", NULL);
+	close(fd);
+}
+
+void login_auth_available(struct master *master)
+{
+	for (struct child *child = master->children; child != NULL; child = child->next) {
+		if (child->service->kind == SERVICE_LOGIN && child->wants_auth)
+			login_give_auth(child);
+	}
+}
+
+void login_shutdown_all(struct master *master)
+{
+	for (struct child *child = master->children; child != NULL; child = child->next) {
+		if (child->service->kind != SERVICE_LOGIN || child->shutting_down)
+			continue;
+		child->shutting_down = true;
+		child->listening = false;
+		(void)ipc_sendv(child->conn, -1, "SHUTDOWN", NULL);
+	}
+}
+
+void login_input(void *context, const char *const *args, int fd)
+{
+	struct child *child = context;
+
+	if (args == NULL) {
+		/* The process is exiting (or broke its channel): its exit is
+		   handled by SIGCHLD; stop talking to it. */
+		ipc_conn_destroy(&child->conn);
+		return;
+	}
+	if (strcmp(args[0], "HANDOFF") == 0 && fd >= 0) {
+		handoff_start(child, args, fd);
+		return;
+	}
+	if (fd >= 0) {
+		i_error("imap-login %d sent an fd with %s", (int)child->pid, args[0]);
+		close(fd);
+		child_kill(child, SIGKILL);
+		return;
+	}
+	if (strcmp(args[0], "AUTH-RECONNECT") == 0)
+		login_give_auth(child);
+	else if (strcmp(args[0], "LISTEN-DONE") == 0) {
+		child->listening = false;
+		struct service *service = child->service;
+		if (!child->master->stopping &&
+		    login_count_listening(child->master) < MAX(service->set->process_min_avail, 1u) &&
+		    service->process_count < service->set->process_limit)
+			(void)login_spawn(child->master);
+	} else {
+		/* imap-login is untrusted: a protocol violation ends it. */
+		i_error("imap-login %d sent an unknown record, killing it", (int)child->pid);
+		child_kill(child, SIGKILL);
+	}
+}

@@ -1,0 +1,27 @@
+# tests/unit: one C test program per lib/ and index/ module (make check).
+noinst_LIBRARIES += tests/unit/libtest.a
+tests_unit_libtest_a_SOURCES = tests/unit/test-common.c tests/unit/test-common.h
+
+UNIT_LDADD = tests/unit/libtest.a $(LIBMOAT)
+UNIT_TESTS = \
+	tests/unit/test-mempool \
+	tests/unit/test-buffer \
+	tests/unit/test-strfuncs \
+	tests/unit/test-ioloop \
+	tests/unit/test-iostream \
+	tests/unit/test-ipc \
+	tests/unit/test-imap-parser \
+	tests/unit/test-config
+check_PROGRAMS += $(UNIT_TESTS)
+TESTS += $(UNIT_TESTS)
+
+tests_unit_test_mempool_LDADD = $(UNIT_LDADD)
+tests_unit_test_buffer_LDADD = $(UNIT_LDADD)
+tests_unit_test_strfuncs_LDADD = $(UNIT_LDADD)
+tests_unit_test_ioloop_LDADD = $(UNIT_LDADD)
+tests_unit_test_iostream_LDADD = $(UNIT_LDADD)
+tests_unit_test_ipc_LDADD = $(UNIT_LDADD)
+tests_unit_test_imap_parser_LDADD = $(UNIT_LDADD)
+tests_unit_test_config_LDADD = $(UNIT_LDADD)
+
+EXTRA_DIST += tests/protocol
