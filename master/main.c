@@ -66,8 +66,17 @@ static void prepare_dirs(struct master *master)
 	mkdir_checked(path, 0755);
 	free(path);
 
+	/* imap-login's chroot: relative names live under base_dir. */
+	const char *chroot_dir = master->services[SERVICE_LOGIN].set->chroot;
 	free(master->empty_dir);
-	master->empty_dir = i_strdup_printf("%s/empty", master->set->base_dir);
+	master->empty_dir = NULL;
+	if (chroot_dir[0] == '\0') {
+		i_warning("service imap-login has no chroot: it can read whatever "
+			  "moat-login can");
+		return;
+	}
+	master->empty_dir = chroot_dir[0] == '/' ? i_strdup(chroot_dir) :
+		i_strdup_printf("%s/%s", master->set->base_dir, chroot_dir);
 	mkdir_checked(master->empty_dir, 0755);
 	if (stat(master->empty_dir, &st) < 0)
 		i_fatal("stat(%s) failed: %s", master->empty_dir, strerror(errno));

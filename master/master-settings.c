@@ -13,11 +13,6 @@ int master_settings_load(struct master *master, const char *path,
 
 	if (moat_settings_read(path, &set, error_r) < 0)
 		return -1;
-	if (set->passdb_count == 0) {
-		*error_r = "no passdb { } configured: nobody could log in";
-		moat_settings_free(&set);
-		return -1;
-	}
 	if (set->base_dir[0] != '/') {
 		*error_r = "base_dir must be an absolute path";
 		moat_settings_free(&set);
@@ -61,13 +56,10 @@ int master_settings_resolve_users(struct master *master, const char **error_r)
 {
 	static char error[256];
 	const struct moat_settings *set = master->set;
-	const char *login_user = master->services[SERVICE_LOGIN].set->user;
-	const char *auth_user = master->services[SERVICE_AUTH].set->user;
-
-	if (login_user[0] == '\0')
-		login_user = set->default_login_user;
-	if (auth_user[0] == '\0')
-		auth_user = set->default_internal_user;
+	const char *login_user =
+		moat_settings_service_user(set, master->services[SERVICE_LOGIN].set);
+	const char *auth_user =
+		moat_settings_service_user(set, master->services[SERVICE_AUTH].set);
 	if (!master->root) {
 		master->login_uid = master->auth_uid = (uid_t)-1;
 		master->login_gid = master->auth_gid = (gid_t)-1;

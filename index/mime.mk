@@ -1,0 +1,1 @@
+# index/mime.mk: MIME parser (being written)

@@ -1,0 +1,778 @@
+/* moat.conf schema: every setting with its type and default, the service,
+   inet_listener, passdb and userdb sections, validation, and writing the
+   settings back in moat.conf syntax. The syntax itself is
+   config-parser.c's. doc/configuration.md documents every entry here. */
+
+#include "lib.h"
+#include "strfuncs.h"
+#include "config-parser.h"
+#include "settings-def.h"
+#include "moat-settings.h"
+
+#include <arpa/inet.h>
+#include <strings.h>
+
+#ifndef MOAT_RUNDIR
+#  error "MOAT_RUNDIR must be defined by the build (Makefile.am)"
+#endif
+
+#define MOAT_SERVICE_LOGIN "imap-login"
+
+_Static_assert(sizeof(enum moat_fsync_mode) == sizeof(unsigned int),
+	       "SET_ENUM stores enums as unsigned int");
+
+static int check_protocols(pool_t pool, const char *value,
+			   const char **error_r);
+static int check_mechanisms(pool_t pool, const char *value,
+			    const char **error_r);
+static int check_mail_location(pool_t pool, const char *value,
+			       const char **error_r);
+static int check_address(pool_t pool, const char *value, const char **error_r);
+
+static const char *const fsync_values[] = {
+	"optimized", "always", "never", NULL
+};
+
+#define GLOBAL(n, t, d, ...) { .name = #n, .type = (t), \
+	.offset = offsetof(struct moat_settings, n), .default_value = (d), \
+	__VA_ARGS__ }
+static const struct setting_def global_defs[] = {
+	GLOBAL(base_dir, SET_STRING, MOAT_RUNDIR,
+	       .flags = SET_FLAG_NONEMPTY | SET_FLAG_ABSPATH),
+	GLOBAL(log_path, SET_STRING, "", .flags = SET_FLAG_ABSPATH),
+	GLOBAL(log_debug, SET_BOOL, "no"),
+	GLOBAL(default_login_user, SET_STRING, "moat-login",
+	       .flags = SET_FLAG_NONEMPTY),
+	GLOBAL(default_internal_user, SET_STRING, "moat-auth",
+	       .flags = SET_FLAG_NONEMPTY),
+	GLOBAL(protocols, SET_STRING, "imap", .check = check_protocols),
+	GLOBAL(mail_location, SET_STRING, "maildir:~/Maildir",
+	       .check = check_mail_location),
+	GLOBAL(mail_uid, SET_STRING, ""),
+	GLOBAL(mail_gid, SET_STRING, ""),
+	GLOBAL(first_valid_uid, SET_UINT, "500"),
+	GLOBAL(last_valid_uid, SET_UINT, "0"),
+	GLOBAL(mail_fsync, SET_ENUM, "optimized", .enum_values = fsync_values),
+	/* below 1k not even a LOGIN with a long password fits */
+	GLOBAL(imap_max_line_length, SET_SIZE, "64k", .min = 1024),
+	GLOBAL(imap_max_literal_size, SET_SIZE, "64k", .min = 1),
+	GLOBAL(imap_max_append_size, SET_SIZE, "64M", .min = 1),
+	GLOBAL(imap_max_bad_commands, SET_UINT, "20", .min = 1),
+	GLOBAL(imap_idle_timeout, SET_TIME, "30 mins", .min = 60),
+	GLOBAL(imap_process_linger, SET_TIME, "30 secs"),
+	GLOBAL(login_timeout, SET_TIME, "60 secs", .min = 1),
+	GLOBAL(disable_plaintext_auth, SET_BOOL, "yes"),
+	GLOBAL(auth_mechanisms, SET_STRING, "plain login",
+	       .flags = SET_FLAG_NONEMPTY, .check = check_mechanisms),
+	GLOBAL(auth_failure_delay, SET_TIME, "2 secs"),
+};
+
+#define SERVICE(n, t, ...) { .name = #n, .type = (t), \
+	.offset = offsetof(struct moat_service_settings, n), __VA_ARGS__ }
+static const struct setting_def service_defs[] = {
+	SERVICE(user, SET_STRING),
+	SERVICE(chroot, SET_STRING),
+	SERVICE(process_limit, SET_UINT, .min = 1),
+	SERVICE(process_min_avail, SET_UINT),
+	SERVICE(client_limit, SET_UINT, .min = 1),
+	SERVICE(service_count, SET_UINT),
+	SERVICE(vsz_limit, SET_SIZE),
+	SERVICE(idle_kill, SET_TIME),
+};
+
+#define LISTENER(n, t, ...) { .name = #n, .type = (t), \
+	.offset = offsetof(struct moat_listener_settings, n), __VA_ARGS__ }
+static const struct setting_def listener_defs[] = {
+	LISTENER(address, SET_STRING, .flags = SET_FLAG_NONEMPTY,
+		 .check = check_address),
+	LISTENER(port, SET_UINT, .max = 65535),
+	LISTENER(ssl, SET_BOOL),
+};
+
+#define DB(n) { .name = #n, .type = SET_STRING, \
+	.offset = offsetof(struct moat_db_settings, n) }
+static const struct setting_def db_defs[] = {
+	DB(driver), DB(args), DB(default_fields), DB(override_fields),
+};
+
+/* Drivers auth implements; add one here when auth learns it. */
+static const char *const passdb_drivers[] = {
+	"passwd-file",
+#ifdef HAVE_PAM
+	"pam",
+#endif
+	NULL
+};
+static const char *const userdb_drivers[] = { "passwd-file", NULL };
+
+#define VSZ_DEFAULT (256ULL * 1024 * 1024)
+/* The listeners array is never written through: defaults are copied. */
+static const struct moat_listener_settings login_listener_defaults[] = {
+	{ .name = "imap", .address = "*", .port = 143, .ssl = false },
+	{ .name = "imaps", .address = "*", .port = 993, .ssl = true },
+};
+static const struct moat_service_settings service_defaults[] = {
+	{ .name = MOAT_SERVICE_LOGIN, .user = "", .chroot = "empty",
+	  .process_limit = 64, .process_min_avail = 1, .client_limit = 1000,
+	  .vsz_limit = VSZ_DEFAULT,
+	  .listeners = (struct moat_listener_settings *)login_listener_defaults,
+	  .listener_count = N_ELEMENTS(login_listener_defaults) },
+	/* one auth process, always running */
+	{ .name = "auth", .user = "", .chroot = "", .process_limit = 1,
+	  .process_min_avail = 1, .client_limit = 1000,
+	  .vsz_limit = VSZ_DEFAULT },
+	{ .name = "imap", .user = "", .chroot = "", .process_limit = 1024,
+	  .client_limit = 1000, .vsz_limit = VSZ_DEFAULT },
+};
+#define SERVICE_COUNT N_ELEMENTS(service_defaults)
+
+enum section_kind {
+	SECTION_SERVICE, SECTION_LISTENER, SECTION_PASSDB, SECTION_USERDB,
+};
+
+struct settings_parser {
+	struct moat_settings *set;
+	enum section_kind stack[2];     /* service > inet_listener at most */
+	unsigned int depth;
+	struct moat_service_settings *service;  /* the open service block */
+	uint32_t listeners_seen;        /* bit per listener in that block */
+	unsigned int listener_idx;      /* the open inet_listener */
+	bool listener_new, listener_port_set;
+	struct moat_db_settings *db;    /* the open passdb/userdb */
+	bool services_seen[SERVICE_COUNT];
+};
+
+/* See MOAT_SETTINGS_ERROR_MAX in the header for the lifetime. */
+static _Thread_local char settings_error_buf[MOAT_SETTINGS_ERROR_MAX];
+
+static const char *settings_error(const char *msg)
+{
+	snprintf(settings_error_buf, sizeof(settings_error_buf), "%s", msg);
+	return settings_error_buf;
+}
+
+static int check_words(pool_t pool, const char *value,
+		       const char *const *allowed, const char **error_r)
+{
+	const char *p = value;
+
+	while (*p != '\0') {
+		size_t len = strcspn(p, " \t");
+		bool found = len == 0;
+		for (unsigned int i = 0; allowed[i] != NULL && !found; i++) {
+			found = strlen(allowed[i]) == len &&
+				strncasecmp(p, allowed[i], len) == 0;
+		}
+		if (!found) {
+			*error_r = p_strdup_printf(pool, "unknown word '%.*s'",
+						   (int)len, p);
+			return -1;
+		}
+		p += len + (p[len] != '\0' ? 1 : 0);
+	}
+	return 0;
+}
+
+static int check_protocols(pool_t pool, const char *value, const char **error_r)
+{
+	static const char *const protocols[] = { "imap", NULL };
+	return check_words(pool, value, protocols, error_r);
+}
+
+static int check_mechanisms(pool_t pool, const char *value,
+			    const char **error_r)
+{
+	static const char *const mechanisms[] = { "plain", "login", NULL };
+	return check_words(pool, value, mechanisms, error_r);
+}
+
+static int check_mail_location(pool_t pool ATTR_UNUSED, const char *value,
+			       const char **error_r)
+{
+	const char *path;
+
+	if (!str_begins(value, "maildir:", &path) || path[0] == '\0') {
+		*error_r = "only maildir:PATH is supported";
+		return -1;
+	}
+	return 0;
+}
+
+static int check_address(pool_t pool ATTR_UNUSED, const char *value,
+			 const char **error_r)
+{
+	unsigned char addr[16];
+
+	if (strcmp(value, "*") == 0 || strcmp(value, "::") == 0 ||
+	    inet_pton(AF_INET, value, addr) == 1 ||
+	    inet_pton(AF_INET6, value, addr) == 1)
+		return 0;
+	*error_r = "not an IP address, * or ::";
+	return -1;
+}
+
+/* Grow a pool-allocated array by one zeroed element; returns it. */
+static void *array_append(pool_t pool, void *arrayp, unsigned int *count,
+			  size_t elem_size)
+{
+	void **array = arrayp;
+	char *new_array = p_malloc(pool, i_mul_size(*count + 1, elem_size));
+
+	if (*count > 0)
+		memcpy(new_array, *array, *count * elem_size);
+	*array = new_array;
+	return new_array + (*count)++ * elem_size;
+}
+
+static void service_copy(pool_t pool, struct moat_service_settings *dest,
+			 const struct moat_service_settings *src)
+{
+	*dest = *src;
+	dest->name = p_strdup(pool, src->name);
+	dest->user = p_strdup(pool, src->user);
+	dest->chroot = p_strdup(pool, src->chroot);
+	dest->listeners = NULL;
+	dest->listener_count = 0;
+	for (unsigned int i = 0; i < src->listener_count; i++) {
+		struct moat_listener_settings *l = array_append(pool,
+			&dest->listeners, &dest->listener_count, sizeof(*l));
+		l->name = p_strdup(pool, src->listeners[i].name);
+		l->address = p_strdup(pool, src->listeners[i].address);
+		l->port = src->listeners[i].port;
+		l->ssl = src->listeners[i].ssl;
+	}
+}
+
+struct moat_settings *moat_settings_defaults(void)
+{
+	pool_t pool = pool_create("moat settings", 4096);
+	struct moat_settings *set = p_malloc(pool, sizeof(*set));
+	const char *error;
+
+	set->pool = pool;
+	for (unsigned int i = 0; i < N_ELEMENTS(global_defs); i++) {
+		if (settings_def_set(pool, &global_defs[i], set,
+				global_defs[i].default_value, &error) < 0)
+			i_panic("invalid built-in default: %s", error);
+	}
+	set->service_count = SERVICE_COUNT;
+	set->services = p_malloc(pool, sizeof(*set->services) * SERVICE_COUNT);
+	for (unsigned int i = 0; i < SERVICE_COUNT; i++)
+		service_copy(pool, &set->services[i], &service_defaults[i]);
+	return set;
+}
+
+void moat_settings_free(struct moat_settings **set)
+{
+	pool_t pool = (*set)->pool;
+
+	*set = NULL;
+	pool_unref(&pool);
+}
+
+static int service_begin(struct settings_parser *ctx, const char *name,
+			 const char **error_r)
+{
+	pool_t pool = ctx->set->pool;
+	unsigned int i;
+
+	if (name == NULL) {
+		*error_r = "service needs a name (imap-login, auth or imap)";
+		return -1;
+	}
+	for (i = 0; i < SERVICE_COUNT; i++) {
+		if (strcmp(ctx->set->services[i].name, name) == 0)
+			break;
+	}
+	if (i == SERVICE_COUNT) {
+		*error_r = p_strdup_printf(pool, "unknown service '%s' "
+			"(known: imap-login, auth, imap)", name);
+		return -1;
+	}
+	if (ctx->services_seen[i]) {
+		*error_r = p_strdup_printf(pool, "duplicate service '%s'", name);
+		return -1;
+	}
+	ctx->services_seen[i] = true;
+	ctx->service = &ctx->set->services[i];
+	ctx->listeners_seen = 0;
+	ctx->stack[ctx->depth++] = SECTION_SERVICE;
+	return 0;
+}
+
+static bool listener_name_valid(const char *name)
+{
+	/* it goes into MOAT_LISTENERS="name:ssl,..." */
+	if (name[0] == '\0')
+		return false;
+	for (const char *p = name; *p != '\0'; p++) {
+		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+		    !(*p >= '0' && *p <= '9') && *p != '-' && *p != '_')
+			return false;
+	}
+	return true;
+}
+
+static int listener_begin(struct settings_parser *ctx, const char *name,
+			  const char **error_r)
+{
+	struct moat_service_settings *service = ctx->service;
+	pool_t pool = ctx->set->pool;
+	unsigned int i;
+
+	if (strcmp(service->name, MOAT_SERVICE_LOGIN) != 0) {
+		*error_r = "inet_listener is only allowed in service imap-login";
+		return -1;
+	}
+	if (name == NULL || !listener_name_valid(name)) {
+		*error_r = "inet_listener needs a name of letters, digits, "
+			"'-' and '_'";
+		return -1;
+	}
+	for (i = 0; i < service->listener_count; i++) {
+		if (strcmp(service->listeners[i].name, name) == 0)
+			break;
+	}
+	ctx->listener_new = i == service->listener_count;
+	if (!ctx->listener_new && (ctx->listeners_seen & (1U << i)) != 0) {
+		*error_r = p_strdup_printf(pool, "duplicate inet_listener '%s'",
+					   name);
+		return -1;
+	}
+	if (ctx->listener_new) {
+		if (i >= MOAT_SETTINGS_LISTENERS_MAX) {
+			*error_r = "too many inet_listeners (max 16)";
+			return -1;
+		}
+		struct moat_listener_settings *l = array_append(pool,
+			&service->listeners, &service->listener_count,
+			sizeof(*l));
+		l->name = p_strdup(pool, name);
+		l->address = "*";
+	}
+	ctx->listeners_seen |= 1U << i;
+	ctx->listener_idx = i;
+	ctx->listener_port_set = false;
+	ctx->stack[ctx->depth++] = SECTION_LISTENER;
+	return 0;
+}
+
+static int db_begin(struct settings_parser *ctx, enum section_kind kind,
+		    const char *type, const char *name, const char **error_r)
+{
+	struct moat_settings *set = ctx->set;
+	bool passdb = kind == SECTION_PASSDB;
+	unsigned int *count = passdb ? &set->passdb_count : &set->userdb_count;
+
+	if (name != NULL) {
+		*error_r = p_strdup_printf(set->pool, "%s takes no name", type);
+		return -1;
+	}
+	if (*count >= MOAT_SETTINGS_DBS_MAX) {
+		*error_r = p_strdup_printf(set->pool, "too many %s blocks "
+			"(max %u)", type, MOAT_SETTINGS_DBS_MAX);
+		return -1;
+	}
+	ctx->db = passdb ?
+		array_append(set->pool, &set->passdbs, count, sizeof(*ctx->db)) :
+		array_append(set->pool, &set->userdbs, count, sizeof(*ctx->db));
+	ctx->db->driver = ctx->db->args = "";
+	ctx->db->default_fields = ctx->db->override_fields = "";
+	ctx->stack[ctx->depth++] = kind;
+	return 0;
+}
+
+static int section_begin(struct settings_parser *ctx, const char *type,
+			 const char *name, const char **error_r)
+{
+	if (ctx->depth == 0 && strcmp(type, "service") == 0)
+		return service_begin(ctx, name, error_r);
+	if (ctx->depth == 0 && strcmp(type, "passdb") == 0)
+		return db_begin(ctx, SECTION_PASSDB, type, name, error_r);
+	if (ctx->depth == 0 && strcmp(type, "userdb") == 0)
+		return db_begin(ctx, SECTION_USERDB, type, name, error_r);
+	if (ctx->depth == 1 && ctx->stack[0] == SECTION_SERVICE &&
+	    strcmp(type, "inet_listener") == 0)
+		return listener_begin(ctx, name, error_r);
+	*error_r = p_strdup_printf(ctx->set->pool, ctx->depth == 0 ?
+		"unknown section type '%s'" :
+		"section '%s' is not allowed here", type);
+	return -1;
+}
+
+static int db_check(pool_t pool, const char *type,
+		    const struct moat_db_settings *db, const char **error_r)
+{
+	const char *const *drivers = strcmp(type, "passdb") == 0 ?
+		passdb_drivers : userdb_drivers;
+	unsigned int i;
+
+	for (i = 0; drivers[i] != NULL; i++) {
+		if (strcmp(drivers[i], db->driver) == 0)
+			break;
+	}
+	if (drivers[i] == NULL) {
+		*error_r = db->driver[0] == '\0' ?
+			p_strdup_printf(pool, "%s: driver is not set", type) :
+			p_strdup_printf(pool, "%s: unknown driver '%s'", type,
+					db->driver);
+		return -1;
+	}
+	if (strcmp(db->driver, "passwd-file") == 0 && db->args[0] == '\0') {
+		*error_r = p_strdup_printf(pool, "%s passwd-file: args must be "
+					   "the file's path", type);
+		return -1;
+	}
+	return 0;
+}
+
+static bool listeners_clash(const struct moat_listener_settings *a,
+			    const struct moat_listener_settings *b)
+{
+	return a->port != 0 && a->port == b->port &&
+		(strcmp(a->address, b->address) == 0 ||
+		 strcmp(a->address, "*") == 0 || strcmp(b->address, "*") == 0);
+}
+
+static int service_check(pool_t pool, const struct moat_service_settings *s,
+			 const char **error_r)
+{
+	if (s->process_min_avail > s->process_limit) {
+		*error_r = p_strdup_printf(pool, "service %s: process_min_avail "
+			"(%u) is larger than process_limit (%u)", s->name,
+			s->process_min_avail, s->process_limit);
+		return -1;
+	}
+	for (unsigned int i = 0; i < s->listener_count; i++) {
+		for (unsigned int j = i + 1; j < s->listener_count; j++) {
+			if (!listeners_clash(&s->listeners[i], &s->listeners[j]))
+				continue;
+			*error_r = p_strdup_printf(pool, "service %s: "
+				"inet_listeners %s and %s both use port %u",
+				s->name, s->listeners[i].name,
+				s->listeners[j].name, s->listeners[i].port);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int section_end(struct settings_parser *ctx, const char **error_r)
+{
+	pool_t pool = ctx->set->pool;
+
+	i_assert(ctx->depth > 0);
+	switch (ctx->stack[--ctx->depth]) {
+	case SECTION_SERVICE:
+		return service_check(pool, ctx->service, error_r);
+	case SECTION_LISTENER:
+		if (ctx->listener_new && !ctx->listener_port_set) {
+			*error_r = p_strdup_printf(pool, "inet_listener %s: port "
+				"is not set",
+				ctx->service->listeners[ctx->listener_idx].name);
+			return -1;
+		}
+		return 0;
+	case SECTION_PASSDB:
+		return db_check(pool, "passdb", ctx->db, error_r);
+	case SECTION_USERDB:
+		return db_check(pool, "userdb", ctx->db, error_r);
+	}
+	i_unreached();
+}
+
+static int settings_key(struct settings_parser *ctx, const char *key,
+			const char *value, const char **error_r)
+{
+	const struct setting_def *defs = global_defs;
+	unsigned int count = N_ELEMENTS(global_defs);
+	void *base = ctx->set;
+	const char *where = "";
+
+	if (ctx->depth > 0) switch (ctx->stack[ctx->depth - 1]) {
+	case SECTION_SERVICE:
+		defs = service_defs;
+		count = N_ELEMENTS(service_defs);
+		base = ctx->service;
+		where = " in a service block";
+		break;
+	case SECTION_LISTENER:
+		defs = listener_defs;
+		count = N_ELEMENTS(listener_defs);
+		base = &ctx->service->listeners[ctx->listener_idx];
+		where = " in an inet_listener block";
+		if (strcmp(key, "port") == 0)
+			ctx->listener_port_set = true;
+		break;
+	case SECTION_PASSDB:
+	case SECTION_USERDB:
+		defs = db_defs;
+		count = N_ELEMENTS(db_defs);
+		base = ctx->db;
+		where = " in a passdb/userdb block";
+		break;
+	}
+	const struct setting_def *def = settings_def_find(defs, count, key);
+	if (def == NULL) {
+		*error_r = p_strdup_printf(ctx->set->pool,
+					   "unknown setting '%s'%s", key, where);
+		return -1;
+	}
+	return settings_def_set(ctx->set->pool, def, base, value, error_r);
+}
+
+static int settings_event(const struct config_event *event, void *context,
+			  const char **error_r)
+{
+	struct settings_parser *ctx = context;
+
+	switch (event->type) {
+	case CONFIG_EVENT_KEY_VALUE:
+		return settings_key(ctx, event->key, event->value, error_r);
+	case CONFIG_EVENT_SECTION_BEGIN:
+		return section_begin(ctx, event->key, event->value, error_r);
+	case CONFIG_EVENT_SECTION_END:
+		return section_end(ctx, error_r);
+	}
+	i_unreached();
+}
+
+/* Whole-config checks; full adds what only a complete config needs. */
+static int settings_check(const struct moat_settings *set, bool full,
+			  const char **error_r)
+{
+	if (set->last_valid_uid != 0 &&
+	    set->last_valid_uid < set->first_valid_uid) {
+		*error_r = p_strdup_printf(set->pool, "last_valid_uid (%u) is "
+			"below first_valid_uid (%u)", set->last_valid_uid,
+			set->first_valid_uid);
+		return -1;
+	}
+	for (unsigned int i = 0; i < set->service_count; i++) {
+		if (service_check(set->pool, &set->services[i], error_r) < 0)
+			return -1;
+	}
+	if (full && set->passdb_count == 0) {
+		*error_r = "no passdb configured";
+		return -1;
+	}
+	return 0;
+}
+
+/* fd < 0: parse path. */
+static int settings_parse(int fd, const char *path,
+			  struct moat_settings **set_r, const char **error_r)
+{
+	struct moat_settings *set = moat_settings_defaults();
+	struct settings_parser ctx = { .set = set };
+	const char *error;
+	int ret;
+
+	if (fd < 0) {
+		ret = config_parse_file(path, settings_event, &ctx, set->pool,
+					&error);
+	} else {
+		ret = config_parse_fd(fd, path, settings_event, &ctx, set->pool,
+				      &error);
+	}
+	if (ret == 0 && settings_check(set, false, &error) < 0) {
+		error = p_strdup_printf(set->pool, "%s: %s", path, error);
+		ret = -1;
+	}
+	if (ret < 0) {
+		*error_r = settings_error(error);
+		moat_settings_free(&set);
+		return -1;
+	}
+	*set_r = set;
+	return 0;
+}
+
+int moat_settings_parse(const char *path, struct moat_settings **set_r,
+			const char **error_r)
+{
+	return settings_parse(-1, path, set_r, error_r);
+}
+
+int moat_settings_read_fd(int fd, const char *name,
+			  struct moat_settings **set_r, const char **error_r)
+{
+	i_assert(fd >= 0);
+	return settings_parse(fd, name, set_r, error_r);
+}
+
+int moat_settings_validate(const struct moat_settings *set,
+			   const char **error_r)
+{
+	const char *error;
+
+	if (settings_check(set, true, &error) < 0) {
+		*error_r = settings_error(error);
+		return -1;
+	}
+	return 0;
+}
+
+int moat_settings_read(const char *path, struct moat_settings **set_r,
+		       const char **error_r)
+{
+	struct moat_settings *set;
+	const char *error;
+
+	if (moat_settings_parse(path, &set, error_r) < 0)
+		return -1;
+	if (settings_check(set, true, &error) < 0) {
+		*error_r = settings_error(p_strdup_printf(set->pool, "%s: %s",
+							  path, error));
+		moat_settings_free(&set);
+		return -1;
+	}
+	*set_r = set;
+	return 0;
+}
+
+static const struct moat_listener_settings *
+listener_find(const struct moat_service_settings *service, const char *name)
+{
+	for (unsigned int i = 0; i < service->listener_count; i++) {
+		if (strcmp(service->listeners[i].name, name) == 0)
+			return &service->listeners[i];
+	}
+	return NULL;
+}
+
+static bool service_equal(const struct moat_service_settings *a,
+			  const struct moat_service_settings *b)
+{
+	if (strcmp(a->name, b->name) != 0 ||
+	    !settings_defs_equal(service_defs, N_ELEMENTS(service_defs), a, b) ||
+	    a->listener_count != b->listener_count)
+		return false;
+	for (unsigned int i = 0; i < a->listener_count; i++) {
+		if (strcmp(a->listeners[i].name, b->listeners[i].name) != 0 ||
+		    !settings_defs_equal(listener_defs, N_ELEMENTS(listener_defs),
+				&a->listeners[i], &b->listeners[i]))
+			return false;
+	}
+	return true;
+}
+
+/* def: the built-in service to compare with (moat -n), or NULL. */
+static int write_service(buffer_t *out, const struct moat_service_settings *s,
+			 const struct moat_service_settings *def)
+{
+	if (def != NULL && service_equal(s, def))
+		return 0;
+	if (buffer_append_str(out, "service ") < 0 ||
+	    config_append_value(out, s->name) < 0 ||
+	    buffer_append_str(out, " {\n") < 0 ||
+	    settings_defs_write(out, "  ", service_defs, N_ELEMENTS(service_defs),
+		       s, def) < 0)
+		return -1;
+	for (unsigned int i = 0; i < s->listener_count; i++) {
+		const struct moat_listener_settings *l = &s->listeners[i];
+		const struct moat_listener_settings *dl =
+			def == NULL ? NULL : listener_find(def, l->name);
+		if (dl != NULL && settings_defs_equal(listener_defs,
+					     N_ELEMENTS(listener_defs), l, dl))
+			continue;
+		if (buffer_append_str(out, "  inet_listener ") < 0 ||
+		    config_append_value(out, l->name) < 0 ||
+		    buffer_append_str(out, " {\n") < 0 ||
+		    settings_defs_write(out, "    ", listener_defs,
+			       N_ELEMENTS(listener_defs), l, dl) < 0 ||
+		    buffer_append_str(out, "  }\n") < 0)
+			return -1;
+	}
+	return buffer_append_str(out, "}\n");
+}
+
+static int write_db(buffer_t *out, const char *type,
+		    const struct moat_db_settings *db, bool only_set)
+{
+	static const struct moat_db_settings empty_db = {
+		.driver = "", .args = "", .default_fields = "",
+		.override_fields = "",
+	};
+
+	if (buffer_printf(out, "%s {\n", type) < 0 ||
+	    settings_defs_write(out, "  ", db_defs, N_ELEMENTS(db_defs), db,
+		       only_set ? &empty_db : NULL) < 0)
+		return -1;
+	return buffer_append_str(out, "}\n");
+}
+
+int moat_settings_write(const struct moat_settings *set, bool non_default_only,
+			buffer_t *out)
+{
+	struct moat_settings *defaults =
+		non_default_only ? moat_settings_defaults() : NULL;
+	int ret = settings_defs_write(out, "", global_defs,
+				      N_ELEMENTS(global_defs), set, defaults);
+
+	for (unsigned int i = 0; i < set->service_count && ret == 0; i++) {
+		const struct moat_service_settings *def = defaults == NULL ?
+			NULL : moat_settings_get_service(defaults,
+							 set->services[i].name);
+		ret = write_service(out, &set->services[i], def);
+	}
+	for (unsigned int i = 0; i < set->passdb_count && ret == 0; i++)
+		ret = write_db(out, "passdb", &set->passdbs[i], non_default_only);
+	for (unsigned int i = 0; i < set->userdb_count && ret == 0; i++)
+		ret = write_db(out, "userdb", &set->userdbs[i], non_default_only);
+	if (defaults != NULL)
+		moat_settings_free(&defaults);
+	return ret;
+}
+
+static bool dbs_equal(const struct moat_db_settings *a, unsigned int a_count,
+		      const struct moat_db_settings *b, unsigned int b_count)
+{
+	if (a_count != b_count)
+		return false;
+	for (unsigned int i = 0; i < a_count; i++) {
+		if (!settings_defs_equal(db_defs, N_ELEMENTS(db_defs),
+					 &a[i], &b[i]))
+			return false;
+	}
+	return true;
+}
+
+bool moat_settings_equal(const struct moat_settings *a,
+			 const struct moat_settings *b)
+{
+	if (!settings_defs_equal(global_defs, N_ELEMENTS(global_defs), a, b) ||
+	    a->service_count != b->service_count ||
+	    !dbs_equal(a->passdbs, a->passdb_count,
+		       b->passdbs, b->passdb_count) ||
+	    !dbs_equal(a->userdbs, a->userdb_count,
+		       b->userdbs, b->userdb_count))
+		return false;
+	for (unsigned int i = 0; i < a->service_count; i++) {
+		if (!service_equal(&a->services[i], &b->services[i]))
+			return false;
+	}
+	return true;
+}
+
+const struct moat_service_settings *
+moat_settings_get_service(const struct moat_settings *set, const char *name)
+{
+	for (unsigned int i = 0; i < set->service_count; i++) {
+		if (strcmp(set->services[i].name, name) == 0)
+			return &set->services[i];
+	}
+	return NULL;
+}
+
+const char *moat_settings_service_user(const struct moat_settings *set,
+				       const struct moat_service_settings *service)
+{
+	if (service->user[0] != '\0')
+		return service->user;
+	if (strcmp(service->name, MOAT_SERVICE_LOGIN) == 0)
+		return set->default_login_user;
+	if (strcmp(service->name, "auth") == 0)
+		return set->default_internal_user;
+	return "";
+}
