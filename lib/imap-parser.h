@@ -112,7 +112,9 @@ enum imap_parser_flags {
 	   synchronizing literal the caller sends "+" itself. The caller then
 	   consumes literal_size bytes itself and calls
 	   imap_parser_continue_line() to parse the rest of the line; several
-	   literals in one line (MULTIAPPEND) are returned in turn. */
+	   literals in one line (MULTIAPPEND) are returned in turn.
+	   max_literal_size does not apply to such a literal: the caller
+	   checks literal_size itself (APPEND has its own limit). */
 	IMAP_PARSE_FLAG_LITERAL_SIZE = 0x01,
 	/* A literal may not contain NUL bytes (RFC 3501: NUL is not allowed
 	   in literals except literal8). */
