@@ -44,9 +44,11 @@ char *i_strdup(const char *str)
 
 char *i_strndup(const void *str, size_t max_len)
 {
-	size_t len = strnlen(str, max_len);
+	/* (NULL, 0) is an empty string, as from an empty buffer. */
+	size_t len = max_len == 0 ? 0 : strnlen(str, max_len);
 	char *dup = i_malloc(i_add_size(len, 1));
-	memcpy(dup, str, len);
+	if (len > 0)
+		memcpy(dup, str, len);
 	return dup;
 }
 

@@ -104,16 +104,19 @@ char *p_strdup(pool_t pool, const char *str)
 
 char *p_strndup(pool_t pool, const void *str, size_t max_len)
 {
-	size_t len = strnlen(str, max_len);
+	/* (NULL, 0) is an empty string, as from an empty buffer. */
+	size_t len = max_len == 0 ? 0 : strnlen(str, max_len);
 	char *dup = p_malloc(pool, i_add_size(len, 1));
-	memcpy(dup, str, len);
+	if (len > 0)
+		memcpy(dup, str, len);
 	return dup;
 }
 
 void *p_memdup(pool_t pool, const void *data, size_t size)
 {
 	void *mem = p_malloc(pool, size);
-	memcpy(mem, data, size);
+	if (size > 0)
+		memcpy(mem, data, size);
 	return mem;
 }
 

@@ -98,9 +98,7 @@ static const struct setting_def db_defs[] = {
 /* Drivers auth implements; add one here when auth learns it. */
 static const char *const passdb_drivers[] = {
 	"passwd-file",
-#ifdef HAVE_PAM
-	"pam",
-#endif
+	/* "pam" joins when auth-worker implements it. */
 	NULL
 };
 static const char *const userdb_drivers[] = { "passwd-file", NULL };

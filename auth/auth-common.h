@@ -1,0 +1,30 @@
+#ifndef AUTH_COMMON_H
+#define AUTH_COMMON_H
+/* Included first by every file of the auth process. */
+
+#include "lib.h"
+#include "log.h"
+#include "mempool.h"
+#include "strfuncs.h"
+#include "ioloop.h"
+#include "ipc.h"
+#include "master-service.h"
+#include "moat-settings.h"
+
+struct auth_client;
+
+/* The process's state: created in main() and handed to every module, so
+   nothing else in the process is global. */
+struct auth {
+	struct master_service *service;
+	struct ioloop *ioloop;
+	const struct moat_settings *set;
+	struct auth_db *db;
+	struct auth_token_table *tokens;
+	struct auth_penalty *penalty;
+	struct ipc_conn *master_conn;     /* moat-auth-master */
+	struct auth_client *clients;      /* one per imap-login process */
+	unsigned int client_count;
+};
+
+#endif

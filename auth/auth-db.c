@@ -1,0 +1,488 @@
+/* passdb/userdb lookups over passwd-files: see auth-db.h. */
+#include "lib.h"
+#include "log.h"
+#include "strfuncs.h"
+#include "moat-settings.h"
+#include "auth-fields.h"
+#include "password-scheme.h"
+#include "passwd-file.h"
+#include "auth-db.h"
+
+#include <grp.h>
+#include <pwd.h>
+
+/* passdb/userdb blocks: a handful in any real setup. */
+#define AUTH_DB_MAX_SOURCES 8
+#define AUTH_DB_DEFAULT_SCHEME "CRYPT"
+#define AUTH_DB_NOLOGIN_TEXT "Login disabled."
+/* Hashed when the user is unknown, so that answering "no such user"
+   costs about as much as a wrong password (no timing oracle). It is the
+   SHA512-CRYPT of a random string nobody knows. */
+#define AUTH_DB_DUMMY_HASH "$6$Rw3qZ8sXpL1vK0aT$mrURTEwRU/.bzJOZShsNL5N9" \
+	"/wHfDyX3/CF1ZiHxsyngIDNrQOZwQ5Azb5pxV3pQLLlBwxc2MHQsPtIhtZ0jN0"
+
+struct auth_db_source {
+	struct passwd_file *file;       /* owned by auth_db.files */
+	const char *default_scheme;
+	struct auth_fields default_fields;
+	struct auth_fields override_fields;
+};
+
+struct auth_db {
+	pool_t pool;
+	const struct moat_settings *set;
+	struct passwd_file *files[AUTH_DB_MAX_SOURCES * 2];
+	unsigned int file_count;
+	struct auth_db_source passdbs[AUTH_DB_MAX_SOURCES];
+	unsigned int passdb_count;
+	struct auth_db_source userdbs[AUTH_DB_MAX_SOURCES];
+	unsigned int userdb_count;
+};
+
+/* A copy of a passwd-file entry that survives the file being re-read. */
+struct auth_db_entry {
+	const struct auth_db_source *source;
+	const char *user, *password, *uid, *gid, *home, *extra_fields;
+	const char *path;
+	unsigned int line;
+};
+
+static struct passwd_file *auth_db_file_get(struct auth_db *db, const char *path)
+{
+	for (unsigned int i = 0; i < db->file_count; i++) {
+		if (strcmp(passwd_file_get_path(db->files[i]), path) == 0)
+			return db->files[i];
+	}
+	i_assert(db->file_count < N_ELEMENTS(db->files));
+	return db->files[db->file_count++] = passwd_file_create(path);
+}
+
+/* args: "[scheme=NAME] PATH" */
+static int auth_db_parse_args(struct auth_db *db, struct auth_db_source *source,
+			      const char *args, const char **error_r)
+{
+	const char **words = p_strsplit(db->pool, args, ' ');
+	const char *path = NULL, *value;
+
+	source->default_scheme = AUTH_DB_DEFAULT_SCHEME;
+	for (unsigned int i = 0; words[i] != NULL; i++) {
+		if (words[i][0] == '\0')
+			continue;
+		if (str_begins(words[i], "scheme=", &value)) {
+			if (!password_scheme_is_known(value)) {
+				*error_r = p_strdup_printf(db->pool,
+					"unknown password scheme '%s'", value);
+				return -1;
+			}
+			source->default_scheme = value;
+		} else if (strchr(words[i], '=') != NULL || path != NULL) {
+			*error_r = p_strdup_printf(db->pool,
+				"unknown passwd-file argument '%s'", words[i]);
+			return -1;
+		} else {
+			path = words[i];
+		}
+	}
+	if (path == NULL) {
+		*error_r = "passwd-file needs a file path in args";
+		return -1;
+	}
+	source->file = auth_db_file_get(db, path);
+	return 0;
+}
+
+static int auth_db_parse_fields(pool_t pool, const char *str,
+				struct auth_fields *fields, const char **error_r)
+{
+	if (str == NULL)
+		return 0;
+	if (auth_fields_parse(pool, str, fields, error_r) < 0)
+		return -1;
+	for (unsigned int i = 0; i < fields->count; i++) {
+		const char *value = fields->fields[i].value;
+		if (value != NULL && auth_fields_check_vars(value, error_r) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static const char *
+auth_db_source_check(struct auth_db *db, const struct moat_db_settings *dbset,
+		     struct auth_db_source *source)
+{
+	const char *error;
+
+	if (strcmp(dbset->driver, "passwd-file") != 0)
+		return p_strdup_printf(db->pool, "unknown driver '%s' "
+				       "(supported: passwd-file)", dbset->driver);
+	if (auth_db_parse_args(db, source, dbset->args == NULL ? "" :
+			       dbset->args, &error) < 0)
+		return error;
+	if (auth_db_parse_fields(db->pool, dbset->default_fields,
+				 &source->default_fields, &error) < 0)
+		return p_strdup_printf(db->pool, "default_fields: %s", error);
+	if (auth_db_parse_fields(db->pool, dbset->override_fields,
+				 &source->override_fields, &error) < 0)
+		return p_strdup_printf(db->pool, "override_fields: %s", error);
+	return NULL;
+}
+
+static int auth_db_source_init(struct auth_db *db, const char *kind,
+			       unsigned int idx, const struct moat_db_settings *dbset,
+			       struct auth_db_source *source, const char **error_r)
+{
+	const char *error = auth_db_source_check(db, dbset, source);
+
+	if (error == NULL)
+		return 0;
+	*error_r = p_strdup_printf(db->pool, "%s #%u: %s", kind, idx + 1, error);
+	return -1;
+}
+
+static int auth_db_init_sources(struct auth_db *db, const char **error_r)
+{
+	const struct moat_settings *set = db->set;
+
+	if (set->passdb_count == 0) {
+		*error_r = "no passdb configured";
+		return -1;
+	}
+	if (set->passdb_count > AUTH_DB_MAX_SOURCES ||
+	    set->userdb_count > AUTH_DB_MAX_SOURCES) {
+		*error_r = "too many passdb/userdb blocks";
+		return -1;
+	}
+	for (unsigned int i = 0; i < set->passdb_count; i++) {
+		if (auth_db_source_init(db, "passdb", i, &set->passdbs[i],
+					&db->passdbs[i], error_r) < 0)
+			return -1;
+	}
+	db->passdb_count = set->passdb_count;
+	for (unsigned int i = 0; i < set->userdb_count; i++) {
+		if (auth_db_source_init(db, "userdb", i, &set->userdbs[i],
+					&db->userdbs[i], error_r) < 0)
+			return -1;
+	}
+	db->userdb_count = set->userdb_count;
+	return 0;
+}
+
+/* Error strings point into a static buffer so they outlive the db. */
+static const char *auth_db_static_error(const char *error)
+{
+	static char buf[512];
+
+	snprintf(buf, sizeof(buf), "%s", error);
+	return buf;
+}
+
+struct auth_db *auth_db_init(const struct moat_settings *set,
+			     const char **error_r)
+{
+	struct auth_db *db = i_malloc(sizeof(*db));
+	const char *error;
+
+	db->pool = pool_create("auth db", 1024);
+	db->set = set;
+	if (auth_db_init_sources(db, &error) < 0) {
+		*error_r = auth_db_static_error(error);
+		auth_db_deinit(&db);
+		return NULL;
+	}
+	return db;
+}
+
+void auth_db_deinit(struct auth_db **_db)
+{
+	struct auth_db *db = *_db;
+
+	*_db = NULL;
+	for (unsigned int i = 0; i < db->file_count; i++)
+		passwd_file_destroy(&db->files[i]);
+	pool_unref(&db->pool);
+	free(db);
+}
+
+void auth_db_preload(struct auth_db *db)
+{
+	for (unsigned int i = 0; i < db->file_count; i++)
+		(void)passwd_file_refresh(db->files[i]);
+}
+
+/* Find user in the first source that knows it. 1 found, 0 not, -1 error. */
+static int auth_db_lookup(const struct auth_db_source *sources,
+			  unsigned int count, pool_t pool, const char *user,
+			  struct auth_db_entry *entry_r)
+{
+	const struct passwd_file_entry *e;
+
+	for (unsigned int i = 0; i < count; i++) {
+		int ret = passwd_file_lookup(sources[i].file, user, &e);
+		if (ret < 0)
+			return -1;
+		if (ret == 0)
+			continue;
+		entry_r->source = &sources[i];
+		entry_r->user = p_strdup(pool, e->user);
+		entry_r->password = p_strdup(pool, e->password);
+		entry_r->uid = p_strdup(pool, e->uid);
+		entry_r->gid = p_strdup(pool, e->gid);
+		entry_r->home = p_strdup(pool, e->home);
+		entry_r->extra_fields = p_strdup(pool, e->extra_fields);
+		entry_r->path = passwd_file_get_path(sources[i].file);
+		entry_r->line = e->line;
+		return 1;
+	}
+	return 0;
+}
+
+/* Expand src's values for user and set them in dest. */
+static int auth_db_apply_fields(pool_t pool, struct auth_fields *dest,
+				const struct auth_fields *src, const char *user,
+				const char **error_r)
+{
+	for (unsigned int i = 0; i < src->count; i++) {
+		const char *value = src->fields[i].value;
+
+		if (value != NULL &&
+		    auth_fields_expand(pool, value, user, &value, error_r) < 0)
+			return -1;
+		if (auth_fields_set(dest, src->fields[i].key, value) < 0) {
+			*error_r = "too many fields";
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int auth_db_set_column(struct auth_fields *fields, const char *key,
+			      const char *value)
+{
+	if (value[0] == '\0')
+		return 0;
+	return auth_fields_set(fields, key, value);
+}
+
+/* defaults, then the entry's columns and extra fields, then overrides. */
+static int auth_db_entry_fields(pool_t pool, const struct auth_db_entry *entry,
+				struct auth_fields *fields, const char **error_r)
+{
+	struct auth_fields extra = { .count = 0 };
+
+	if (auth_db_apply_fields(pool, fields, &entry->source->default_fields,
+				 entry->user, error_r) < 0)
+		return -1;
+	if (auth_fields_parse(pool, entry->extra_fields, &extra, error_r) < 0)
+		return -1;
+	if (auth_db_set_column(fields, "uid", entry->uid) < 0 ||
+	    auth_db_set_column(fields, "gid", entry->gid) < 0 ||
+	    auth_db_set_column(fields, "home", entry->home) < 0) {
+		*error_r = "too many fields";
+		return -1;
+	}
+	/* The file's extra fields are literal: no %-expansion. */
+	for (unsigned int i = 0; i < extra.count; i++) {
+		if (auth_fields_set(fields, extra.fields[i].key,
+				    extra.fields[i].value) < 0) {
+			*error_r = "too many fields";
+			return -1;
+		}
+	}
+	return auth_db_apply_fields(pool, fields, &entry->source->override_fields,
+				    entry->user, error_r);
+}
+
+/* uid: a number or a user name. */
+static int auth_db_resolve_uid(const char *str, uid_t *uid_r, gid_t *gid_r)
+{
+	const struct passwd *pw;
+	unsigned int num;
+
+	if (str_to_uint(str, &num) == 0) {
+		*uid_r = num;
+		return 0;
+	}
+	/* getpwnam may block on NSS; passwd-files name local system users
+	   (files NSS), which answers from /etc/passwd at once. */
+	if ((pw = getpwnam(str)) == NULL)
+		return -1;
+	*uid_r = pw->pw_uid;
+	*gid_r = pw->pw_gid;
+	return 0;
+}
+
+static int auth_db_resolve_gid(const char *str, gid_t *gid_r)
+{
+	const struct group *gr;
+	unsigned int num;
+
+	if (str_to_uint(str, &num) == 0) {
+		*gid_r = num;
+		return 0;
+	}
+	if ((gr = getgrnam(str)) == NULL)
+		return -1;
+	*gid_r = gr->gr_gid;
+	return 0;
+}
+
+static const char *field_or(const struct auth_fields *fields, const char *key,
+			    const char *def)
+{
+	const char *value = auth_fields_get(fields, key);
+
+	return value != NULL && value[0] != '\0' ? value :
+		(def == NULL ? "" : def);
+}
+
+/* uid, gid, home, mail from the userdb fields. Logs and returns -1. */
+static int auth_db_user_info(const struct auth_db *db,
+			     const struct auth_fields *fields,
+			     struct auth_user_info *info)
+{
+	const char *uid = field_or(fields, "uid", db->set->mail_uid);
+	const char *gid = field_or(fields, "gid", db->set->mail_gid);
+	gid_t name_gid = (gid_t)-1;
+
+	if (uid[0] == '\0' ||
+	    auth_db_resolve_uid(uid, &info->uid, &name_gid) < 0) {
+		i_error("user %s: no usable uid ('%s'): set it in the userdb "
+			"or mail_uid", info->user, uid);
+		return -1;
+	}
+	if (gid[0] == '\0' && name_gid != (gid_t)-1) {
+		info->gid = name_gid;
+	} else if (gid[0] == '\0' || auth_db_resolve_gid(gid, &info->gid) < 0) {
+		i_error("user %s: no usable gid ('%s'): set it in the userdb "
+			"or mail_gid", info->user, gid);
+		return -1;
+	}
+	info->home = field_or(fields, "home", NULL);
+	info->mail = field_or(fields, "mail", db->set->mail_location);
+	return 0;
+}
+
+static bool auth_db_uid_valid(const struct auth_db *db,
+			      const struct auth_user_info *info)
+{
+	const struct moat_settings *set = db->set;
+	unsigned int uid = info->uid;
+
+	/* uid 0 would make the imap process root: never, whatever the
+	   range says. */
+	if (uid == 0 || uid < set->first_valid_uid ||
+	    (set->last_valid_uid != 0 && uid > set->last_valid_uid)) {
+		i_error("user %s: uid %u is outside first_valid_uid=%u..."
+			"last_valid_uid=%u (uid 0 is never allowed): login "
+			"refused", info->user, uid, set->first_valid_uid,
+			set->last_valid_uid);
+		return false;
+	}
+	return true;
+}
+
+/* The userdb step for a user whose password was right. */
+static enum auth_db_result
+auth_db_userdb(struct auth_db *db, pool_t pool, const struct auth_db_entry *pass,
+	       struct auth_user_info *info_r)
+{
+	struct auth_db_entry entry = *pass;
+	struct auth_fields fields = { .count = 0 };
+	const char *error;
+	int ret = 1;
+
+	if (db->userdb_count > 0)
+		ret = auth_db_lookup(db->userdbs, db->userdb_count, pool,
+				     pass->user, &entry);
+	if (ret < 0)
+		return AUTH_DB_TEMPFAIL;
+	if (ret == 0) {
+		i_error("user %s is in a passdb but in no userdb", pass->user);
+		return AUTH_DB_TEMPFAIL;
+	}
+	if (auth_db_entry_fields(pool, &entry, &fields, &error) < 0) {
+		i_error("userdb %s:%u: user %s: %s", entry.path, entry.line,
+			entry.user, error);
+		return AUTH_DB_TEMPFAIL;
+	}
+	info_r->user = pass->user;
+	if (auth_db_user_info(db, &fields, info_r) < 0)
+		return AUTH_DB_TEMPFAIL;
+	return auth_db_uid_valid(db, info_r) ? AUTH_DB_OK :
+		AUTH_DB_UID_OUT_OF_RANGE;
+}
+
+/* nologin in the passdb's fields refuses a user whose password was right. */
+static enum auth_db_result
+auth_db_passdb_fields(pool_t pool, const struct auth_db_entry *entry,
+		      const char **reason_r)
+{
+	struct auth_fields fields = { .count = 0 };
+	const char *error, *reason;
+
+	if (auth_db_entry_fields(pool, entry, &fields, &error) < 0) {
+		i_error("passdb %s:%u: user %s: %s", entry->path, entry->line,
+			entry->user, error);
+		return AUTH_DB_TEMPFAIL;
+	}
+	if (!auth_fields_has(&fields, "nologin"))
+		return AUTH_DB_OK;
+	reason = auth_fields_get(&fields, "reason");
+	*reason_r = reason != NULL && reason[0] != '\0' ? reason :
+		AUTH_DB_NOLOGIN_TEXT;
+	return AUTH_DB_NOLOGIN;
+}
+
+enum auth_db_result auth_db_login(struct auth_db *db, pool_t pool,
+				  const char *user, const char *password,
+				  struct auth_user_info *info_r,
+				  const char **reason_r)
+{
+	struct auth_db_entry entry;
+	enum auth_db_result result;
+	const char *error;
+	int ret;
+
+	ret = auth_db_lookup(db->passdbs, db->passdb_count, pool, user, &entry);
+	if (ret < 0)
+		return AUTH_DB_TEMPFAIL;
+	if (ret == 0) {
+		(void)password_verify(password, AUTH_DB_DUMMY_HASH,
+				      AUTH_DB_DEFAULT_SCHEME, &error);
+		return AUTH_DB_UNKNOWN_USER;
+	}
+	ret = password_verify(password, entry.password,
+			      entry.source->default_scheme, &error);
+	/* The file's copy of the hash is not needed any more. */
+	safe_memset((char *)entry.password, 0, strlen(entry.password));
+	if (ret < 0) {
+		i_error("passdb %s:%u: user %s: %s", entry.path, entry.line,
+			entry.user, error);
+		return AUTH_DB_TEMPFAIL;
+	}
+	if (ret == 0)
+		return AUTH_DB_PASSWORD_MISMATCH;
+	result = auth_db_passdb_fields(pool, &entry, reason_r);
+	if (result != AUTH_DB_OK)
+		return result;
+	return auth_db_userdb(db, pool, &entry, info_r);
+}
+
+const char *auth_db_result_reason(enum auth_db_result result)
+{
+	switch (result) {
+	case AUTH_DB_OK:
+		return "ok";
+	case AUTH_DB_UNKNOWN_USER:
+		return "unknown user";
+	case AUTH_DB_PASSWORD_MISMATCH:
+		return "password mismatch";
+	case AUTH_DB_NOLOGIN:
+		return "nologin";
+	case AUTH_DB_UID_OUT_OF_RANGE:
+		return "uid out of range";
+	case AUTH_DB_TEMPFAIL:
+		return "internal error";
+	}
+	i_unreached();
+}

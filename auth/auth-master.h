@@ -1,0 +1,11 @@
+#ifndef AUTH_MASTER_H
+#define AUTH_MASTER_H
+/* The channel to master (moat-auth-master protocol) on MASTER_CHANNEL_FD:
+   LOGIN-CONN hands auth a new imap-login connection, REDEEM turns a
+   login token into the user's uid, gid, home and mail location. */
+
+#include "auth-common.h"
+
+void auth_master_input(void *context, const char *const *args, int fd);
+
+#endif

@@ -1,0 +1,268 @@
+/* One SASL exchange with an imap-login process: see auth-request.h. */
+#include "auth-common.h"
+#include "auth-db.h"
+#include "auth-penalty.h"
+#include "auth-token.h"
+#include "auth-client.h"
+#include "auth-request.h"
+
+#include <strings.h>
+
+/* Longest client string (a user name) written to a log line. */
+#define AUTH_LOG_USER_MAX 64
+/* Base64 of the largest response SASL accepts. */
+#define AUTH_RESPONSE_B64_MAX (((SASL_MAX_RESPONSE_SIZE + 2) / 3) * 4)
+/* Time a client has for the whole exchange beyond login_timeout, which
+   imap-login enforces itself; this only frees abandoned requests. */
+#define AUTH_REQUEST_TIMEOUT_SLACK_MSECS (30 * 1000)
+
+#define AUTH_FAILED_TEXT "Authentication failed."
+#define AUTH_TEMPFAIL_TEXT "Temporary authentication failure."
+#define AUTH_ABORTED_TEXT "Authentication aborted."
+
+static void auth_request_idle_timeout(void *context);
+
+struct auth_request *
+auth_request_create(struct auth *auth, struct auth_client *client,
+		    const char *id, const struct sasl_mech *mech,
+		    const char *rip, const char *lip, bool secured)
+{
+	pool_t pool = pool_create("auth request", 1024);
+	struct auth_request *request = p_malloc(pool, sizeof(*request));
+	uint64_t msecs = (uint64_t)auth->set->login_timeout * 1000 +
+		AUTH_REQUEST_TIMEOUT_SLACK_MSECS;
+
+	request->pool = pool;
+	request->auth = auth;
+	request->client = client;
+	request->id = p_strdup(pool, id);
+	request->mech_name = mech->name;
+	request->rip = p_strdup(pool, rip);
+	request->lip = p_strdup(pool, lip);
+	request->secured = secured;
+	sasl_exchange_init(&request->sasl, mech, pool);
+	request->to_idle = timeout_add(auth->ioloop,
+				       (unsigned int)MIN(msecs, UINT_MAX),
+				       auth_request_idle_timeout, request);
+	return request;
+}
+
+void auth_request_free(struct auth_request **_request)
+{
+	struct auth_request *request = *_request;
+	pool_t pool = request->pool;
+
+	*_request = NULL;
+	if (request->to_idle != NULL)
+		timeout_remove(&request->to_idle);
+	if (request->to_delay != NULL)
+		timeout_remove(&request->to_delay);
+	sasl_exchange_wipe(&request->sasl);
+	pool_unref(&pool);
+}
+
+static void auth_request_send(struct auth_request *request,
+			      const char *name, const char *arg1,
+			      const char *arg2)
+{
+	const char *args[] = { name, request->id, arg1, arg2, NULL };
+
+	auth_client_send(request->client, args);
+}
+
+static void auth_request_log_failure(struct auth_request *request,
+				     const char *reason)
+{
+	const char *user = request->sasl.authcid;
+
+	i_info("auth failed: user=%s, method=%s, rip=%s, reason=%s",
+	       user == NULL ? "" : str_sanitize(request->pool, user,
+						AUTH_LOG_USER_MAX),
+	       request->mech_name,
+	       str_sanitize(request->pool, request->rip, AUTH_REQUEST_IP_MAX_LEN),
+	       reason);
+}
+
+void auth_request_fail_now(struct auth_request *request, const char *code,
+			   const char *text)
+{
+	auth_request_send(request, "FAIL", code, text);
+	auth_client_request_done(request->client, request);
+}
+
+static void auth_request_delay_timeout(void *context)
+{
+	struct auth_request *request = context;
+
+	request->to_delay = NULL;
+	auth_request_fail_now(request, request->fail_code, request->fail_text);
+}
+
+/* A credential failure: answer after the remote IP's penalty delay, with
+   the loop serving other requests meanwhile. */
+static void auth_request_fail_delayed(struct auth_request *request,
+				      const char *reason)
+{
+	unsigned int delay;
+
+	auth_request_log_failure(request, reason);
+	delay = auth_penalty_failure(request->auth->penalty, request->rip,
+				     io_loop_time_ms(request->auth->ioloop));
+	request->fail_code = "authfailed";
+	request->fail_text = AUTH_FAILED_TEXT;
+	request->waiting_response = false;
+	if (request->to_idle != NULL)
+		timeout_remove(&request->to_idle);
+	if (delay == 0) {
+		auth_request_fail_now(request, "authfailed", AUTH_FAILED_TEXT);
+		return;
+	}
+	request->to_delay = timeout_add(request->auth->ioloop, delay,
+					auth_request_delay_timeout, request);
+}
+
+static void auth_request_success(struct auth_request *request,
+				 const struct auth_user_info *info)
+{
+	struct auth *auth = request->auth;
+	char token[AUTH_TOKEN_HEX_LEN + 1];
+
+	auth_penalty_success(auth->penalty, request->rip);
+	auth_token_issue(auth->tokens, info, auth_client_get_pid(request->client),
+			 io_loop_time_ms(auth->ioloop), token);
+	i_debug("auth ok: user=%s, method=%s, rip=%s", info->user,
+		request->mech_name,
+		str_sanitize(request->pool, request->rip, AUTH_REQUEST_IP_MAX_LEN));
+	auth_request_send(request, "OK", info->user, token);
+	safe_memset(token, 0, sizeof(token));
+	auth_client_request_done(request->client, request);
+}
+
+static void auth_request_verify(struct auth_request *request)
+{
+	struct auth_user_info info;
+	const char *reason = NULL;
+	enum auth_db_result result;
+
+	memset(&info, 0, sizeof(info));
+	result = auth_db_login(request->auth->db, request->pool,
+			       request->sasl.authcid, request->sasl.password,
+			       &info, &reason);
+	sasl_exchange_wipe(&request->sasl);
+	switch (result) {
+	case AUTH_DB_OK:
+		auth_request_success(request, &info);
+		return;
+	case AUTH_DB_UNKNOWN_USER:
+	case AUTH_DB_PASSWORD_MISMATCH:
+		auth_request_fail_delayed(request, auth_db_result_reason(result));
+		return;
+	case AUTH_DB_NOLOGIN:
+		/* The password was right, so telling why is no oracle. */
+		auth_request_log_failure(request, "nologin");
+		auth_request_fail_now(request, "nologin", reason);
+		return;
+	case AUTH_DB_UID_OUT_OF_RANGE:
+		auth_request_log_failure(request, "uid out of range");
+		auth_request_fail_now(request, "authfailed", AUTH_FAILED_TEXT);
+		return;
+	case AUTH_DB_TEMPFAIL:
+		auth_request_log_failure(request, "internal error");
+		auth_request_fail_now(request, "tempfail", AUTH_TEMPFAIL_TEXT);
+		return;
+	}
+	i_unreached();
+}
+
+static void auth_request_step(struct auth_request *request,
+			      const unsigned char *data, size_t size)
+{
+	const char *challenge = NULL, *error = NULL;
+
+	switch (sasl_exchange_step(&request->sasl, data, size,
+				   &challenge, &error)) {
+	case SASL_RESULT_CONTINUE:
+		request->waiting_response = true;
+		auth_request_send(request, "CONT",
+				  p_base64_encode(request->pool, challenge,
+						  strlen(challenge)), NULL);
+		return;
+	case SASL_RESULT_DONE:
+		request->waiting_response = false;
+		auth_request_verify(request);
+		return;
+	case SASL_RESULT_FAIL:
+		i_debug("auth request %s: %s", request->mech_name, error);
+		auth_request_fail_delayed(request, "malformed response");
+		return;
+	}
+	i_unreached();
+}
+
+/* Decode a base64 response; a bad one is the client's fault. */
+static void auth_request_input(struct auth_request *request, const char *b64)
+{
+	unsigned char *data, *copy;
+	size_t len = strlen(b64), size;
+
+	if (len > AUTH_RESPONSE_B64_MAX) {
+		auth_request_fail_delayed(request, "response too long");
+		return;
+	}
+	if (p_base64_decode(request->pool, b64, len, &data, &size) < 0) {
+		auth_request_fail_delayed(request, "invalid base64");
+		return;
+	}
+	/* The step may answer and free the request with its pool; a heap
+	   copy lets the credentials be wiped afterwards either way. */
+	copy = i_malloc(size + 1);
+	memcpy(copy, data, size);
+	safe_memset(data, 0, size);
+	auth_request_step(request, copy, size);
+	safe_memset(copy, 0, size);
+	free(copy);
+}
+
+static bool ip_is_loopback(const char *ip)
+{
+	return strncmp(ip, "127.", 4) == 0 || strcmp(ip, "::1") == 0 ||
+		strncasecmp(ip, "::ffff:127.", 11) == 0;
+}
+
+void auth_request_start(struct auth_request *request, const char *b64)
+{
+	const struct moat_settings *set = request->auth->set;
+
+	/* imap-login should not offer these; this is the second lock. */
+	if (set->disable_plaintext_auth && !request->secured &&
+	    !ip_is_loopback(request->rip)) {
+		auth_request_log_failure(request, "plaintext disallowed");
+		auth_request_fail_now(request, "authfailed",
+			"Plaintext authentication disallowed on non-secure "
+			"(SSL/TLS) connections.");
+		return;
+	}
+	if (b64[0] == '\0')
+		auth_request_step(request, NULL, 0);
+	else
+		auth_request_input(request, b64);
+}
+
+void auth_request_continue(struct auth_request *request, const char *b64)
+{
+	request->waiting_response = false;
+	if (strcmp(b64, "*") == 0) {
+		auth_request_fail_now(request, "aborted", AUTH_ABORTED_TEXT);
+		return;
+	}
+	auth_request_input(request, b64);
+}
+
+static void auth_request_idle_timeout(void *context)
+{
+	struct auth_request *request = context;
+
+	request->to_idle = NULL;
+	auth_request_log_failure(request, "timeout");
+	auth_request_fail_now(request, "aborted", "Authentication timed out.");
+}

@@ -1,0 +1,53 @@
+#ifndef AUTH_REQUEST_H
+#define AUTH_REQUEST_H
+/* One AUTH exchange from an imap-login process: drives the SASL
+   mechanism, checks the credentials, answers OK with a token or FAIL
+   (after the per-IP penalty delay). A request removes itself from its
+   client with auth_client_request_done() once it has answered, so a
+   caller must not touch it after auth_request_start/continue(). */
+
+#include "sasl-mech.h"
+
+/* Longest request id imap-login may choose. */
+#define AUTH_REQUEST_ID_MAX_LEN 32
+/* Longest remote/local IP field accepted (an IPv6 address fits). */
+#define AUTH_REQUEST_IP_MAX_LEN 64
+
+struct auth_client;
+
+struct auth_request {
+	struct auth_request *prev, *next;   /* in the client's list */
+	struct auth_client *client;
+	struct auth *auth;
+	pool_t pool;
+
+	const char *id;
+	const char *mech_name;
+	const char *rip, *lip;
+	bool secured;
+	struct sasl_exchange sasl;
+
+	bool waiting_response;              /* CONT sent, waiting */
+	struct timeout *to_idle;            /* the exchange's time limit */
+	struct timeout *to_delay;           /* penalty before FAIL */
+	const char *fail_code, *fail_text;  /* sent when to_delay fires */
+};
+
+struct auth_request *
+auth_request_create(struct auth *auth, struct auth_client *client,
+		    const char *id,
+		    const struct sasl_mech *mech, const char *rip,
+		    const char *lip, bool secured);
+void auth_request_free(struct auth_request **request);
+
+/* First step: b64 is the initial response ("" = none). */
+void auth_request_start(struct auth_request *request, const char *b64);
+/* A CONT response (base64, or "*" to cancel). */
+void auth_request_continue(struct auth_request *request, const char *b64);
+
+/* Answer FAIL now without a penalty (used for refusals that are not
+   credential failures). */
+void auth_request_fail_now(struct auth_request *request, const char *code,
+			   const char *text);
+
+#endif

@@ -1,0 +1,46 @@
+# auth/: the SASL engine, passdb/userdb and the login token table.
+# The pure modules form a convenience library so the unit tests link
+# exactly the code the daemon runs.
+noinst_LIBRARIES += auth/libauthcore.a
+auth_libauthcore_a_SOURCES = \
+	auth/auth-db.c auth/auth-db.h \
+	auth/auth-fields.c auth/auth-fields.h \
+	auth/auth-penalty.c auth/auth-penalty.h \
+	auth/auth-token.c auth/auth-token.h \
+	auth/passwd-file.c auth/passwd-file.h \
+	auth/password-scheme.c auth/password-scheme.h \
+	auth/sasl-mech.c auth/sasl-mech.h \
+	auth/sasl-plain.c auth/sasl-login.c
+
+pkglibexec_PROGRAMS += auth/auth
+auth_auth_SOURCES = \
+	auth/main.c auth/auth-common.h \
+	auth/auth-client.c auth/auth-client.h \
+	auth/auth-request.c auth/auth-request.h \
+	auth/auth-master.c auth/auth-master.h
+auth_auth_LDADD = auth/libauthcore.a $(LIBMOAT) $(CRYPT_LIBS) $(SSL_LIBS)
+
+AUTH_UNIT_LDADD = tests/unit/libtest.a auth/libauthcore.a $(LIBMOAT) $(CRYPT_LIBS)
+AUTH_UNIT_TESTS = \
+	auth/test-password-scheme \
+	auth/test-passwd-file \
+	auth/test-sasl \
+	auth/test-auth-token \
+	auth/test-auth-penalty
+check_PROGRAMS += $(AUTH_UNIT_TESTS)
+TESTS += $(AUTH_UNIT_TESTS)
+auth_test_password_scheme_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+auth_test_password_scheme_LDADD = $(AUTH_UNIT_LDADD)
+auth_test_passwd_file_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+auth_test_passwd_file_LDADD = $(AUTH_UNIT_LDADD)
+auth_test_sasl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+auth_test_sasl_LDADD = $(AUTH_UNIT_LDADD)
+auth_test_auth_token_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+auth_test_auth_token_LDADD = $(AUTH_UNIT_LDADD)
+auth_test_auth_penalty_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+auth_test_auth_penalty_LDADD = $(AUTH_UNIT_LDADD)
+
+# End-to-end: runs auth/auth with this script playing master and an
+# imap-login (socketpairs, config memfd); no root or network needed.
+TESTS += auth/test-auth-process.sh
+EXTRA_DIST += auth/test-auth-process.sh auth/test-auth-process.py

@@ -1,0 +1,74 @@
+/* auth: checks login credentials for imap-login and tells master who
+   logged in.
+
+   SECURITY: talks only to master (MASTER_CHANNEL_FD) and to the
+   imap-login processes whose sockets master hands it (LOGIN-CONN); it
+   has no listening socket and no network access of its own. It runs as
+   default_internal_user (moat-auth), not chrooted, with no capabilities
+   and no_new_privs, and drops privileges before reading any file or
+   record. It reads the passwd-files named by passdb/userdb (which must
+   be readable by that user and not by imap-login's). Credentials from
+   imap-login are untrusted: sizes are bounded, a malformed record closes
+   that login connection only, failures are delayed per remote IP, and
+   passwords are never logged and are wiped after use. Only master can
+   redeem a login token, over a socket imap-login cannot reach. */
+#include "auth-common.h"
+#include "auth-db.h"
+#include "auth-penalty.h"
+#include "auth-token.h"
+#include "auth-client.h"
+#include "auth-master.h"
+
+static void ATTR_NORETURN ATTR_FORMAT(1, 2)
+auth_config_fatal(const char *fmt, ...)
+{
+	va_list args;
+
+	va_start(args, fmt);
+	log_vwrite(LOG_FATAL, fmt, args);
+	va_end(args);
+	exit(FATAL_CONFIG_EXIT_CODE);
+}
+
+static void auth_init(struct auth *auth)
+{
+	const char *error;
+
+	auth->set = master_service_get_settings(auth->service);
+	auth->ioloop = master_service_get_ioloop(auth->service);
+	auth->db = auth_db_init(auth->set, &error);
+	if (auth->db == NULL)
+		auth_config_fatal("auth: invalid passdb/userdb settings: %s", error);
+	master_service_drop_privileges(auth->service);
+
+	/* Read the files now so that a permission problem shows at start. */
+	auth_db_preload(auth->db);
+	auth->tokens = auth_token_table_create(AUTH_TOKEN_MAX);
+	auth->penalty = auth_penalty_create(auth->set->auth_failure_delay * 1000,
+					    AUTH_PENALTY_MAX_IPS);
+	auth->master_conn = master_service_connect_master(auth->service,
+		IPC_PROTO_AUTH_MASTER, auth_master_input, auth);
+}
+
+static void auth_deinit(struct auth *auth)
+{
+	auth_clients_destroy_all(auth);
+	if (auth->master_conn != NULL)
+		ipc_conn_destroy(&auth->master_conn);
+	auth_penalty_destroy(&auth->penalty);
+	auth_token_table_destroy(&auth->tokens);
+	auth_db_deinit(&auth->db);
+}
+
+int main(void)
+{
+	struct auth auth;
+
+	memset(&auth, 0, sizeof(auth));
+	auth.service = master_service_init("auth");
+	auth_init(&auth);
+	master_service_run(auth.service);
+	auth_deinit(&auth);
+	master_service_deinit(&auth.service);
+	return 0;
+}
