@@ -31,7 +31,9 @@ char *buffer_reserve(buffer_t *buf, size_t size)
 		size_t new_alloc = buf->alloc;
 		while (new_alloc < need)
 			new_alloc = i_mul_size(new_alloc, 2);
-		new_alloc = MIN(new_alloc, buf->max_size + 1);
+		/* max_size may be SIZE_MAX ("no limit"): +1 would wrap to 0. */
+		if (buf->max_size < SIZE_MAX)
+			new_alloc = MIN(new_alloc, buf->max_size + 1);
 		buf->data = i_realloc(buf->data, new_alloc);
 		buf->alloc = new_alloc;
 	}

@@ -118,9 +118,13 @@ static void io_fd_update(struct ioloop *ioloop, int fd)
 	else
 		op = EPOLL_CTL_MOD;
 	if (epoll_ctl(ioloop->epfd, op, fd, &ev) < 0) {
-		/* DEL of an fd that was closed first is harmless. */
-		if (!(op == EPOLL_CTL_DEL && (errno == EBADF || errno == ENOENT)))
+		/* The owner closed the fd before removing its ios (DEL, or
+		   MOD when one of two ios is removed): the kernel dropped the
+		   registration already, so start over from nothing. */
+		if (op == EPOLL_CTL_ADD || (errno != EBADF && errno != ENOENT))
 			i_panic("epoll_ctl(%d, fd=%d) failed: %s", op, fd, strerror(errno));
+		f->registered = 0;
+		return;
 	}
 	f->registered = events;
 }
@@ -255,7 +259,10 @@ struct timeout *io_loop_defer(struct ioloop *ioloop,
 			      io_callback_t *callback, void *context)
 {
 	struct timeout *timeout = timeout_add(ioloop, 0, callback, context);
-	timeout->next_run = 0;   /* before any timer that is due */
+	/* Due now, but after timers that were already due: with 0 here a
+	   callback that keeps re-deferring itself would sort before every
+	   due timer forever and starve them. */
+	timeout->next_run = ioloop->now_ms;
 	heap_up(ioloop, timeout->heap_idx);
 	return timeout;
 }

@@ -207,7 +207,10 @@ static bool ipc_handle_record(struct ipc_conn *conn, char *data, size_t size, in
 	const char *args[IPC_MAX_ARGS + 1];
 	unsigned int count = 0;
 
-	if (size == 0 || data[size - 1] != '\n' || memchr(data, '\0', size) != NULL)
+	/* One line: an LF before the last byte would be a second record
+	   smuggled into this one (the escaping never produces a raw LF). */
+	if (size == 0 || data[size - 1] != '\n' || memchr(data, '\0', size) != NULL ||
+	    memchr(data, '\n', size - 1) != NULL)
 		return false;
 	data[size - 1] = '\0';
 	for (char *p = data;;) {
@@ -264,7 +267,10 @@ static void ipc_conn_input_records(struct ipc_conn *conn)
 		if (ret < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
 		if (ret < 0) {
-			i_error("ipc %s: receive failed: %s", conn->name, strerror(errno));
+			/* ECONNRESET: the peer closed with records unread, an
+			   ordinary disconnect like EOF. */
+			if (errno != ECONNRESET)
+				i_error("ipc %s: receive failed: %s", conn->name, strerror(errno));
 			ipc_conn_fail(conn, -1);
 			return;
 		}

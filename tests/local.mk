@@ -4,6 +4,7 @@ tests_unit_libtest_a_SOURCES = tests/unit/test-common.c tests/unit/test-common.h
 
 UNIT_LDADD = tests/unit/libtest.a $(LIBMOAT)
 UNIT_TESTS = \
+	tests/unit/test-lib \
 	tests/unit/test-mempool \
 	tests/unit/test-buffer \
 	tests/unit/test-strfuncs \
@@ -15,6 +16,7 @@ UNIT_TESTS = \
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
+tests_unit_test_lib_LDADD = $(UNIT_LDADD)
 tests_unit_test_mempool_LDADD = $(UNIT_LDADD)
 tests_unit_test_buffer_LDADD = $(UNIT_LDADD)
 tests_unit_test_strfuncs_LDADD = $(UNIT_LDADD)
