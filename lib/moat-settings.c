@@ -262,6 +262,8 @@ struct moat_settings *moat_settings_defaults(void)
 
 void moat_settings_free(struct moat_settings **set)
 {
+	if (*set == NULL)
+		return;
 	pool_t pool = (*set)->pool;
 
 	*set = NULL;

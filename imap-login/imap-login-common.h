@@ -1,0 +1,87 @@
+#ifndef IMAP_LOGIN_COMMON_H
+#define IMAP_LOGIN_COMMON_H
+/* imap-login: the pre-auth IMAP process. Every file of this directory
+   includes this header first. It holds the process-wide state (one
+   struct login_process, owned by main()) and the named bounds. */
+
+#include "lib.h"
+#include "mempool.h"
+#include "buffer.h"
+#include "strfuncs.h"
+#include "log.h"
+#include "ioloop.h"
+#include "iostream.h"
+#include "ipc.h"
+#include "imap-parser.h"
+#include "moat-settings.h"
+#include "master-service.h"
+
+#include "login-capability.h"
+
+/* 8 KiB of client input buffered per connection. The parser consumes
+   command lines incrementally, so this bounds only a SASL continuation
+   line (a PLAIN response is far smaller) and the pipelined bytes handed to
+   the imap process (their base64 must fit in one IPC record). */
+#define LOGIN_MAX_INBUF_SIZE 8192
+/* Every pre-auth response is short; 16 KiB leaves room for a burst of
+   pipelined replies. A client that does not read is throttled first. */
+#define LOGIN_MAX_OUTBUF_SIZE 16384
+/* Stop reading commands while this much output is still unsent. */
+#define LOGIN_OUTBUF_THROTTLE 4096
+/* Pre-auth needs no big data: a literal carries at most a user name or a
+   password, so literals are capped far below imap_max_literal_size. */
+#define LOGIN_MAX_LITERAL_SIZE 8192
+/* ID is the only command with a list, one level deep. */
+#define LOGIN_MAX_LIST_DEPTH 4
+/* Decoded size of a SASL initial response or LOGIN credentials. */
+#define LOGIN_MAX_SASL_DATA 4096
+/* Failed authentications per connection before it is closed.
+   A constant for now; issue #5 makes it a setting. */
+#define LOGIN_MAX_AUTH_FAILURES 3
+/* Listening sockets master may hand one process. */
+#define LOGIN_MAX_LISTENERS 16
+/* User names are logged (sanitized) up to this length. */
+#define LOGIN_MAX_LOG_USER 64
+/* Defaults if the service block does not say (master normally does). */
+#define LOGIN_DEFAULT_CLIENT_LIMIT 1000
+
+struct login_client;
+struct login_listeners;
+
+struct login_process {
+	struct master_service *service;
+	struct ioloop *ioloop;
+	const struct moat_settings *set;
+	pool_t pool;                   /* process lifetime */
+
+	unsigned int client_limit;     /* concurrent clients */
+	unsigned int service_count;    /* accepted clients in total; 0 = no limit */
+
+	struct login_mechs mechs;      /* from auth_mechanisms */
+	const char *capability;        /* plaintext auth allowed */
+	const char *capability_nologin;/* plaintext auth disallowed */
+
+	struct login_listeners *listeners;
+	struct ipc_conn *master;       /* moat-login-master on fd 3 */
+	struct ipc_conn *auth;         /* moat-auth-client; NULL while lost */
+	bool auth_reconnect_sent;
+
+	struct login_client *clients;  /* doubly linked */
+	unsigned int client_count;
+	unsigned int accepted_count;
+	/* ids of AUTH and HANDOFF records; never 0, never reused soon */
+	unsigned int last_request_id;
+
+	bool listen_done;              /* service_count reached */
+	bool shutting_down;            /* SHUTDOWN from master */
+	bool stopping;                 /* ioloop stop requested */
+};
+
+/* login-process.c: life cycle decisions shared by several modules. */
+unsigned int login_process_next_id(struct login_process *lp);
+/* A client went away: maybe accept again, maybe exit. */
+void login_process_client_gone(struct login_process *lp);
+/* SHUTDOWN from master, or service_count reached (listen_done). */
+void login_process_stop_listening(struct login_process *lp, bool shutdown);
+
+#endif

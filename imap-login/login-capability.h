@@ -1,0 +1,41 @@
+#ifndef LOGIN_CAPABILITY_H
+#define LOGIN_CAPABILITY_H
+/* SASL mechanisms offered before login and the CAPABILITY strings built
+   from them. Pure functions (no I/O), unit-tested. */
+
+#include "mempool.h"
+
+/* auth_mechanisms lists a handful; 16 is far more than any site uses. */
+#define LOGIN_MAX_MECHS 16
+/* RFC 4422 3.1: a mechanism name is 1-20 characters [A-Z0-9-_]. */
+#define LOGIN_MAX_MECH_NAME 20
+
+struct login_mech {
+	char name[LOGIN_MAX_MECH_NAME + 1];  /* upper case */
+	/* The password crosses the wire in the clear (PLAIN, LOGIN): offered
+	   only where plaintext authentication is allowed. */
+	bool plaintext;
+};
+
+struct login_mechs {
+	struct login_mech mechs[LOGIN_MAX_MECHS];
+	unsigned int count;
+};
+
+/* Parse a space or comma separated list ("plain login"). Names are
+   upper-cased; duplicates are dropped. Returns 0, or -1 with *error_r on
+   an invalid name or too many names. */
+int login_mechs_parse(const char *setting, struct login_mechs *mechs_r,
+		      const char **error_r);
+/* Case-insensitive lookup; NULL if the mechanism is not offered. */
+const struct login_mech *login_mechs_find(const struct login_mechs *mechs,
+					  const char *name);
+
+/* The pre-auth capability list (without "* CAPABILITY "): the base
+   capabilities, then AUTH=<mech> for each usable mechanism, and
+   LOGINDISABLED when plaintext authentication is not allowed (plaintext
+   mechanisms are then left out too, RFC 3501 6.2.3 / 9051 6.2.3). */
+const char *login_capability_build(pool_t pool, const struct login_mechs *mechs,
+				   bool plaintext_allowed);
+
+#endif

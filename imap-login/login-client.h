@@ -1,0 +1,144 @@
+#ifndef LOGIN_CLIENT_H
+#define LOGIN_CLIENT_H
+/* One pre-auth IMAP connection.
+
+   Ownership: the process's client list holds one reference; every entry
+   point from the event loop (input, timeout, flush, an auth or master
+   record about this client) holds another while it runs, so a client
+   destroyed in the middle of a command stays valid memory until that
+   entry point returns. After login_client_destroy() the client is
+   "destroyed": sends are no-ops, no callback of it runs again.
+
+   States:
+     CMD        reading and running commands
+     AUTH_WAIT  an AUTH or CONT record is at auth; client input is not
+                read (the kernel buffers it, and what was already read
+                stays in our bounded input buffer)
+     AUTH_CONT  "+ challenge" was sent; reading the client's response line
+     HANDOFF    auth said OK; waiting for our output to drain and then for
+                master's HANDOFF-OK/-FAIL. Nothing is read or written. */
+
+#include "login-util.h"
+
+enum login_client_state {
+	LOGIN_CLIENT_STATE_CMD = 0,
+	LOGIN_CLIENT_STATE_AUTH_WAIT,
+	LOGIN_CLIENT_STATE_AUTH_CONT,
+	LOGIN_CLIENT_STATE_HANDOFF,
+};
+
+struct login_client {
+	struct login_client *prev, *next;
+	struct login_process *lp;
+	pool_t pool;                   /* the client and its fixed strings */
+	int refcount;
+	int fd;
+
+	struct io *io;                 /* read io, only while reading */
+	struct istream *input;
+	struct ostream *output;
+	struct imap_parser *parser;
+	struct timeout *to_login;
+	uint64_t created_ms;
+	uint64_t deadline_ms;          /* login_timeout */
+
+	char remote_ip[LOGIN_IP_STR_MAX];
+	char local_ip[LOGIN_IP_STR_MAX];
+	unsigned int remote_port, local_port;
+	bool secured;                  /* TLS (not yet) */
+	bool plaintext_allowed;
+
+	enum login_client_state state;
+	unsigned int bad_count;
+	unsigned int auth_attempts;
+	unsigned int auth_failures;
+
+	/* The running LOGIN/AUTHENTICATE (i_strdup'd, replaced per command). */
+	unsigned int auth_id;
+	char *cmd_tag;
+	char *auth_mech;
+	char *log_user;                /* sanitized, for log lines */
+	/* The client cancelled ("*") or sent bad base64: auth's FAIL that
+	   answers our "CONT id *" is reported with this BAD text. */
+	const char *auth_cancel_reason;
+
+	/* Handoff: the token is wiped as soon as it was sent. */
+	unsigned int handoff_id;
+	char *handoff_token;
+	bool handoff_sent;
+
+	bool input_eof;
+	bool output_throttled;
+	bool handed_off;               /* fd now belongs to an imap process */
+	bool destroyed;
+};
+
+/* Takes ownership of fd (already non-blocking); remote is what accept()
+   returned. Sends the greeting. Returns NULL if the client failed at once
+   (it was destroyed and logged). */
+struct login_client *
+login_client_create(struct login_process *lp, int fd,
+		    const struct sockaddr *remote, socklen_t remote_len);
+/* Log "Disconnected: reason" (unless handed off), flush what we can,
+   close the fd and drop the list's reference. Idempotent. */
+void login_client_destroy(struct login_client *client, const char *reason);
+/* Destroy all clients (process exit). */
+void login_clients_destroy_all(struct login_process *lp);
+
+void login_client_ref(struct login_client *client);
+void login_client_unref(struct login_client **client);
+
+/* Queue line + CRLF. On a full output buffer or a write error the client
+   is destroyed. */
+void login_client_send_line(struct login_client *client, const char *line);
+void login_client_send_tagline(struct login_client *client, const char *tag,
+			       const char *fmt, ...) ATTR_FORMAT(3, 4);
+/* "tag BAD text" (or "* BAD" with tag NULL); counts toward
+   imap_max_bad_commands and closes the connection at the limit. */
+void login_client_send_bad(struct login_client *client, const char *tag,
+			   const char *text);
+/* "* BYE text", then destroy with reason. */
+void login_client_bye(struct login_client *client, const char *text,
+		      const char *reason);
+
+/* Back to the CMD state (or AUTH_CONT): rearm the reader and process
+   input already buffered. */
+void login_client_input_resume(struct login_client *client);
+/* Rearm the login timeout for the time left (after a failed handoff). */
+void login_client_timeout_arm(struct login_client *client);
+void login_client_timeout_stop(struct login_client *client);
+
+/* Clients of this process waiting for an answer with this id. */
+struct login_client *login_client_find_auth(struct login_process *lp,
+					    unsigned int id);
+struct login_client *login_client_find_handoff(struct login_process *lp,
+					       unsigned int id);
+
+/* login-client-auth.c: the authentication exchange and the handoff. */
+/* Start authenticating with mech (upper case) and the base64 initial
+   response ir_b64 ("" for none). tag is the command's. */
+void login_client_auth_begin(struct login_client *client, const char *tag,
+			     const char *mech, const char *ir_b64);
+/* AUTH_CONT: handle the client's response line if one is buffered.
+   Returns 1 if a line was handled, 0 if more input is needed, -1 if the
+   client was destroyed. */
+int login_client_auth_input(struct login_client *client);
+/* Records from auth about this client. */
+void login_client_auth_cont(struct login_client *client, const char *challenge);
+void login_client_auth_ok(struct login_client *client, const char *user,
+			  const char *token);
+void login_client_auth_fail(struct login_client *client, const char *code,
+			    const char *text);
+/* Output drained: send a HANDOFF that was waiting for it. */
+void login_client_handoff_flushed(struct login_client *client);
+/* Records from master about this client. */
+void login_client_handoff_ok(struct login_client *client);
+void login_client_handoff_fail(struct login_client *client, const char *text);
+
+/* login-cmds.c: run one parsed command line. args is the whole line
+   (tag, command name, arguments); tag is the parser's validated tag or
+   NULL. */
+void login_cmd_run(struct login_client *client, const char *tag,
+		   const struct imap_arg *args);
+
+#endif

@@ -1,0 +1,25 @@
+#ifndef LOGIN_MASTER_H
+#define LOGIN_MASTER_H
+/* The moat-login-master channel (fd 3, doc/architecture.md): HANDOFF of
+   authenticated clients, AUTH-RECONNECT, LISTEN-DONE; from master
+   HANDOFF-OK/-FAIL, AUTH-CONN and SHUTDOWN. A malformed record from
+   master is a bug in a trusted peer: the process exits. Losing master
+   stops the process (no handoff is possible any more). */
+
+struct login_process;
+
+void login_master_connect(struct login_process *lp);
+void login_master_deinit(struct login_process *lp);
+
+/* Send the HANDOFF record with client_fd attached (we keep our copy).
+   Returns 0 or -1 (master gone). */
+int login_master_handoff(struct login_process *lp, unsigned int id,
+			 const char *token, const char *tag,
+			 const char *remote_ip, unsigned int remote_port,
+			 const char *local_ip, unsigned int local_port,
+			 bool secured, const char *mech,
+			 const void *bytes, size_t bytes_size, int client_fd);
+void login_master_auth_reconnect(struct login_process *lp);
+void login_master_listen_done(struct login_process *lp);
+
+#endif

@@ -1,0 +1,68 @@
+/* imap-login: pre-authentication IMAP (CAPABILITY, NOOP, LOGOUT, ID,
+   LOGIN, AUTHENTICATE; STARTTLS when TLS lands).
+
+   SECURITY: this process parses bytes from untrusted clients over TCP.
+   It talks to master over an inherited socket (fd 3, moat-login-master)
+   and to auth over another (fd 5, moat-auth-client); it can reach nothing
+   else. It runs as default_login_user (moat-login), chrooted to an empty
+   root-owned directory, with no capabilities and no_new_privs, and drops
+   to that state in master_service_drop_privileges() before it accepts a
+   single client. It never learns which user a login becomes beyond what
+   auth tells it, cannot redeem the token auth gives it (only master can),
+   and links no post-auth code. One process serves up to client_limit
+   clients at once, or service_count clients in total and then exits
+   (service_count = 1 gives every client its own process). */
+#include "imap-login-common.h"
+#include "login-client.h"
+#include "login-auth.h"
+#include "login-master.h"
+#include "login-listen.h"
+
+static void login_process_init_settings(struct login_process *lp)
+{
+	const struct moat_service_settings *sset =
+		master_service_get_service_settings(lp->service);
+	const char *error;
+
+	lp->set = master_service_get_settings(lp->service);
+	lp->client_limit = sset->client_limit != 0 ? sset->client_limit :
+		LOGIN_DEFAULT_CLIENT_LIMIT;
+	lp->service_count = sset->service_count;
+	if (login_mechs_parse(lp->set->auth_mechanisms, &lp->mechs, &error) < 0)
+		i_fatal("%s", error);
+	lp->capability = login_capability_build(lp->pool, &lp->mechs, true);
+	lp->capability_nologin = login_capability_build(lp->pool, &lp->mechs,
+							false);
+}
+
+int main(void)
+{
+	struct login_process lp;
+
+	memset(&lp, 0, sizeof(lp));
+	lp.service = master_service_init("imap-login");
+	lp.ioloop = master_service_get_ioloop(lp.service);
+	lp.pool = pool_create("imap-login", 4096);
+	login_process_init_settings(&lp);
+	login_listen_init(&lp);
+
+	/* Everything that needs files goes here, before the chroot (TLS
+	   certificates and keys will). Nothing does yet. */
+
+	master_service_drop_privileges(lp.service);
+
+	login_master_connect(&lp);
+	login_auth_connect(&lp, MASTER_AUTH_FD);
+	login_listen_update(&lp);
+
+	master_service_run(lp.service);
+
+	lp.stopping = true;
+	login_clients_destroy_all(&lp);
+	login_listen_deinit(&lp);
+	login_auth_deinit(&lp);
+	login_master_deinit(&lp);
+	pool_unref(&lp.pool);
+	master_service_deinit(&lp.service);
+	return 0;
+}
