@@ -1,0 +1,77 @@
+/* SELECT and EXAMINE (RFC 3501 6.3.1, 6.3.2). Only INBOX exists for now. */
+#include "imap-common.h"
+#include "imap-commands.h"
+#include "imap-sync.h"
+
+#define SELECT_FLAGS "(\\Answered \\Flagged \\Deleted \\Seen \\Draft)"
+
+static void select_send_status(struct client *client, struct mailbox *box)
+{
+	uint32_t count = mailbox_get_count(box);
+	uint32_t recent = mailbox_get_recent_count(box);
+	uint32_t unseen = mailbox_get_first_unseen_seq(box);
+
+	client_send_line(client, "* FLAGS " SELECT_FLAGS);
+	/* read-only: no flag can be changed permanently */
+	client_send_line(client, mailbox_is_readonly(box) ?
+		"* OK [PERMANENTFLAGS ()] No permanent flags permitted" :
+		"* OK [PERMANENTFLAGS " SELECT_FLAGS "] Flags permitted");
+	client_send_linef(client, "* %u EXISTS", count);
+	client_send_linef(client, "* %u RECENT", recent);
+	if (unseen != 0)
+		client_send_linef(client, "* OK [UNSEEN %u] First unseen.", unseen);
+	client_send_linef(client, "* OK [UIDVALIDITY %u] UIDs valid",
+			  mailbox_get_uidvalidity(box));
+	client_send_linef(client, "* OK [UIDNEXT %u] Predicted next UID",
+			  mailbox_get_next_uid(box));
+	client->exists_sent = count;
+	client->recent_sent = recent;
+}
+
+static bool cmd_select_full(struct client_command *cmd, bool readonly)
+{
+	struct client *client = cmd->client;
+	const char *name, *error;
+	struct mailbox *box;
+
+	if (!imap_arg_get_astring(&cmd->args[0], &name) ||
+	    !imap_arg_is_eol(&cmd->args[1])) {
+		client_send_command_error(cmd, "Invalid arguments.");
+		return true;
+	}
+	/* RFC 3501: the current mailbox is deselected first, even if the
+	   new selection fails */
+	client_unselect(client);
+
+	enum mailbox_open_flags flags = readonly ? MAILBOX_OPEN_READONLY : 0;
+	if (client->user->set->mail_fsync == MOAT_FSYNC_NEVER)
+		flags |= MAILBOX_OPEN_NO_FSYNC;
+	int ret = mailbox_open(client->user->mail_root, name, flags, &box,
+			       &error);
+	if (ret == 0) {
+		client_send_tagline(cmd, "NO [NONEXISTENT] Mailbox doesn't exist");
+		return true;
+	}
+	if (ret < 0) {
+		i_error("Opening mailbox failed: %s", error);
+		client_send_tagline(cmd, "NO [SERVERBUG] Internal error occurred. "
+				    "Refer to server log for more information.");
+		return true;
+	}
+	client->mailbox = box;
+	select_send_status(client, box);
+	client_send_tagline(cmd, readonly ?
+		"OK [READ-ONLY] Examine completed." :
+		"OK [READ-WRITE] Select completed.");
+	return true;
+}
+
+bool cmd_select(struct client_command *cmd)
+{
+	return cmd_select_full(cmd, false);
+}
+
+bool cmd_examine(struct client_command *cmd)
+{
+	return cmd_select_full(cmd, true);
+}

@@ -1,0 +1,492 @@
+/* Per-connection state and the input loop: read, feed the parser, send
+   continuations, dispatch commands, answer errors (imap-client.h). */
+#include "imap-common.h"
+#include "imap-client.h"
+#include "imap-commands.h"
+#include "imap-sync.h"
+
+/* Nesting of lists in a command (FETCH (BODY[...] ...), SEARCH ...). */
+#define CLIENT_MAX_LIST_DEPTH 32
+
+static void client_input(void *context);
+static void client_handle_input(struct client *client);
+
+static void client_idle_timeout(void *context)
+{
+	struct client *client = context;
+
+	client->to_idle = NULL;
+	client_disconnect(client, "Disconnected for inactivity.",
+			  "Inactivity timeout");
+}
+
+static void client_io_update(struct client *client)
+{
+	/* Level-triggered reads: stop reading while a command runs that
+	   does not want input, or pipelined input would spin the loop. */
+	bool want = !client->disconnected &&
+		(client->cmd == NULL || client->cmd->wait == CLIENT_WAIT_INPUT);
+
+	if (want && client->io == NULL)
+		client->io = io_add(client->user->ioloop, client->fd, IO_READ,
+				    client_input, client);
+	else if (!want)
+		io_remove(&client->io);
+}
+
+static void client_command_free(struct client_command **_cmd)
+{
+	struct client_command *cmd = *_cmd;
+	struct client *client = cmd->client;
+
+	*_cmd = NULL;
+	client->cmd = NULL;
+	pool_unref(&cmd->pool);
+	imap_parser_reset(client->parser);
+	client->line_head_len = 0;
+}
+
+static void client_continue_timeout(void *context);
+
+/* Run the command once more; free it when done. */
+static void client_command_run(struct client_command *cmd)
+{
+	struct client *client = cmd->client;
+
+	cmd->wait = CLIENT_WAIT_NONE;
+	o_stream_cork(client->output);
+	bool finished = cmd->func(cmd);
+	o_stream_uncork(client->output);
+	if (client->disconnected)
+		return;
+	if (finished) {
+		client_command_free(&client->cmd);
+		return;
+	}
+	/* The flush callback only comes when something is buffered. */
+	if (cmd->wait == CLIENT_WAIT_NONE ||
+	    (cmd->wait == CLIENT_WAIT_OUTPUT &&
+	     o_stream_get_buffer_used(client->output) == 0)) {
+		if (client->to_continue == NULL)
+			client->to_continue = io_loop_defer(client->user->ioloop,
+				client_continue_timeout, client);
+	}
+}
+
+static void client_resume(struct client *client)
+{
+	if (client->cmd != NULL && client->cmd->wait != CLIENT_WAIT_INPUT)
+		client_command_run(client->cmd);
+	if (!client->disconnected && client->cmd == NULL)
+		client_handle_input(client);
+	client_io_update(client);
+}
+
+static void client_continue_timeout(void *context)
+{
+	struct client *client = context;
+
+	client->to_continue = NULL;
+	if (!client->disconnected)
+		client_resume(client);
+}
+
+static void client_output_flushed(void *context)
+{
+	struct client *client = context;
+
+	if (client->disconnected)
+		return;
+	if (o_stream_is_failed(client->output)) {
+		client_disconnect(client, NULL, o_stream_get_error(client->output));
+		return;
+	}
+	if (client->to_idle != NULL)
+		timeout_reset(client->to_idle);
+	if (client->cmd != NULL && client->cmd->wait == CLIENT_WAIT_OUTPUT)
+		client_resume(client);
+}
+
+void client_send_line(struct client *client, const char *line)
+{
+	if (client->disconnected)
+		return;
+	if (o_stream_send_str(client->output, line) < 0 ||
+	    o_stream_send(client->output, "\r\n", 2) < 0) {
+		client_disconnect(client, NULL, o_stream_is_failed(client->output) ?
+				  o_stream_get_error(client->output) :
+				  "Output buffer full");
+	}
+}
+
+void client_send_linef(struct client *client, const char *fmt, ...)
+{
+	char line[CLIENT_REPLY_LINE_MAX];
+	va_list args;
+
+	va_start(args, fmt);
+	vsnprintf(line, sizeof(line), fmt, args);
+	va_end(args);
+	client_send_line(client, line);
+}
+
+void client_send_tagline(struct client_command *cmd, const char *text)
+{
+	struct client *client = cmd->client;
+
+	if (client->mailbox != NULL &&
+	    (strncmp(text, "OK", 2) == 0 || strncmp(text, "NO", 2) == 0)) {
+		bool allow_expunge = cmd->uid || cmd->def == NULL ||
+			(cmd->def->flags & CMD_FLAG_USES_SEQS) == 0;
+		imap_sync_send(client, allow_expunge);
+	}
+	if (cmd->tag[0] != '\0')
+		client_send_linef(client, "%s %s", cmd->tag, text);
+}
+
+void client_send_taglinef(struct client_command *cmd, const char *fmt, ...)
+{
+	char line[CLIENT_REPLY_LINE_MAX];
+	va_list args;
+
+	va_start(args, fmt);
+	vsnprintf(line, sizeof(line), fmt, args);
+	va_end(args);
+	client_send_tagline(cmd, line);
+}
+
+static void client_count_bad(struct client *client)
+{
+	if (++client->bad_counter >= client->user->set->imap_max_bad_commands)
+		client_disconnect(client, "Too many invalid commands.",
+				  "Too many invalid commands");
+}
+
+void client_send_command_error(struct client_command *cmd, const char *text)
+{
+	client_send_linef(cmd->client, "%s BAD %s",
+			  cmd->tag[0] != '\0' ? cmd->tag : "*", text);
+	client_count_bad(cmd->client);
+}
+
+/* A parse error of a line that did not become a command. */
+static void client_parse_error(struct client *client)
+{
+	bool fatal;
+	const char *error = imap_parser_get_error(client->parser, &fatal);
+	const char *tag = imap_parser_get_tag(client->parser);
+
+	if (fatal) {
+		client_disconnect(client, error, error);
+		return;
+	}
+	client_send_linef(client, "%s BAD %s", tag != NULL ? tag : "*", error);
+	client_count_bad(client);
+}
+
+void client_command_parse_error(struct client_command *cmd)
+{
+	bool fatal;
+	const char *error = imap_parser_get_error(cmd->client->parser, &fatal);
+
+	if (fatal)
+		client_disconnect(cmd->client, error, error);
+	else
+		client_send_command_error(cmd, error);
+}
+
+/* Is the current line an APPEND (judged from its first bytes)? */
+static bool client_line_is_literal_size(struct client *client,
+					const unsigned char *data, size_t size)
+{
+	char head[CLIENT_LINE_HEAD_MAX + 1];
+	size_t len = client->line_head_len;
+
+	memcpy(head, client->line_head, len);
+	size_t add = MIN(size, sizeof(head) - 1 - len);
+	memcpy(head + len, data, add);
+	head[len + add] = '\0';
+
+	char *sp = strchr(head, ' ');
+	if (sp == NULL)
+		return false;
+	char *name = sp + 1;
+	name[strcspn(name, " \r\n")] = '\0';
+	const struct command *def = command_find(name);
+	return def != NULL && (def->flags & CMD_FLAG_LITERAL_SIZE) != 0;
+}
+
+enum imap_parse_result
+client_parse_input(struct client *client, enum imap_parser_flags flags,
+		   const struct imap_arg **args_r)
+{
+	size_t size, consumed;
+	const unsigned char *data = i_stream_get_data(client->input, &size);
+
+	*args_r = NULL;
+	if (size == 0)
+		return IMAP_PARSE_MORE;
+	enum imap_parse_result ret =
+		imap_parser_feed(client->parser, flags, data, size, &consumed,
+				 args_r);
+	size_t add = MIN(consumed, sizeof(client->line_head) -
+			 client->line_head_len);
+	memcpy(client->line_head + client->line_head_len, data, add);
+	client->line_head_len += add;
+	i_stream_skip(client->input, consumed);
+	return ret;
+}
+
+static bool client_command_check(struct client_command *cmd,
+				 const struct imap_arg *args)
+{
+	const char *name;
+
+	if (!imap_arg_get_atom(&args[0], &name)) {
+		client_send_command_error(cmd, "Missing command name.");
+		return false;
+	}
+	cmd->name = p_strdup(cmd->pool, name);
+	cmd->args = &args[1];
+	if (strcasecmp(name, "UID") == 0) {
+		if (!imap_arg_get_atom(&args[1], &name)) {
+			client_send_command_error(cmd, "Missing UID command name.");
+			return false;
+		}
+		cmd->uid = true;
+		cmd->args = &args[2];
+	}
+	cmd->def = command_find(name);
+	if (cmd->def == NULL || (cmd->uid &&
+	    (cmd->def->flags & CMD_FLAG_UID_ALLOWED) == 0)) {
+		cmd->def = NULL;
+		client_send_command_error(cmd, "Unknown command.");
+		return false;
+	}
+	if (cmd->literal_size &&
+	    (cmd->def->flags & CMD_FLAG_LITERAL_SIZE) == 0) {
+		client_send_command_error(cmd, "Unexpected literal.");
+		return false;
+	}
+	if ((cmd->def->flags & CMD_FLAG_NEEDS_SELECTED) != 0 &&
+	    cmd->client->mailbox == NULL) {
+		client_send_command_error(cmd, "No mailbox selected.");
+		return false;
+	}
+	return true;
+}
+
+/* args[0] is the tag (the parser's first argument of the line). */
+static void client_command_start(struct client *client,
+				 const struct imap_arg *args, bool literal_size)
+{
+	pool_t pool = pool_create("imap command", 1024);
+	struct client_command *cmd = p_malloc(pool, sizeof(*cmd));
+	const char *tag = imap_parser_get_tag(client->parser);
+
+	cmd->client = client;
+	cmd->pool = pool;
+	cmd->literal_size = literal_size;
+	client->cmd = cmd;
+	if (tag == NULL) {
+		cmd->tag = "*";
+		client_send_command_error(cmd, "Invalid tag.");
+	} else {
+		cmd->tag = p_strdup(pool, tag);
+		if (client_command_check(cmd, &args[1])) {
+			cmd->func = cmd->def->func;
+			client_command_run(cmd);
+			return;
+		}
+	}
+	if (client->cmd != NULL)
+		client_command_free(&client->cmd);
+}
+
+/* Parse one piece of input. Returns false when more input is needed. */
+static bool client_handle_line(struct client *client)
+{
+	size_t size;
+	const struct imap_arg *args;
+
+	const unsigned char *data = i_stream_get_data(client->input, &size);
+	enum imap_parser_flags flags = 0;
+
+	if (size == 0)
+		return false;
+	if (client_line_is_literal_size(client, data, size))
+		flags |= IMAP_PARSE_FLAG_LITERAL_SIZE;
+	switch (client_parse_input(client, flags, &args)) {
+	case IMAP_PARSE_MORE:
+		return false;
+	case IMAP_PARSE_NEED_CONTINUATION:
+		client_send_line(client, "+ OK");
+		return true;
+	case IMAP_PARSE_DONE:
+		if (args == NULL) {
+			/* the rest of a bad line was skipped */
+			imap_parser_reset(client->parser);
+			client->line_head_len = 0;
+		} else {
+			client_command_start(client, args, false);
+		}
+		return true;
+	case IMAP_PARSE_LITERAL_SIZE:
+		client_command_start(client, args, true);
+		return true;
+	case IMAP_PARSE_ERROR:
+		client_parse_error(client);
+		return true;
+	}
+	i_unreached();
+}
+
+static void client_handle_input(struct client *client)
+{
+	while (!client->disconnected) {
+		struct client_command *cmd = client->cmd;
+		size_t size;
+
+		if (cmd != NULL) {
+			if (cmd->wait != CLIENT_WAIT_INPUT)
+				break;
+			(void)i_stream_get_data(client->input, &size);
+			if (size == 0)
+				break;
+			client_command_run(cmd);
+			continue;
+		}
+		if (!client_handle_line(client))
+			break;
+	}
+}
+
+static void client_input(void *context)
+{
+	struct client *client = context;
+	ssize_t ret = i_stream_read(client->input);
+
+	if (client->to_idle != NULL)
+		timeout_reset(client->to_idle);
+	if (ret == -1) {
+		client_disconnect(client, NULL, i_stream_is_eof(client->input) ?
+				  "Connection closed" :
+				  i_stream_get_error(client->input));
+		return;
+	}
+	client_handle_input(client);
+	if (!client->disconnected)
+		client_io_update(client);
+}
+
+struct client *client_create(struct imap_user *user, int fd, const char *tag,
+			     const void *prefix, size_t prefix_size,
+			     const char *remote_ip)
+{
+	pool_t pool = pool_create("imap client", 2048);
+	struct client *client = p_malloc(pool, sizeof(*client));
+	const struct moat_settings *set = user->set;
+	struct imap_parser_settings pset = {
+		.max_line_length = (size_t)set->imap_max_line_length,
+		.max_literal_size = set->imap_max_literal_size,
+		.max_list_depth = CLIENT_MAX_LIST_DEPTH,
+	};
+
+	client->pool = pool;
+	client->user = user;
+	client->fd = fd;
+	client->session = p_strdup(pool, remote_ip);
+	client->input = i_stream_create_fd(fd, CLIENT_INPUT_BUFFER_MAX);
+	client->output = o_stream_create_fd(user->ioloop, fd,
+					    CLIENT_OUTPUT_BUFFER_MAX);
+	o_stream_set_flush_callback(client->output, client_output_flushed, client);
+	client->parser = imap_parser_create(&pset);
+	client->to_idle = timeout_add(user->ioloop,
+				      set->imap_idle_timeout * 1000,
+				      client_idle_timeout, client);
+	client->next = user->clients;
+	if (user->clients != NULL)
+		user->clients->prev = client;
+	user->clients = client;
+	user->client_count++;
+
+	if (prefix_size > 0 &&
+	    i_stream_prepend(client->input, prefix, prefix_size) < 0) {
+		client_disconnect(client, "Too much input.", "Handoff too large");
+		return client;
+	}
+	if (tag[0] != '\0')
+		client_send_linef(client, "%s OK [CAPABILITY " IMAP_CAPABILITY
+				  "] Logged in", tag);
+	i_info("Logged in from %s", str_sanitize(pool, remote_ip, 64));
+	client_handle_input(client);
+	client_io_update(client);
+	return client;
+}
+
+void client_unselect(struct client *client)
+{
+	if (client->mailbox != NULL)
+		mailbox_close(&client->mailbox);
+	client->exists_sent = client->recent_sent = 0;
+}
+
+void client_destroy(struct client *client)
+{
+	struct imap_user *user = client->user;
+
+	if (client->cmd != NULL) {
+		if (client->cmd->cancel != NULL)
+			client->cmd->cancel(client->cmd);
+		client_command_free(&client->cmd);
+	}
+	client_unselect(client);
+	if (client->append_box != NULL)
+		mailbox_close(&client->append_box);
+	io_remove(&client->io);
+	timeout_remove(&client->to_idle);
+	timeout_remove(&client->to_continue);
+	timeout_remove(&client->to_destroy);
+	imap_parser_destroy(&client->parser);
+	i_stream_destroy(&client->input);
+	o_stream_destroy(&client->output);
+	i_close_fd(&client->fd);
+
+	if (client->prev != NULL)
+		client->prev->next = client->next;
+	else
+		user->clients = client->next;
+	if (client->next != NULL)
+		client->next->prev = client->prev;
+	user->client_count--;
+	pool_unref(&client->pool);
+	imap_user_client_gone(user);
+}
+
+static void client_destroy_timeout(void *context)
+{
+	struct client *client = context;
+
+	client->to_destroy = NULL;
+	client_destroy(client);
+}
+
+void client_disconnect(struct client *client, const char *bye,
+		       const char *log_reason)
+{
+	if (client->disconnected)
+		return;
+	client->disconnected = true;
+	if (bye != NULL) {
+		/* best effort: the socket buffer normally takes it */
+		(void)o_stream_send_str(client->output, "* BYE ");
+		(void)o_stream_send_str(client->output, bye);
+		(void)o_stream_send(client->output, "\r\n", 2);
+	}
+	(void)o_stream_flush(client->output);
+	i_info("Disconnected: %s", str_sanitize(client->pool, log_reason, 128));
+	io_remove(&client->io);
+	timeout_remove(&client->to_continue);
+	client->to_destroy = io_loop_defer(client->user->ioloop,
+					   client_destroy_timeout, client);
+}

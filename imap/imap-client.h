@@ -1,0 +1,112 @@
+#ifndef IMAP_CLIENT_H
+#define IMAP_CLIENT_H
+/* One IMAP connection after login: its streams, parser, the command in
+   progress and the selected mailbox. A client owns a pool for its whole
+   life and each command owns a pool freed when the command ends. */
+
+#include "imap-common.h"
+
+/* Bytes read from the socket but not parsed yet. The parser consumes
+   everything it is fed, so this only needs room for one read plus the
+   bytes imap-login passed along (at most an IPC record). */
+#define CLIENT_INPUT_BUFFER_MAX (128 * 1024)
+/* Untagged updates and one slice of a FETCH answer. Sliced commands keep
+   well below it (they wait for the client to read); the rest are lines. */
+#define CLIENT_OUTPUT_BUFFER_MAX (1024 * 1024)
+/* A sliced command continues only when this much room is left. */
+#define CLIENT_OUTPUT_SLICE_MIN_AVAIL (64 * 1024)
+/* Enough of a line to see "tag SP command" (decides literal streaming). */
+#define CLIENT_LINE_HEAD_MAX 128
+/* Our own reply lines (tagged replies, untagged data) are short. */
+#define CLIENT_REPLY_LINE_MAX 4096
+
+struct client_command;
+/* Returns true when the command is done (it sent its tagged reply), false
+   when it waits (cmd->wait says for what) and must be called again. */
+typedef bool command_func_t(struct client_command *cmd);
+
+enum client_command_wait {
+	CLIENT_WAIT_NONE = 0,     /* call again from the loop soon */
+	CLIENT_WAIT_OUTPUT,       /* call again when output drained */
+	CLIENT_WAIT_INPUT,        /* call again when input arrives */
+};
+
+struct command;
+
+struct client_command {
+	struct client *client;
+	pool_t pool;                  /* freed when the command ends */
+	const char *tag;
+	const char *name;             /* as the client wrote it */
+	const struct imap_arg *args;  /* after the name (and UID) */
+	const struct command *def;
+	bool uid;                     /* UID FETCH etc. */
+	bool literal_size;            /* args end in IMAP_ARG_LITERAL_SIZE */
+	command_func_t *func;
+	/* Called if the client goes away while the command waits. */
+	void (*cancel)(struct client_command *cmd);
+	void *context;
+	enum client_command_wait wait;
+};
+
+struct client {
+	struct client *prev, *next;
+	struct imap_user *user;
+	pool_t pool;
+	int fd;
+	struct istream *input;
+	struct ostream *output;
+	struct io *io;
+	struct timeout *to_idle, *to_continue, *to_destroy;
+	struct imap_parser *parser;
+	char line_head[CLIENT_LINE_HEAD_MAX];
+	size_t line_head_len;
+
+	struct client_command *cmd;
+	unsigned int bad_counter;
+
+	struct mailbox *mailbox;      /* selected, or NULL */
+	uint32_t exists_sent;         /* EXISTS count the client knows */
+	uint32_t recent_sent;
+	struct mailbox *append_box;   /* kept open for repeated APPENDs */
+
+	const char *session;          /* for log lines */
+	bool disconnected;
+};
+
+/* Takes fd. prefix: bytes imap-login already read after LOGIN. tag: the
+   LOGIN command's tag ("" = no tagged reply). */
+struct client *client_create(struct imap_user *user, int fd, const char *tag,
+			     const void *prefix, size_t prefix_size,
+			     const char *remote_ip);
+/* Send "* BYE <bye>" (if bye != NULL), close and free from the loop.
+   Safe to call from any callback; the client is dead afterwards. */
+void client_disconnect(struct client *client, const char *bye,
+		       const char *log_reason);
+/* Immediate free (process exit). */
+void client_destroy(struct client *client);
+
+/* One line; CRLF is added. Failure (buffer overflow) disconnects. */
+void client_send_line(struct client *client, const char *line);
+void client_send_linef(struct client *client, const char *fmt, ...)
+	ATTR_FORMAT(2, 3);
+/* "tag <text>". For OK and NO the untagged updates of the selected
+   mailbox are sent first (RFC 3501 5.2). */
+void client_send_tagline(struct client_command *cmd, const char *text);
+void client_send_taglinef(struct client_command *cmd, const char *fmt, ...)
+	ATTR_FORMAT(2, 3);
+/* "tag BAD <text>" and count a bad command. */
+void client_send_command_error(struct client_command *cmd, const char *text);
+
+/* For commands that read their own input (APPEND): feed the parser what
+   is buffered. */
+enum imap_parse_result
+client_parse_input(struct client *client, enum imap_parser_flags flags,
+		   const struct imap_arg **args_r);
+/* Answer a parse error of the command's line (BAD or BYE). */
+void client_command_parse_error(struct client_command *cmd);
+
+/* Close the selected mailbox (no expunge). */
+void client_unselect(struct client *client);
+
+#endif

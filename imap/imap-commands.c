@@ -1,0 +1,33 @@
+/* The command table (imap-commands.h). Keep it sorted by name. */
+#include "imap-common.h"
+#include "imap-commands.h"
+
+#include <strings.h>
+
+static const struct command imap_commands[] = {
+	{ "APPEND", cmd_append, CMD_FLAG_LITERAL_SIZE },
+	{ "CAPABILITY", cmd_capability, 0 },
+	{ "CHECK", cmd_check, CMD_FLAG_NEEDS_SELECTED },
+	{ "CLOSE", cmd_close, CMD_FLAG_NEEDS_SELECTED },
+	{ "EXAMINE", cmd_examine, 0 },
+	{ "FETCH", cmd_fetch, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
+		CMD_FLAG_UID_ALLOWED },
+	{ "ID", cmd_id, 0 },
+	{ "LOGOUT", cmd_logout, 0 },
+	{ "NOOP", cmd_noop, 0 },
+	{ "SELECT", cmd_select, 0 },
+	{ "UNSELECT", cmd_unselect, CMD_FLAG_NEEDS_SELECTED },
+};
+
+static int command_cmp(const void *key, const void *p)
+{
+	const struct command *cmd = p;
+
+	return strcasecmp(key, cmd->name);
+}
+
+const struct command *command_find(const char *name)
+{
+	return bsearch(name, imap_commands, N_ELEMENTS(imap_commands),
+		       sizeof(imap_commands[0]), command_cmp);
+}

@@ -1,0 +1,40 @@
+#ifndef IMAP_COMMANDS_H
+#define IMAP_COMMANDS_H
+/* The command table: one sorted list of { name, func, flags }. */
+
+#include "imap-client.h"
+
+enum command_flags {
+	CMD_FLAG_NEEDS_SELECTED = 0x01,
+	/* The non-UID form works on sequence numbers: no EXPUNGE may be sent
+	   while or right after it runs (RFC 3501 7.4.1). */
+	CMD_FLAG_USES_SEQS = 0x02,
+	/* "UID <name>" exists and shares the function (cmd->uid is set). */
+	CMD_FLAG_UID_ALLOWED = 0x04,
+	/* The command streams its literal itself (APPEND): the line is
+	   parsed with IMAP_PARSE_FLAG_LITERAL_SIZE. */
+	CMD_FLAG_LITERAL_SIZE = 0x08,
+};
+
+struct command {
+	const char *name;        /* upper case */
+	command_func_t *func;
+	enum command_flags flags;
+};
+
+/* Case-insensitive lookup; NULL if unknown. */
+const struct command *command_find(const char *name);
+
+bool cmd_append(struct client_command *cmd);
+bool cmd_capability(struct client_command *cmd);
+bool cmd_check(struct client_command *cmd);
+bool cmd_close(struct client_command *cmd);
+bool cmd_examine(struct client_command *cmd);
+bool cmd_fetch(struct client_command *cmd);
+bool cmd_id(struct client_command *cmd);
+bool cmd_logout(struct client_command *cmd);
+bool cmd_noop(struct client_command *cmd);
+bool cmd_select(struct client_command *cmd);
+bool cmd_unselect(struct client_command *cmd);
+
+#endif

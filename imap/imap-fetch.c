@@ -1,0 +1,239 @@
+/* Writing FETCH answers in slices (imap-fetch.h). */
+#include "imap-common.h"
+#include "imap-fetch.h"
+#include "imap-date.h"
+#include "imap-sync.h"
+
+/* One item's text before a literal: "BODY[]<123456789> {123456789}" or
+   "INTERNALDATE "...", "FLAGS (...)". */
+#define FETCH_ITEM_TEXT_MAX 256
+
+void imap_fetch_deinit(struct imap_fetch_ctx *ctx)
+{
+	i_close_fd(&ctx->body_fd);
+}
+
+static bool fetch_next_seq(struct imap_fetch_ctx *ctx)
+{
+	if (ctx->seq != 0 && ctx->seq < ctx->ranges[ctx->range_idx].seq2) {
+		ctx->seq++;
+		return true;
+	}
+	if (ctx->seq != 0)
+		ctx->range_idx++;
+	if (ctx->range_idx >= ctx->range_count)
+		return false;
+	ctx->seq = ctx->ranges[ctx->range_idx].seq1;
+	return true;
+}
+
+/* Everything that can fail is checked before the first byte of the
+   message's response, so a vanished message is skipped whole. */
+static int fetch_msg_prepare(struct imap_fetch_ctx *ctx)
+{
+	struct mailbox *box = ctx->box;
+	const char *error;
+
+	if (mailbox_msg_is_expunged(box, ctx->seq))
+		return -1;
+	ctx->add_flags = false;
+	if (ctx->set_seen && !mailbox_is_readonly(box) &&
+	    (mailbox_msg_flags(box, ctx->seq) & MAIL_SEEN) == 0) {
+		if (mailbox_msg_set_flags(box, ctx->seq,
+			mailbox_msg_flags(box, ctx->seq) | MAIL_SEEN, &error) < 0) {
+			if (errno == ENOENT)
+				return -1;
+			i_error("Setting \\Seen failed: %s", error);
+		} else {
+			ctx->add_flags = !ctx->flags_requested;
+		}
+	}
+	return 0;
+}
+
+static int fetch_body_open(struct imap_fetch_ctx *ctx,
+			   const struct imap_fetch_item *item, uint64_t *size_r)
+{
+	struct mailbox *box = ctx->box;
+	uint64_t vsize;
+	const char *error;
+
+	if (mailbox_msg_vsize(box, ctx->seq, &vsize, &error) < 0)
+		return -1;
+	ctx->body_fd = mailbox_msg_open(box, ctx->seq, &error);
+	if (ctx->body_fd == -1)
+		return -1;
+	mail_crlf_init(&ctx->body, ctx->body_fd,
+		       !mailbox_msg_is_crlf(box, ctx->seq));
+	uint64_t start = item->partial ? MIN(item->start, vsize) : 0;
+	uint64_t size = vsize - start;
+	if (item->partial)
+		size = MIN(size, item->count);
+	if (mail_crlf_skip(&ctx->body, start) < 0) {
+		i_close_fd(&ctx->body_fd);
+		return -1;
+	}
+	ctx->body_left = size;
+	*size_r = size;
+	return 0;
+}
+
+/* Append one item's text; for a body, open it (the data follows). */
+static int fetch_item_text(struct imap_fetch_ctx *ctx,
+			   const struct imap_fetch_item *item, buffer_t *buf)
+{
+	struct mailbox *box = ctx->box;
+	const char *error;
+	char date[IMAP_DATETIME_LEN + 1];
+	uint64_t size;
+	time_t t;
+
+	switch (item->type) {
+	case IMAP_FETCH_UID:
+		return buffer_printf(buf, "UID %u", mailbox_msg_uid(box, ctx->seq));
+	case IMAP_FETCH_FLAGS:
+		if (buffer_append_str(buf, "FLAGS ") < 0)
+			return -1;
+		return imap_write_flags(buf, mailbox_msg_flags(box, ctx->seq));
+	case IMAP_FETCH_RFC822_SIZE:
+		if (mailbox_msg_vsize(box, ctx->seq, &size, &error) < 0)
+			return -1;
+		return buffer_printf(buf, "RFC822.SIZE %llu",
+				     (unsigned long long)size);
+	case IMAP_FETCH_INTERNALDATE:
+		if (mailbox_msg_internaldate(box, ctx->seq, &t, &error) < 0)
+			return -1;
+		imap_datetime_format(t, date, sizeof(date));
+		return buffer_printf(buf, "INTERNALDATE \"%s\"", date);
+	case IMAP_FETCH_BODY:
+		if (fetch_body_open(ctx, item, &size) < 0)
+			return -1;
+		return buffer_printf(buf, "%s {%llu}\r\n", item->name,
+				     (unsigned long long)size);
+	}
+	i_unreached();
+}
+
+/* Send the body data that fits. Returns true when it is all sent. */
+static bool fetch_send_body(struct imap_fetch_ctx *ctx)
+{
+	struct ostream *output = ctx->cmd->client->output;
+	unsigned char data[IMAP_FETCH_BODY_CHUNK];
+
+	while (ctx->body_left > 0) {
+		if (o_stream_get_buffer_avail(output) < sizeof(data))
+			return false;
+		ssize_t ret = mail_crlf_read(&ctx->body, data,
+			(size_t)MIN(ctx->body_left, sizeof(data)));
+		if (ret <= 0) {
+			/* the file shrank or failed: the literal's size was
+			   promised, so pad it (clients count bytes) */
+			if (ret < 0)
+				i_error("Reading a message failed: %m");
+			memset(data, ' ', sizeof(data));
+			ret = (ssize_t)MIN(ctx->body_left, sizeof(data));
+		}
+		if (o_stream_send(output, data, (size_t)ret) < 0)
+			return false;
+		ctx->body_left -= (uint64_t)ret;
+	}
+	i_close_fd(&ctx->body_fd);
+	return true;
+}
+
+/* Continue the current message. Returns true when it is complete. */
+static bool fetch_msg_continue(struct imap_fetch_ctx *ctx)
+{
+	struct client *client = ctx->cmd->client;
+	buffer_t buf;
+
+	while (ctx->item_idx < ctx->item_count) {
+		if (ctx->body_left > 0 && !fetch_send_body(ctx))
+			return false;
+		if (o_stream_get_buffer_avail(client->output) < FETCH_ITEM_TEXT_MAX)
+			return false;
+		const struct imap_fetch_item *item = &ctx->items[ctx->item_idx++];
+		buffer_init(&buf, FETCH_ITEM_TEXT_MAX);
+		bool sep = ctx->item_idx > 1 || ctx->add_flags;
+		if ((sep && buffer_append_c(&buf, ' ') < 0) ||
+		    fetch_item_text(ctx, item, &buf) < 0) {
+			/* vanished after the prepare step: the line is open,
+			   so close it with what we have */
+			i_error("FETCH %u: item failed", ctx->seq);
+			ctx->item_idx = ctx->item_count;
+		} else {
+			(void)o_stream_send(client->output, buf.data, buf.used);
+		}
+		buffer_free(&buf);
+	}
+	if (ctx->body_left > 0 && !fetch_send_body(ctx))
+		return false;
+	client_send_line(client, ")");
+	return true;
+}
+
+static void fetch_msg_begin(struct imap_fetch_ctx *ctx)
+{
+	struct client *client = ctx->cmd->client;
+	char line[FETCH_ITEM_TEXT_MAX];
+	buffer_t buf;
+
+	snprintf(line, sizeof(line), "* %u FETCH (", ctx->seq);
+	(void)o_stream_send_str(client->output, line);
+	if (ctx->add_flags) {
+		buffer_init(&buf, FETCH_ITEM_TEXT_MAX);
+		/* FETCH_ITEM_TEXT_MAX holds every flag name */
+		if (buffer_append_str(&buf, "FLAGS ") < 0 ||
+		    imap_write_flags(&buf, mailbox_msg_flags(ctx->box,
+							     ctx->seq)) < 0)
+			i_unreached();
+		(void)o_stream_send(client->output, buf.data, buf.used);
+		buffer_free(&buf);
+	}
+	ctx->item_idx = 0;
+	ctx->in_msg = true;
+}
+
+bool imap_fetch_run(struct imap_fetch_ctx *ctx)
+{
+	struct client *client = ctx->cmd->client;
+	unsigned int msgs = 0;
+
+	for (;;) {
+		if (ctx->in_msg) {
+			if (!fetch_msg_continue(ctx)) {
+				ctx->cmd->wait = CLIENT_WAIT_OUTPUT;
+				return false;
+			}
+			ctx->in_msg = false;
+		}
+		if (client->disconnected)
+			return true;
+		if (o_stream_get_buffer_avail(client->output) <
+		    CLIENT_OUTPUT_SLICE_MIN_AVAIL) {
+			ctx->cmd->wait = CLIENT_WAIT_OUTPUT;
+			return false;
+		}
+		if (++msgs > IMAP_FETCH_MSGS_PER_SLICE) {
+			ctx->cmd->wait = CLIENT_WAIT_NONE;
+			return false;
+		}
+		if (!fetch_next_seq(ctx))
+			break;
+		if (fetch_msg_prepare(ctx) < 0) {
+			/* by UID a vanished message is simply not there */
+			if (!ctx->cmd->uid)
+				ctx->some_expunged = true;
+			continue;
+		}
+		fetch_msg_begin(ctx);
+	}
+	imap_fetch_deinit(ctx);
+	if (ctx->some_expunged) {
+		client_send_tagline(ctx->cmd, "NO [EXPUNGEISSUED] Some messages "
+				    "were expunged before they could be fetched.");
+	} else {
+		client_send_tagline(ctx->cmd, "OK Fetch completed.");
+	}
+	return true;
+}

@@ -1,0 +1,59 @@
+#ifndef IMAP_FETCH_H
+#define IMAP_FETCH_H
+/* FETCH answers, written in slices: a big answer goes out as the client
+   reads it (the command waits for the output to drain), and message
+   bodies are streamed from their files in chunks. */
+
+#include "imap-client.h"
+#include "imap-seqset.h"
+#include "mail-crlf.h"
+
+/* The items of one FETCH; more than this is a client error. */
+#define IMAP_FETCH_MAX_ITEMS 32
+/* Bytes of a body read and sent per step. */
+#define IMAP_FETCH_BODY_CHUNK (32 * 1024)
+/* Messages per slice before other clients get their turn. */
+#define IMAP_FETCH_MSGS_PER_SLICE 500
+
+enum imap_fetch_item_type {
+	IMAP_FETCH_UID,
+	IMAP_FETCH_FLAGS,
+	IMAP_FETCH_RFC822_SIZE,
+	IMAP_FETCH_INTERNALDATE,
+	IMAP_FETCH_BODY,          /* BODY[], BODY.PEEK[], RFC822 */
+};
+
+struct imap_fetch_item {
+	enum imap_fetch_item_type type;
+	const char *name;         /* in the reply: "BODY[]<10>", "RFC822" */
+	bool partial;
+	uint64_t start, count;
+};
+
+struct imap_fetch_ctx {
+	struct client_command *cmd;
+	struct mailbox *box;
+	struct imap_fetch_item items[IMAP_FETCH_MAX_ITEMS];
+	unsigned int item_count;
+	bool set_seen;            /* a BODY[] without PEEK or RFC822 */
+	bool flags_requested;
+
+	struct seq_range *ranges;
+	unsigned int range_count, range_idx;
+	uint32_t seq;             /* current message, 0 = next range */
+
+	/* the message being written */
+	unsigned int item_idx;
+	bool in_msg, add_flags;
+	int body_fd;
+	struct mail_crlf body;
+	uint64_t body_left;
+	bool some_expunged;
+};
+
+/* Writes as much as fits; returns true when everything was sent (the
+   tagged reply included). */
+bool imap_fetch_run(struct imap_fetch_ctx *ctx);
+void imap_fetch_deinit(struct imap_fetch_ctx *ctx);
+
+#endif

@@ -1,0 +1,87 @@
+/* Sending the changes of the selected mailbox (imap-sync.h). */
+#include "imap-common.h"
+#include "imap-sync.h"
+
+/* "(\Answered \Flagged \Deleted \Seen \Draft \Recent)" */
+#define IMAP_FLAGS_STR_MAX 64
+
+static const struct {
+	enum mail_flags flag;
+	const char *name;
+} imap_flag_names[] = {
+	{ MAIL_ANSWERED, "\\Answered" },
+	{ MAIL_FLAGGED, "\\Flagged" },
+	{ MAIL_DELETED, "\\Deleted" },
+	{ MAIL_SEEN, "\\Seen" },
+	{ MAIL_DRAFT, "\\Draft" },
+	{ MAIL_RECENT, "\\Recent" },
+};
+
+int imap_write_flags(buffer_t *buf, enum mail_flags flags)
+{
+	bool first = true;
+
+	if (buffer_append_c(buf, '(') < 0)
+		return -1;
+	for (unsigned int i = 0; i < N_ELEMENTS(imap_flag_names); i++) {
+		if ((flags & imap_flag_names[i].flag) == 0)
+			continue;
+		if ((!first && buffer_append_c(buf, ' ') < 0) ||
+		    buffer_append_str(buf, imap_flag_names[i].name) < 0)
+			return -1;
+		first = false;
+	}
+	return buffer_append_c(buf, ')');
+}
+
+static void sync_expunge(void *context, uint32_t seq)
+{
+	struct client *client = context;
+
+	client_send_linef(client, "* %u EXPUNGE", seq);
+	if (client->exists_sent > 0)
+		client->exists_sent--;
+}
+
+static void sync_flags_changed(void *context, uint32_t seq)
+{
+	struct client *client = context;
+	buffer_t buf;
+
+	/* a message the client was not told about yet needs no FETCH */
+	if (seq > client->exists_sent)
+		return;
+	buffer_init(&buf, IMAP_FLAGS_STR_MAX);
+	if (imap_write_flags(&buf, mailbox_msg_flags(client->mailbox, seq)) == 0)
+		client_send_linef(client, "* %u FETCH (FLAGS %s)", seq, buf.data);
+	buffer_free(&buf);
+}
+
+static const struct mailbox_sync_callbacks imap_sync_callbacks = {
+	.expunge = sync_expunge,
+	.flags_changed = sync_flags_changed,
+};
+
+void imap_sync_send(struct client *client, bool allow_expunge)
+{
+	struct mailbox *box = client->mailbox;
+	const char *error;
+
+	if (box == NULL)
+		return;
+	if (mailbox_sync(box, allow_expunge, &imap_sync_callbacks, client,
+			 &error) < 0) {
+		i_error("Syncing %s failed: %s", mailbox_get_name(box), error);
+		return;
+	}
+	uint32_t count = mailbox_get_count(box);
+	if (count != client->exists_sent) {
+		client_send_linef(client, "* %u EXISTS", count);
+		client->exists_sent = count;
+	}
+	uint32_t recent = mailbox_get_recent_count(box);
+	if (recent != client->recent_sent) {
+		client_send_linef(client, "* %u RECENT", recent);
+		client->recent_sent = recent;
+	}
+}

@@ -1,0 +1,158 @@
+/* imap: the post-login IMAP process of one user.
+
+   SECURITY: talks to its user's IMAP clients (sockets master hands over
+   after authentication) and to master over its own socketpair (fd 3,
+   moat-imap-master). Runs as the user's uid/gid (MOAT_UID/MOAT_GID) with
+   no capabilities, no_new_privs and the service's vsz_limit; no chroot
+   (it needs the user's mail files, which it owns). It parses client bytes
+   only after dropping privileges, and can reach nothing of other users.
+   One process serves all of the user's connections on one event loop. */
+#include "imap-common.h"
+#include "imap-client.h"
+#include "master-service.h"
+
+#include <sys/stat.h>
+
+/* CONN <id> <tag> <remote_ip> <remote_port> <local_ip> <local_port>
+   <secured> <mech> <b64:bytes> */
+#define CONN_RECORD_ARGS 10
+
+struct imap_process {
+	struct imap_user user;
+	struct master_service *service;
+	struct ipc_conn *master;
+	struct timeout *to_linger;
+	bool shutdown_requested, shutdown_ok;
+};
+
+static struct imap_process imap_process;
+
+static void linger_timeout(void *context)
+{
+	struct imap_process *proc = context;
+
+	proc->to_linger = NULL;
+	if (proc->user.client_count > 0 || proc->shutdown_requested)
+		return;
+	proc->shutdown_requested = true;
+	if (ipc_sendv(proc->master, -1, "SHUTDOWN-REQUEST", NULL) < 0)
+		master_service_stop(proc->service);
+}
+
+static void linger_start(struct imap_process *proc)
+{
+	if (proc->to_linger != NULL || proc->shutdown_requested)
+		return;
+	proc->to_linger = timeout_add(proc->user.ioloop,
+		proc->user.set->imap_process_linger * 1000,
+		linger_timeout, proc);
+}
+
+void imap_user_client_gone(struct imap_user *user)
+{
+	struct imap_process *proc = &imap_process;
+
+	i_assert(user == &proc->user);
+	if (user->client_count > 0)
+		return;
+	if (proc->shutdown_ok)
+		master_service_stop(proc->service);
+	else
+		linger_start(proc);
+}
+
+static void master_conn(struct imap_process *proc, const char *const *args,
+			int fd)
+{
+	unsigned char *prefix;
+	size_t prefix_size;
+	pool_t pool = pool_create("imap conn", 1024);
+
+	if (str_array_length(args) != CONN_RECORD_ARGS || fd == -1 ||
+	    p_base64_decode(pool, args[9], strlen(args[9]), &prefix,
+			    &prefix_size) < 0)
+		i_fatal("master sent an invalid CONN record");
+	if (fd_set_nonblock(fd, true) < 0)
+		i_fatal("fcntl(O_NONBLOCK) failed: %m");
+	timeout_remove(&proc->to_linger);
+	(void)client_create(&proc->user, fd, args[2], prefix, prefix_size,
+			    args[3]);
+	pool_unref(&pool);
+}
+
+/* Master is trusted; a record we do not understand is a bug there and
+   ends the process (OpenBSD style). */
+static void master_input(void *context, const char *const *args, int fd)
+{
+	struct imap_process *proc = context;
+
+	if (args == NULL) {
+		i_error("master connection closed");
+		ipc_conn_destroy(&proc->master);
+		master_service_stop(proc->service);
+		return;
+	}
+	if (strcmp(args[0], "CONN") == 0) {
+		master_conn(proc, args, fd);
+		return;
+	}
+	if (fd != -1)
+		i_close_fd(&fd);
+	if (strcmp(args[0], "SHUTDOWN-OK") == 0) {
+		proc->shutdown_ok = true;
+		if (proc->user.client_count == 0)
+			master_service_stop(proc->service);
+		return;
+	}
+	i_fatal("master sent an unknown record");
+}
+
+static void imap_deinit_clients(struct imap_process *proc, const char *bye)
+{
+	while (proc->user.clients != NULL) {
+		struct client *client = proc->user.clients;
+		if (!client->disconnected)
+			client_disconnect(client, bye, "Server shutting down");
+		client_destroy(client);
+	}
+}
+
+int main(void)
+{
+	struct imap_process *proc = &imap_process;
+	const char *error;
+	char *root;
+
+	proc->service = master_service_init("imap");
+	proc->user.ioloop = master_service_get_ioloop(proc->service);
+	proc->user.set = master_service_get_settings(proc->service);
+	proc->user.username = master_service_getenv("MOAT_USER");
+	const char *home = master_service_getenv("MOAT_HOME");
+	const char *mail = master_service_getenv("MOAT_MAIL");
+	if (mail[0] == '\0')
+		mail = proc->user.set->mail_location;
+
+	char *context = i_strdup_printf("user=%s", proc->user.username);
+	log_set_context(context);
+	if (mailbox_location_parse(mail, home, &root, &error) < 0)
+		i_fatal("%s", error);
+	proc->user.mail_root = root;
+
+	master_service_drop_privileges(proc->service);
+	/* mail files are the user's alone */
+	umask(0077);
+	proc->master = master_service_connect_master(proc->service,
+		IPC_PROTO_IMAP_MASTER, master_input, proc);
+	linger_start(proc);
+
+	master_service_run(proc->service);
+
+	imap_deinit_clients(proc, "Server shutting down.");
+	timeout_remove(&proc->to_linger);
+	if (proc->master != NULL)
+		ipc_conn_destroy(&proc->master);
+	master_service_deinit(&proc->service);
+	i_free(root);
+	i_free(context);
+	return 0;
+}

@@ -1,0 +1,121 @@
+#ifndef MAILBOX_H
+#define MAILBOX_H
+/* A mailbox opened by one session: a view of the messages of one Maildir
+   folder with stable sequence numbers between syncs.
+
+   Ownership: mailbox_open() returns a mailbox the caller owns and frees
+   with mailbox_close(). It owns its uidlist, its message array and every
+   string it returns, which stay valid until the next mailbox_sync() or
+   mailbox_close(). Each session opens its own mailbox; sessions learn of
+   each other's changes (and of other Maildir writers) by mailbox_sync().
+
+   Sequence numbers are 1-based and stay the same until a sync that is
+   allowed to expunge. Only INBOX exists for now: it is the Maildir root
+   itself (Maildir++), created on first use. */
+
+#include "mail-flags.h"
+
+#include <time.h>
+
+struct mailbox;
+
+enum mailbox_open_flags {
+	MAILBOX_OPEN_READONLY = 0x01,   /* EXAMINE: never change flags */
+	MAILBOX_OPEN_NO_FSYNC = 0x02,   /* mail_fsync = never */
+};
+
+/* Names longer than this are refused (file system limits). */
+#define MAILBOX_NAME_MAX 1024
+
+/* Parse a mail_location such as "maildir:~/Maildir" (~ = home) into the
+   Maildir root. Returns 0, or -1 with *error_r (static string). The
+   result is allocated with i_malloc: the caller frees it. */
+int mailbox_location_parse(const char *location, const char *home,
+			   char **root_r, const char **error_r);
+
+/* Returns 1 and *box_r, 0 if the mailbox does not exist, -1 on error
+   (*error_r valid until the next call). Syncs once before returning. */
+int mailbox_open(const char *root, const char *name,
+		 enum mailbox_open_flags flags, struct mailbox **box_r,
+		 const char **error_r);
+void mailbox_close(struct mailbox **box);
+/* Whether the name refers to an existing mailbox (INBOX always does). */
+bool mailbox_name_is_inbox(const char *name);
+
+/* What a sync changed in the view, for the session to report. */
+struct mailbox_sync_callbacks {
+	/* seq was removed; later messages moved down by one. Reported in
+	   ascending order of the current numbering. */
+	void (*expunge)(void *context, uint32_t seq);
+	/* The flags of seq changed (after all expunges). */
+	void (*flags_changed)(void *context, uint32_t seq);
+};
+
+/* Bring the view up to date with the disk. When allow_expunge is false,
+   vanished messages stay in the view (marked expunged) so sequence
+   numbers do not move. Cheap when nothing changed (directory mtimes).
+   Returns 0 or -1. */
+int mailbox_sync(struct mailbox *box, bool allow_expunge,
+		 const struct mailbox_sync_callbacks *callbacks,
+		 void *context, const char **error_r);
+
+bool mailbox_is_readonly(struct mailbox *box);
+const char *mailbox_get_name(struct mailbox *box);
+uint32_t mailbox_get_uidvalidity(struct mailbox *box);
+uint32_t mailbox_get_next_uid(struct mailbox *box);
+uint32_t mailbox_get_count(struct mailbox *box);
+/* Messages the view holds as \Recent (first seen by this view). */
+uint32_t mailbox_get_recent_count(struct mailbox *box);
+/* Sequence of the first message without \Seen, or 0. */
+uint32_t mailbox_get_first_unseen_seq(struct mailbox *box);
+
+/* Per message (1 <= seq <= count). */
+uint32_t mailbox_msg_uid(struct mailbox *box, uint32_t seq);
+enum mail_flags mailbox_msg_flags(struct mailbox *box, uint32_t seq);
+/* The message vanished from disk but is still in the view. */
+bool mailbox_msg_is_expunged(struct mailbox *box, uint32_t seq);
+/* Size with CRLF line ends (RFC822.SIZE). May read the file once when the
+   name does not carry it. Returns 0 or -1 (expunged or I/O error). */
+int mailbox_msg_vsize(struct mailbox *box, uint32_t seq, uint64_t *vsize_r,
+		      const char **error_r);
+/* INTERNALDATE: the file's mtime. Returns 0 or -1. */
+int mailbox_msg_internaldate(struct mailbox *box, uint32_t seq,
+			     time_t *date_r, const char **error_r);
+/* Open the message file read-only. Returns the fd (the caller closes it),
+   or -1 with errno ENOENT if it was expunged. The caller may learn
+   whether LF line ends must be converted with mailbox_msg_is_crlf(). */
+int mailbox_msg_open(struct mailbox *box, uint32_t seq, const char **error_r);
+/* True if the file is known to hold CRLF line ends only (size == vsize). */
+bool mailbox_msg_is_crlf(struct mailbox *box, uint32_t seq);
+/* First uid >= uid, as a sequence; 0 if none. */
+uint32_t mailbox_uid_to_seq_ge(struct mailbox *box, uint32_t uid);
+
+/* Replace the permanent flags of seq (renames the file). Returns 0, -1 on
+   error; a message that vanished returns -1 with errno ENOENT. */
+int mailbox_msg_set_flags(struct mailbox *box, uint32_t seq,
+			  enum mail_flags flags, const char **error_r);
+
+/* Remove the message's file. The view keeps it until the next sync that
+   may expunge (which reports it). Returns 0 or -1 (errno ENOENT if it was
+   gone already). */
+int mailbox_msg_expunge(struct mailbox *box, uint32_t seq,
+			const char **error_r);
+
+/* ---- append (maildir-save.c) ---- */
+struct mailbox_append_ctx;
+
+/* Start saving a message into box (which may be read-only to the session:
+   APPEND does not need SELECT). internal_date (time_t)-1 = now. */
+int mailbox_append_begin(struct mailbox *box, enum mail_flags flags,
+			 time_t internal_date, struct mailbox_append_ctx **ctx_r,
+			 const char **error_r);
+/* Write the next part of the message. Returns 0 or -1; after -1 the
+   context only accepts mailbox_append_abort(). */
+int mailbox_append_write(struct mailbox_append_ctx *ctx, const void *data,
+			 size_t size, const char **error_r);
+/* Make it durable and give it a UID. Frees the context either way. */
+int mailbox_append_finish(struct mailbox_append_ctx **ctx,
+			  uint32_t *uid_r, const char **error_r);
+void mailbox_append_abort(struct mailbox_append_ctx **ctx);
+
+#endif

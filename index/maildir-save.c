@@ -1,0 +1,187 @@
+/* Saving a message into a Maildir folder (mailbox_append_*, mailbox.h):
+   write to tmp/, fsync, set the mtime to INTERNALDATE, then under the
+   uidlist lock rename into cur/ with size and flags in the name and give
+   it the next UID, and fsync cur/ before the caller says OK. */
+#include "lib.h"
+#include "log.h"
+#include "mailbox-private.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+struct mailbox_append_ctx {
+	struct mailbox *box;
+	int fd;
+	char *tmp_path;
+	char base[MAILDIR_FILENAME_MAX + 1];
+	enum mail_flags flags;
+	time_t internal_date;
+	uint64_t size, vsize;
+	bool last_cr, failed;
+};
+
+int mailbox_append_begin(struct mailbox *box, enum mail_flags flags,
+			 time_t internal_date, struct mailbox_append_ctx **ctx_r,
+			 const char **error_r)
+{
+	struct mailbox_append_ctx *ctx = i_malloc(sizeof(*ctx));
+
+	ctx->box = box;
+	ctx->flags = flags & MAIL_FLAGS_PERMANENT;
+	ctx->internal_date = internal_date;
+	ctx->fd = -1;
+	if (maildir_unique_next(&box->unique, ctx->base, sizeof(ctx->base)) < 0) {
+		*error_r = "Can't generate a file name";
+		i_free(ctx);
+		return -1;
+	}
+	ctx->tmp_path = i_strdup_printf("%s/%s", box->tmp_dir, ctx->base);
+	ctx->fd = open(ctx->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		       0600);
+	if (ctx->fd == -1) {
+		*error_r = mailbox_set_error(box, "open(%s) failed: %m",
+					     ctx->tmp_path);
+		i_free(ctx->tmp_path);
+		i_free(ctx);
+		return -1;
+	}
+	*ctx_r = ctx;
+	return 0;
+}
+
+int mailbox_append_write(struct mailbox_append_ctx *ctx, const void *data,
+			 size_t size, const char **error_r)
+{
+	const unsigned char *p = data;
+
+	i_assert(!ctx->failed);
+	for (size_t i = 0; i < size; i++) {
+		if (p[i] == '\n' && !ctx->last_cr)
+			ctx->vsize++;
+		ctx->last_cr = p[i] == '\r';
+	}
+	ctx->size += size;
+	ctx->vsize += size;
+	while (size > 0) {
+		ssize_t ret = write(ctx->fd, p, size);
+		if (ret < 0) {
+			if (errno == EINTR)
+				continue;
+			*error_r = mailbox_set_error(ctx->box,
+				"write(%s) failed: %m", ctx->tmp_path);
+			ctx->failed = true;
+			return -1;
+		}
+		p += ret;
+		size -= (size_t)ret;
+	}
+	return 0;
+}
+
+static void append_free(struct mailbox_append_ctx **_ctx, bool unlink_tmp)
+{
+	struct mailbox_append_ctx *ctx = *_ctx;
+
+	*_ctx = NULL;
+	i_close_fd(&ctx->fd);
+	if (unlink_tmp && unlink(ctx->tmp_path) < 0 && errno != ENOENT)
+		i_error("unlink(%s) failed: %m", ctx->tmp_path);
+	i_free(ctx->tmp_path);
+	i_free(ctx);
+}
+
+void mailbox_append_abort(struct mailbox_append_ctx **ctx)
+{
+	append_free(ctx, true);
+}
+
+/* Durable data and the INTERNALDATE, before the file becomes visible. */
+static int append_finish_tmp(struct mailbox_append_ctx *ctx,
+			     const char **error_r)
+{
+	struct mailbox *box = ctx->box;
+
+	if ((box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 && fsync(ctx->fd) < 0) {
+		*error_r = mailbox_set_error(box, "fsync(%s) failed: %m",
+					     ctx->tmp_path);
+		return -1;
+	}
+	if (ctx->internal_date != (time_t)-1) {
+		struct timespec ts[2] = {
+			{ ctx->internal_date, 0 }, { ctx->internal_date, 0 }
+		};
+		if (futimens(ctx->fd, ts) < 0) {
+			*error_r = mailbox_set_error(box, "futimens(%s) failed: %m",
+						     ctx->tmp_path);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Under the uidlist lock: rename into cur/ and record the UID. */
+static int append_publish(struct mailbox_append_ctx *ctx, const char *fname,
+			  size_t base_len, uint32_t *uid_r, const char **error_r)
+{
+	struct mailbox *box = ctx->box;
+	struct maildir_uidlist *ul = box->uidlist;
+	char *dest = i_strdup_printf("%s/%s", box->cur_dir, fname);
+	int ret = -1;
+
+	if (maildir_uidlist_lock(ul, error_r) < 0) {
+		i_free(dest);
+		return -1;
+	}
+	if (rename(ctx->tmp_path, dest) < 0) {
+		*error_r = mailbox_set_error(box, "rename(%s, %s) failed: %m",
+					     ctx->tmp_path, dest);
+	} else {
+		struct maildir_uidlist_rec *rec =
+			maildir_uidlist_add(ul, fname, base_len, ctx->size,
+					    ctx->vsize);
+		uint32_t uid = rec->uid;
+		if (maildir_uidlist_write(ul, error_r) == 0) {
+			*uid_r = uid;
+			ret = 0;
+		} else if (unlink(dest) < 0) {
+			/* it gets a UID at the next sync instead */
+			i_error("unlink(%s) failed: %m", dest);
+		}
+	}
+	maildir_uidlist_unlock(ul);
+	i_free(dest);
+	return ret;
+}
+
+int mailbox_append_finish(struct mailbox_append_ctx **_ctx, uint32_t *uid_r,
+			  const char **error_r)
+{
+	struct mailbox_append_ctx *ctx = *_ctx;
+	struct mailbox *box = ctx->box;
+	char base[MAILDIR_FILENAME_MAX + 1], fname[MAILDIR_FILENAME_MAX + 1];
+
+	i_assert(!ctx->failed);
+	int len = snprintf(base, sizeof(base), "%s,S=%llu,W=%llu", ctx->base,
+			   (unsigned long long)ctx->size,
+			   (unsigned long long)ctx->vsize);
+	if (len < 0 || (size_t)len >= sizeof(base) ||
+	    maildir_filename_make(fname, sizeof(fname), base, (size_t)len,
+				  ctx->flags, "") < 0) {
+		*error_r = "File name too long";
+		append_free(_ctx, true);
+		return -1;
+	}
+	if (append_finish_tmp(ctx, error_r) < 0 ||
+	    append_publish(ctx, fname, (size_t)len, uid_r, error_r) < 0) {
+		append_free(_ctx, true);
+		return -1;
+	}
+	append_free(_ctx, false);
+	if ((box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 &&
+	    maildir_fsync_dir(box->cur_dir) < 0) {
+		*error_r = mailbox_set_error(box, "fsync(%s) failed: %m",
+					     box->cur_dir);
+		return -1;
+	}
+	return 0;
+}

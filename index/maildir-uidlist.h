@@ -1,0 +1,90 @@
+#ifndef MAILDIR_UIDLIST_H
+#define MAILDIR_UIDLIST_H
+/* moat.uidlist: the permanent UID of each message of one Maildir folder.
+
+     V1 <uidvalidity> <uidnext>\n
+     <uid> <basename>[ S=<size>][ W=<vsize>]\n      (ascending uid)
+
+   Unknown "key=value" fields after the base name are ignored (room for
+   later versions). Base names with whitespace or control characters are
+   never stored (maildir-sync skips such files). UIDs are never reused:
+   uidnext only grows, also across rewrites.
+
+   Writers hold the lock (an OFD fcntl lock on moat.uidlist.lock, so two
+   opens in one process exclude each other too), re-read the file, change
+   it in memory and replace it atomically (tmp file, fsync, rename). Readers
+   need no lock: they see either the old or the new file.
+
+   The uidlist owns its records; pointers returned stay valid until the
+   next refresh, lock or write. */
+
+#include "mempool.h"
+
+#define MAILDIR_UIDLIST_NAME "moat.uidlist"
+#define MAILDIR_UIDLIST_LOCK_NAME "moat.uidlist.lock"
+/* A base name plus the number fields; longer lines are corruption. */
+#define MAILDIR_UIDLIST_MAX_LINE 512
+/* 16M messages at ~70 bytes: far above any real folder, stops a
+   runaway file from exhausting memory. */
+#define MAILDIR_UIDLIST_MAX_FILE_SIZE (1024ULL * 1024 * 1024)
+/* Other writers hold the lock only for a rename and a rewrite. */
+#define MAILDIR_UIDLIST_LOCK_TIMEOUT_MS 30000
+
+struct maildir_uidlist_rec {
+	uint32_t uid;
+	bool expunged;           /* dropped at the next write */
+	uint64_t size;           /* or MAILDIR_SIZE_UNKNOWN */
+	uint64_t vsize;          /* or MAILDIR_SIZE_UNKNOWN */
+	const char *base;        /* base name (NUL-terminated) */
+	/* Current full file name in cur/ as last seen by a sync; NULL until
+	   then. Not stored in the file. */
+	const char *fname;
+};
+
+struct maildir_uidlist;
+
+/* dir: the Maildir folder holding the file. fsync: whether writes are
+   fsynced (mail_fsync != never). */
+struct maildir_uidlist *maildir_uidlist_init(const char *dir, bool fsync);
+void maildir_uidlist_deinit(struct maildir_uidlist **ul);
+
+/* Re-read the file if it changed since we last read or wrote it.
+   Returns 1 if (re)read, 0 if unchanged, -1 on I/O error. A missing file
+   gives an empty list with a new UIDVALIDITY; a corrupt one is logged and
+   replaced the same way at the next write. */
+int maildir_uidlist_refresh(struct maildir_uidlist *ul, const char **error_r);
+
+/* Take the write lock (waits up to MAILDIR_UIDLIST_LOCK_TIMEOUT_MS) and
+   refresh. Returns 0 or -1. */
+int maildir_uidlist_lock(struct maildir_uidlist *ul, const char **error_r);
+void maildir_uidlist_unlock(struct maildir_uidlist *ul);
+bool maildir_uidlist_is_locked(struct maildir_uidlist *ul);
+
+uint32_t maildir_uidlist_get_uidvalidity(struct maildir_uidlist *ul);
+uint32_t maildir_uidlist_get_next_uid(struct maildir_uidlist *ul);
+/* Records in ascending uid order (including ones marked expunged). */
+unsigned int maildir_uidlist_count(struct maildir_uidlist *ul);
+struct maildir_uidlist_rec *
+maildir_uidlist_get(struct maildir_uidlist *ul, unsigned int idx);
+/* Records sorted by base name (built on demand). */
+struct maildir_uidlist_rec *const *
+maildir_uidlist_get_sorted_by_base(struct maildir_uidlist *ul,
+				   unsigned int *count_r);
+
+/* Locked only. Give base (copied) the next UID. Returns the new record. */
+struct maildir_uidlist_rec *
+maildir_uidlist_add(struct maildir_uidlist *ul, const char *base,
+		    size_t base_len, uint64_t size, uint64_t vsize);
+/* Locked only. Drops records marked expunged and replaces the file. */
+int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r);
+/* Mark that the in-memory list differs from the file. */
+void maildir_uidlist_set_dirty(struct maildir_uidlist *ul);
+bool maildir_uidlist_is_dirty(struct maildir_uidlist *ul);
+
+/* fsync a directory (after a rename into it). Returns 0 or -1 (errno). */
+int maildir_fsync_dir(const char *dir);
+
+/* Whether base can be stored in a uidlist line. */
+bool maildir_uidlist_base_is_valid(const char *base, size_t base_len);
+
+#endif
