@@ -1,0 +1,1 @@
+# bench/local.mk: load generator (being written)

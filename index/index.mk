@@ -1,0 +1,1 @@
+# index/index.mk: index, transaction log and cache files (being written)
