@@ -266,9 +266,8 @@ static void child_free(struct child *child)
 
 /* ---- exits and restarts ---- */
 
-static void service_restart(void *context)
+static void service_restart(struct service *service)
 {
-	struct service *service = context;
 	struct master *master = service->master;
 
 	timeout_remove(&service->restart_timeout);
@@ -283,6 +282,14 @@ static void service_restart(void *context)
 				break;
 		}
 	}
+}
+
+static void service_restart_timeout(void *context)
+{
+	struct service *service = context;
+	/* The loop freed the one-shot timer before calling us. */
+	service->restart_timeout = NULL;
+	service_restart(service);
 }
 
 static void service_schedule_restart(struct service *service, bool crashed)
@@ -307,7 +314,7 @@ static void service_schedule_restart(struct service *service, bool crashed)
 	if (delay > 0)
 		i_warning("service(%s): restarting in %u ms", service->name, delay);
 	service->restart_timeout = timeout_add(master->ioloop, delay,
-					       service_restart, service);
+					       service_restart_timeout, service);
 }
 
 static bool child_log_exit(struct child *child, int status)
@@ -385,7 +392,7 @@ void services_reload(struct master *master)
 static void stop_timeout(void *context)
 {
 	struct master *master = context;
-	timeout_remove(&master->stop_timeout);
+	master->stop_timeout = NULL;   /* freed by the loop */
 	for (struct child *child = master->children; child != NULL; child = child->next) {
 		i_warning("service(%s): process %d did not stop, killing",
 			  child->service->name, (int)child->pid);
