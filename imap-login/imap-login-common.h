@@ -73,6 +73,8 @@ struct login_process {
 	unsigned int last_request_id;
 
 	bool listen_done;              /* service_count reached */
+	/* What master last heard in a LOAD record (-1 = nothing yet). */
+	int reported_accepting, reported_idle;
 	bool shutting_down;            /* SHUTDOWN from master */
 	bool stopping;                 /* ioloop stop requested */
 };

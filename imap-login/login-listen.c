@@ -2,6 +2,7 @@
 #include "imap-login-common.h"
 #include "login-client.h"
 #include "login-listen.h"
+#include "login-master.h"
 
 #include <sys/socket.h>
 
@@ -159,5 +160,14 @@ void login_listen_update(struct login_process *lp)
 			l->io = io_add(lp->ioloop, l->fd, IO_READ, listener_accept, l);
 		else if (!want && l->io != NULL)
 			io_remove(&l->io);
+	}
+	/* Tell master about changes only: records per transition, not per
+	   client. listen_done/shutdown are reported by their own records. */
+	int idle = lp->client_count == 0 ? 1 : 0;
+	if (lp->master != NULL && !lp->listen_done && !lp->shutting_down &&
+	    ((int)want != lp->reported_accepting || idle != lp->reported_idle)) {
+		lp->reported_accepting = want ? 1 : 0;
+		lp->reported_idle = idle;
+		login_master_load(lp, lp->client_count, want);
 	}
 }

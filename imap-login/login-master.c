@@ -108,3 +108,15 @@ void login_master_listen_done(struct login_process *lp)
 	if (lp->master != NULL)
 		(void)ipc_sendv(lp->master, -1, "LISTEN-DONE", NULL);
 }
+
+void login_master_load(struct login_process *lp, unsigned int clients,
+		       bool accepting)
+{
+	char clients_str[16];
+
+	if (lp->master == NULL)
+		return;
+	snprintf(clients_str, sizeof(clients_str), "%u", clients);
+	(void)ipc_sendv(lp->master, -1, "LOAD", clients_str,
+			accepting ? "1" : "0", NULL);
+}

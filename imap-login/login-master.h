@@ -21,5 +21,11 @@ int login_master_handoff(struct login_process *lp, unsigned int id,
 			 const void *bytes, size_t bytes_size, int client_fd);
 void login_master_auth_reconnect(struct login_process *lp);
 void login_master_listen_done(struct login_process *lp);
+/* LOAD <clients> <accepting:0|1>: sent when the process starts or stops
+   accepting (client_limit) and when it becomes idle or busy, so master
+   can start more processes (up to process_limit) and stop idle ones
+   (idle_kill). */
+void login_master_load(struct login_process *lp, unsigned int clients,
+		       bool accepting);
 
 #endif

@@ -28,6 +28,7 @@ static void login_process_init_settings(struct login_process *lp)
 	lp->client_limit = sset->client_limit != 0 ? sset->client_limit :
 		LOGIN_DEFAULT_CLIENT_LIMIT;
 	lp->service_count = sset->service_count;
+	lp->reported_accepting = lp->reported_idle = -1;
 	if (login_mechs_parse(lp->set->auth_mechanisms, &lp->mechs, &error) < 0)
 		i_fatal("%s", error);
 	lp->capability = login_capability_build(lp->pool, &lp->mechs, true);

@@ -52,6 +52,8 @@ struct child {
 	bool listening;           /* accepting new clients */
 	bool shutting_down;       /* told to stop (reload/stop) */
 	bool wants_auth;          /* asked for a new auth socket */
+	unsigned int clients;     /* from its last LOAD record */
+	uint64_t idle_since_ms;   /* 0 while it has clients */
 
 	/* imap: the user it serves */
 	char *user;
@@ -93,6 +95,7 @@ struct master {
 	struct handoff *handoffs; /* waiting for auth to redeem a token */
 	unsigned int next_handoff_id;
 	struct timeout *stop_timeout;
+	struct timeout *idle_check_timeout;   /* idle_kill of imap-login */
 };
 
 /* master-settings.c */
@@ -127,6 +130,8 @@ void login_input(void *context, const char *const *args, int fd);
 void login_auth_available(struct master *master);
 void login_shutdown_all(struct master *master);
 unsigned int login_count_listening(struct master *master);
+/* Start the periodic idle_kill check (no-op when idle_kill is 0). */
+void login_idle_check_start(struct master *master);
 
 /* service-auth.c */
 struct child *auth_spawn(struct master *master);

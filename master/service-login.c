@@ -2,6 +2,8 @@
    and their channel (moat-login-master). */
 #include "master-common.h"
 
+#include "strfuncs.h"
+
 #include <signal.h>
 
 struct child *login_spawn(struct master *master)
@@ -39,6 +41,7 @@ struct child *login_spawn(struct master *master)
 		return NULL;
 	}
 	child->listening = true;
+	child->idle_since_ms = time_monotonic_ms();
 	if (master->auth != NULL) {
 		char pid_str[32];
 		snprintf(pid_str, sizeof(pid_str), "%d", (int)child->pid);
@@ -93,6 +96,76 @@ void login_shutdown_all(struct master *master)
 	}
 }
 
+static void login_ensure_available(struct master *master)
+{
+	struct service *service = &master->services[SERVICE_LOGIN];
+	if (!master->stopping &&
+	    login_count_listening(master) < MAX(service->set->process_min_avail, 1u) &&
+	    service->process_count < service->set->process_limit)
+		(void)login_spawn(master);
+}
+
+static void login_handle_load(struct child *child, const char *const *args)
+{
+	unsigned int clients;
+
+	if (str_array_length(args) != 3 || str_to_uint(args[1], &clients) < 0 ||
+	    (strcmp(args[2], "0") != 0 && strcmp(args[2], "1") != 0)) {
+		i_error("imap-login %d sent a malformed LOAD, killing it", (int)child->pid);
+		child_kill(child, SIGKILL);
+		return;
+	}
+	child->clients = clients;
+	child->idle_since_ms = clients == 0 ? time_monotonic_ms() : 0;
+	if (!child->shutting_down)
+		child->listening = args[2][0] == '1';
+	/* A full process (client_limit) gets company, up to process_limit. */
+	login_ensure_available(child->master);
+}
+
+static void login_idle_check_timeout(void *context);
+
+static void login_idle_check(void *context)
+{
+	struct master *master = context;
+	const struct moat_service_settings *set = master->services[SERVICE_LOGIN].set;
+	uint64_t now = time_monotonic_ms();
+
+	for (struct child *child = master->children; child != NULL; child = child->next) {
+		if (login_count_listening(master) <= MAX(set->process_min_avail, 1u))
+			break;
+		if (child->service->kind != SERVICE_LOGIN || !child->listening ||
+		    child->shutting_down || child->clients > 0 ||
+		    now - child->idle_since_ms < (uint64_t)set->idle_kill * 1000)
+			continue;
+		i_debug("service(imap-login): stopping idle process %d", (int)child->pid);
+		child->shutting_down = true;
+		child->listening = false;
+		(void)ipc_sendv(child->conn, -1, "SHUTDOWN", NULL);
+	}
+}
+
+static void login_idle_check_timeout(void *context)
+{
+	struct master *master = context;
+	master->idle_check_timeout = NULL;   /* freed by the loop */
+	login_idle_check(master);
+	login_idle_check_start(master);
+}
+
+void login_idle_check_start(struct master *master)
+{
+	unsigned int idle_kill = master->services[SERVICE_LOGIN].set->idle_kill;
+
+	timeout_remove(&master->idle_check_timeout);
+	if (idle_kill == 0)
+		return;
+	/* Checked at a tenth of the period: stops within 10% of idle_kill. */
+	master->idle_check_timeout =
+		timeout_add(master->ioloop, MAX(idle_kill * 100, 100u),
+			    login_idle_check_timeout, master);
+}
+
 void login_input(void *context, const char *const *args, int fd)
 {
 	struct child *child = context;
@@ -117,11 +190,9 @@ void login_input(void *context, const char *const *args, int fd)
 		login_give_auth(child);
 	else if (strcmp(args[0], "LISTEN-DONE") == 0) {
 		child->listening = false;
-		struct service *service = child->service;
-		if (!child->master->stopping &&
-		    login_count_listening(child->master) < MAX(service->set->process_min_avail, 1u) &&
-		    service->process_count < service->set->process_limit)
-			(void)login_spawn(child->master);
+		login_ensure_available(child->master);
+	} else if (strcmp(args[0], "LOAD") == 0) {
+		login_handle_load(child, args);
 	} else {
 		/* imap-login is untrusted: a protocol violation ends it. */
 		i_error("imap-login %d sent an unknown record, killing it", (int)child->pid);

@@ -370,6 +370,7 @@ void services_start(struct master *master)
 {
 	(void)auth_spawn(master);
 	service_restart(&master->services[SERVICE_LOGIN]);
+	login_idle_check_start(master);
 }
 
 void services_reload(struct master *master)
@@ -387,6 +388,7 @@ void services_reload(struct master *master)
 		child_kill(master->auth, SIGTERM);
 	}
 	service_restart(&master->services[SERVICE_LOGIN]);
+	login_idle_check_start(master);
 }
 
 static void stop_timeout(void *context)
@@ -403,6 +405,7 @@ static void stop_timeout(void *context)
 void services_stop(struct master *master)
 {
 	master->stopping = true;
+	timeout_remove(&master->idle_check_timeout);
 	for (unsigned int i = 0; i < SERVICE_KIND_COUNT; i++)
 		timeout_remove(&master->services[i].restart_timeout);
 	handoff_fail_all(master, "Server shutting down");
