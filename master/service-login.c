@@ -42,7 +42,7 @@ struct child *login_spawn(struct master *master)
 	}
 	child->listening = true;
 	child->idle_since_ms = time_monotonic_ms();
-	if (master->auth != NULL) {
+	if (master->auth != NULL && !master->auth->shutting_down) {
 		char pid_str[32];
 		snprintf(pid_str, sizeof(pid_str), "%d", (int)child->pid);
 		if (ipc_sendv(master->auth->conn, pair[0], "LOGIN-CONN",

@@ -1,0 +1,131 @@
+"""Process model and privilege separation (doc/architecture.md): one
+imap process per user, and what each process may do, read from
+/proc/PID/status."""
+
+import os
+import pwd
+
+import pytest
+
+from moatserver import IS_ROOT, proc_comm, proc_status, root_only, status_uid
+
+CAP_SYS_ADMIN = 21
+
+
+def caps(status, field):
+    return int(status[field], 16)
+
+
+def assert_dropped(status, uid, what):
+    """Every uid is uid, no capabilities are left, no_new_privs is set."""
+    assert [int(x) for x in status["Uid"].split()] == [uid] * 4, (what, status["Uid"])
+    assert all(int(x) != 0 for x in status["Gid"].split()), (what, status["Gid"])
+    assert "0" not in status.get("Groups", "").split(), (what, status["Groups"])
+    assert caps(status, "CapEff") == 0, (what, status["CapEff"])
+    assert caps(status, "CapPrm") == 0, (what, status["CapPrm"])
+    assert status["NoNewPrivs"] == "1", (what, status["NoNewPrivs"])
+
+
+def test_process_names(moat_server):
+    moat_server.login("testuser1")
+    assert proc_comm(moat_server.pid) == "moat"
+    names = {comm for _, comm in moat_server.children()}
+    assert {"imap-login", "auth"} <= names, names
+    moat_server.wait_children("imap", 1)
+    names = {comm for _, comm in moat_server.children()}
+    assert names <= {"imap-login", "auth", "imap"}, names
+
+
+def test_one_imap_process_per_user(moat_server):
+    c1 = moat_server.login("testuser1")
+    c2 = moat_server.login("testuser1")
+    pids = moat_server.wait_children("imap", 1)
+    status = proc_status(pids[0])
+    assert int(status["Uid"].split()[0]) == moat_server.users["testuser1"]["uid"]
+    # Both connections are served (by that one process).
+    assert c1.command("NOOP").ok
+    assert c2.command("NOOP").ok
+    c3 = moat_server.login("testuser1")
+    assert c3.command("NOOP").ok
+    assert moat_server.child_pids("imap") == pids
+
+
+def test_two_users_two_processes(moat_server):
+    c1 = moat_server.login("testuser1")
+    c2 = moat_server.login("testuser2")
+    pids = moat_server.wait_children("imap", 2)
+    assert c1.command("NOOP").ok and c2.command("NOOP").ok
+    if IS_ROOT:
+        uids = sorted(status_uid(proc_status(p)) for p in pids)
+        want = sorted(u["uid"] for u in moat_server.users.values())
+        assert uids == want
+
+
+@pytest.mark.moat_settings(imap_process_linger=10)
+def test_imap_process_reused_while_lingering(moat_server):
+    c = moat_server.login("testuser1")
+    pids = moat_server.wait_children("imap", 1)
+    c.command("LOGOUT")
+    c2 = moat_server.login("testuser1")
+    assert c2.command("NOOP").ok
+    assert moat_server.child_pids("imap") == pids
+
+
+@pytest.mark.moat_settings(imap_process_linger=1)
+def test_imap_process_exits_after_linger(moat_server):
+    c = moat_server.login("testuser1")
+    moat_server.wait_children("imap", 1)
+    c.command("LOGOUT")
+    moat_server.wait_children("imap", 0, timeout=8)
+    # A new login gets a new process.
+    assert moat_server.login("testuser1").command("NOOP").ok
+    moat_server.wait_children("imap", 1)
+
+
+@root_only
+def test_master_privileges(moat_server):
+    status = proc_status(moat_server.pid)
+    assert status["Uid"].split()[0] == "0"
+    eff = caps(status, "CapEff")
+    assert eff != 0
+    assert not eff & (1 << CAP_SYS_ADMIN), status["CapEff"]
+    assert not caps(status, "CapBnd") & (1 << CAP_SYS_ADMIN), status["CapBnd"]
+
+
+@root_only
+def test_imap_login_privileges(moat_server):
+    moat_server.connect()
+    login_uid = pwd.getpwnam("moat-login").pw_uid
+    pids = moat_server.child_pids("imap-login")
+    assert pids
+    empty = os.path.realpath(moat_server.base_dir / "empty")
+    for pid in pids:
+        status = proc_status(pid)
+        assert_dropped(status, login_uid, "imap-login")
+        assert caps(status, "CapBnd") == 0, status["CapBnd"]
+        assert os.readlink(f"/proc/{pid}/root") == empty
+    # The chroot is empty and not writable by the login user.
+    st = os.stat(empty)
+    assert st.st_uid == 0 and not st.st_mode & 0o022
+    assert os.listdir(empty) == []
+
+
+@root_only
+def test_auth_privileges(moat_server):
+    auth_uid = pwd.getpwnam("moat-auth").pw_uid
+    pids = moat_server.child_pids("auth")
+    assert len(pids) == 1, moat_server.children()
+    assert_dropped(proc_status(pids[0]), auth_uid, "auth")
+
+
+@root_only
+def test_imap_privileges(moat_server):
+    moat_server.login("testuser1")
+    moat_server.login("testuser2")
+    pids = moat_server.wait_children("imap", 2)
+    by_uid = {int(proc_status(p)["Uid"].split()[0]): p for p in pids}
+    for name, user in moat_server.users.items():
+        assert user["uid"] in by_uid, (name, by_uid)
+        status = proc_status(by_uid[user["uid"]])
+        assert_dropped(status, user["uid"], f"imap of {name}")
+        assert [int(x) for x in status["Gid"].split()] == [user["gid"]] * 4
