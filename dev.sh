@@ -257,6 +257,9 @@ cmd_test() {
 		die "make check failed"
 	fi
 	grep -E '^# (TOTAL|PASS|FAIL|ERROR)' "$TEST_BUILD/check.out" >&2 || true
+	say "fuzz targets (short runs; see doc/fuzzing.md for long ones)"
+	"$ROOT/tests/fuzz/run.sh" "$TEST_BUILD" "${MOAT_FUZZ_SECONDS:-10}" >&2 ||
+		die "a fuzz target failed"
 	say "protocol tests"
 	# Leak checking is off for the servers: chroot and setuid processes make
 	# LeakSanitizer unreliable. Any sanitizer report fails the test that saw it.
