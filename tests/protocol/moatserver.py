@@ -233,13 +233,19 @@ class MoatServer:
             # No uids in the users file: mail runs as the invoking user.
             top["mail_uid"] = str(os.getuid())
             top["mail_gid"] = str(os.getgid())
-        top.update({k: str(v) for k, v in self.settings.items()})
+        # services={"imap-login": {"client_limit": 1}} adds to service blocks.
+        services = self.settings.get("services", {})
+        top.update({k: str(v) for k, v in self.settings.items() if k != "services"})
+
+        def extra(name):
+            return [f"  {k} = {v}" for k, v in services.get(name, {}).items()]
         lines = ["# moat.conf written by tests/protocol/moatserver.py"]
         lines += [f"{k} = {v}" for k, v in top.items()]
         # vsz_limit = 0: sanitizer builds reserve terabytes of address space.
         lines += [
             "service imap-login {",
             "  vsz_limit = 0",
+            *extra("imap-login"),
             "  inet_listener imap {",
             f"    address = {self.host}",
             f"    port = {self.port}",
@@ -250,9 +256,11 @@ class MoatServer:
             "}",
             "service auth {",
             "  vsz_limit = 0",
+            *extra("auth"),
             "}",
             "service imap {",
             "  vsz_limit = 0",
+            *extra("imap"),
             "}",
             "passdb {",
             "  driver = passwd-file",
