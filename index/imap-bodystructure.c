@@ -32,9 +32,9 @@ static void write_params(buffer_t *out, const struct mime_value *v)
 	for (unsigned int i = 0; i < v->params_count; i++) {
 		if (i > 0)
 			out_str(out, " ");
-		imap_append_nstring(out, v->params[i].name);
+		imap_envelope_append_nstring(out, v->params[i].name);
 		out_str(out, " ");
-		imap_append_nstring(out, v->params[i].value);
+		imap_envelope_append_nstring(out, v->params[i].value);
 	}
 	out_str(out, ")");
 }
@@ -50,7 +50,7 @@ static void write_disposition(pool_t pool, buffer_t *out, const char *value)
 	/* present but broken still shows, with an empty type */
 	rfc2231_parse(pool, value, false, &v);
 	out_str(out, "(");
-	imap_append_nstring(out, v.value);
+	imap_envelope_append_nstring(out, v.value);
 	out_str(out, " ");
 	write_params(out, &v);
 	out_str(out, ")");
@@ -88,7 +88,7 @@ static void write_language(buffer_t *out, const char *value)
 		tmp[len] = '\0';
 		if (i > 0)
 			out_str(out, " ");
-		imap_append_nstring(out, tmp);
+		imap_envelope_append_nstring(out, tmp);
 	}
 	out_str(out, ")");
 }
@@ -101,7 +101,7 @@ static void write_ext_common(pool_t pool, const struct message_part *part,
 	out_str(out, " ");
 	write_language(out, part->fields[MPF_CONTENT_LANGUAGE]);
 	out_str(out, " ");
-	imap_append_nstring_nolf(out, part->fields[MPF_CONTENT_LOCATION]);
+	imap_envelope_append_nstring_nolf(out, part->fields[MPF_CONTENT_LOCATION]);
 }
 
 /* The part's Content-Type, or NULL when it has none usable. */
@@ -133,7 +133,7 @@ static void write_multipart(pool_t pool, const struct message_part *part,
 		out_str(out, extended ? EMPTY_TEXT_PART_EXT : EMPTY_TEXT_PART);
 	}
 	out_str(out, " ");
-	imap_append_nstring(out, part->subtype);
+	imap_envelope_append_nstring(out, part->subtype);
 	if (extended) {
 		out_str(out, " ");
 		write_params(out, have_ct ? &ct : NULL);
@@ -234,18 +234,18 @@ static void write_single(pool_t pool, const struct message_part *part,
 	if ((part->flags & MESSAGE_PART_FLAG_MESSAGE_RFC822) != 0) {
 		out_str(out, "\"message\" \"rfc822\"");
 	} else {
-		imap_append_nstring(out, part->type);
+		imap_envelope_append_nstring(out, part->type);
 		out_str(out, " ");
-		imap_append_nstring(out, part->subtype);
+		imap_envelope_append_nstring(out, part->subtype);
 	}
 	out_str(out, " ");
 	write_single_params(out, part, have_ct ? &ct : NULL);
 	out_str(out, " ");
-	imap_append_nstring_nolf(out, part->fields[MPF_CONTENT_ID]);
+	imap_envelope_append_nstring_nolf(out, part->fields[MPF_CONTENT_ID]);
 	out_str(out, " ");
-	imap_append_nstring_nolf(out, part->fields[MPF_CONTENT_DESCRIPTION]);
+	imap_envelope_append_nstring_nolf(out, part->fields[MPF_CONTENT_DESCRIPTION]);
 	out_str(out, " ");
-	imap_append_nstring(out, enc);
+	imap_envelope_append_nstring(out, enc);
 	out_str(out, " ");
 	write_number(out, part->body_size.virtual);
 	if ((part->flags & MESSAGE_PART_FLAG_TEXT) != 0) {
@@ -262,7 +262,7 @@ static void write_single(pool_t pool, const struct message_part *part,
 	}
 	if (extended) {
 		out_str(out, " ");
-		imap_append_nstring_nolf(out, part->fields[MPF_CONTENT_MD5]);
+		imap_envelope_append_nstring_nolf(out, part->fields[MPF_CONTENT_MD5]);
 		write_ext_common(pool, part, out);
 	}
 	out_str(out, ")");

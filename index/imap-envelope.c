@@ -48,7 +48,7 @@ static void append_string_len(buffer_t *out, const char *str, size_t len)
 	out_append(out, "\"", 1);
 }
 
-void imap_append_nstring(buffer_t *out, const char *str)
+void imap_envelope_append_nstring(buffer_t *out, const char *str)
 {
 	if (str == NULL)
 		out_str(out, "NIL");
@@ -56,10 +56,10 @@ void imap_append_nstring(buffer_t *out, const char *str)
 		append_string_len(out, str, strlen(str));
 }
 
-void imap_append_nstring_nolf(buffer_t *out, const char *str)
+void imap_envelope_append_nstring_nolf(buffer_t *out, const char *str)
 {
 	if (str == NULL || strpbrk(str, "\r\n") == NULL) {
-		imap_append_nstring(out, str);
+		imap_envelope_append_nstring(out, str);
 		return;
 	}
 	buffer_t tmp;
@@ -120,11 +120,11 @@ static void write_address(buffer_t *out, const struct message_address *a)
 	out_append(out, "(", 1);
 	imap_append_string_for_humans(out, a->name);
 	out_append(out, " ", 1);
-	imap_append_nstring(out, a->route);
+	imap_envelope_append_nstring(out, a->route);
 	out_append(out, " ", 1);
-	imap_append_nstring(out, a->mailbox);
+	imap_envelope_append_nstring(out, a->mailbox);
 	out_append(out, " ", 1);
-	imap_append_nstring(out, a->domain);
+	imap_envelope_append_nstring(out, a->domain);
 	out_append(out, ")", 1);
 }
 
@@ -174,7 +174,7 @@ void imap_envelope_write(pool_t pool, const struct message_part *msg,
 	if (!address_list_has_any(pool, reply_to))
 		reply_to = f[MPF_FROM];
 	out_append(out, "(", 1);
-	imap_append_nstring_nolf(out, f[MPF_DATE]);
+	imap_envelope_append_nstring_nolf(out, f[MPF_DATE]);
 	out_append(out, " ", 1);
 	imap_append_string_for_humans(out, f[MPF_SUBJECT]);
 	out_append(out, " ", 1);
@@ -190,8 +190,8 @@ void imap_envelope_write(pool_t pool, const struct message_part *msg,
 	out_append(out, " ", 1);
 	write_address_list(pool, out, f[MPF_BCC]);
 	out_append(out, " ", 1);
-	imap_append_nstring_nolf(out, f[MPF_IN_REPLY_TO]);
+	imap_envelope_append_nstring_nolf(out, f[MPF_IN_REPLY_TO]);
 	out_append(out, " ", 1);
-	imap_append_nstring_nolf(out, f[MPF_MESSAGE_ID]);
+	imap_envelope_append_nstring_nolf(out, f[MPF_MESSAGE_ID]);
 	out_append(out, ")", 1);
 }

@@ -17,14 +17,14 @@ struct message_part;
 
 /* NIL for NULL; a quoted string when that can hold str; otherwise a
    literal ({n} CRLF bytes), for 8-bit bytes, CR or LF. */
-void imap_append_nstring(buffer_t *out, const char *str);
-/* As imap_append_nstring() after removing every CR and LF (unfolds a
+void imap_envelope_append_nstring(buffer_t *out, const char *str);
+/* As imap_envelope_append_nstring() after removing every CR and LF (unfolds a
    header value). */
-void imap_append_nstring_nolf(buffer_t *out, const char *str);
+void imap_envelope_append_nstring_nolf(buffer_t *out, const char *str);
 /* For text a human reads (subject, display names): runs of whitespace
    (SP, TAB, CR, LF) become one space, leading and trailing whitespace go.
    Any string that needed a change, or holds '"', '\' or 8-bit bytes, is
-   sent as a literal; so is what imap_append_nstring() would. */
+   sent as a literal; so is what imap_envelope_append_nstring() would. */
 void imap_append_string_for_humans(buffer_t *out, const char *str);
 
 /* Write the ENVELOPE of msg: the root part or the child of a

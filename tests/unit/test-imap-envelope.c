@@ -66,13 +66,13 @@ static void test_imap_quoting(void)
 {
 	pool_t pool = pool_create("test", 1024);
 
-	test_assert_str(quote(imap_append_nstring, pool, NULL), "NIL");
-	test_assert_str(quote(imap_append_nstring, pool, ""), "\"\"");
-	test_assert_str(quote(imap_append_nstring, pool, "a\"b\\c"),
+	test_assert_str(quote(imap_envelope_append_nstring, pool, NULL), "NIL");
+	test_assert_str(quote(imap_envelope_append_nstring, pool, ""), "\"\"");
+	test_assert_str(quote(imap_envelope_append_nstring, pool, "a\"b\\c"),
 			"\"a\\\"b\\\\c\"");
-	test_assert_str(quote(imap_append_nstring, pool, "\xc3\xa4"),
+	test_assert_str(quote(imap_envelope_append_nstring, pool, "\xc3\xa4"),
 			"{2}\r\n\xc3\xa4");
-	test_assert_str(quote(imap_append_nstring_nolf, pool, "a\n b"),
+	test_assert_str(quote(imap_envelope_append_nstring_nolf, pool, "a\n b"),
 			"\"a b\"");
 	test_assert_str(quote(imap_append_string_for_humans, pool, "a b"),
 			"\"a b\"");
