@@ -187,7 +187,10 @@ const char *imap_parser_get_tag(struct imap_parser *parser);
    false) when there was no error since the last reset. */
 const char *imap_parser_get_error(struct imap_parser *parser, bool *fatal_r);
 
-/* ---- argument accessors ---- */
+/* ASTRING-CHAR except '+' (a tag character). */
+bool imap_is_tag_char(unsigned char c);
+
+/* ---- argument accessors (imap-arg.c) ---- */
 /* The accessors that give a C string fail for literal8 and for args
    holding NUL bytes (binary data: read arg->str and arg->str_len). */
 /* ATOM, or NIL (an atom spelled NIL: str is its text). */

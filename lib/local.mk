@@ -10,7 +10,7 @@ lib_libmoat_a_SOURCES = \
 	lib/iostream.c lib/iostream.h \
 	lib/ipc.c lib/ipc.h \
 	lib/restrict.c lib/restrict.h \
-	lib/imap-parser.c lib/imap-parser.h \
+	lib/imap-parser.c lib/imap-parser.h lib/imap-arg.c \
 	lib/config-parser.c lib/config-parser.h \
 	lib/settings-def.c lib/settings-def.h \
 	lib/moat-settings.c lib/moat-settings.h \

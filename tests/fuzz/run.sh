@@ -13,8 +13,8 @@ cd "$top"
 # Sources each target needs besides its own file.
 LIB="lib/mempool.c lib/buffer.c lib/lib.c lib/log.c lib/strfuncs.c"
 declare -A deps=(
-	[fuzz-imap-parser]="lib/imap-parser.c $LIB"
-	[fuzz-message-parser]="$(ls index/message-*.c index/rfc2047.c index/rfc2231.c index/imap-envelope.c index/imap-bodystructure.c 2>/dev/null | tr '\n' ' ') lib/imap-parser.c $LIB"
+	[fuzz-imap-parser]="lib/imap-parser.c lib/imap-arg.c $LIB"
+	[fuzz-message-parser]="$(ls index/message-*.c index/rfc2047.c index/rfc2231.c index/imap-envelope.c index/imap-bodystructure.c 2>/dev/null | tr '\n' ' ') lib/imap-parser.c lib/imap-arg.c $LIB"
 )
 fail=0
 for src in tests/fuzz/fuzz-*.c; do
