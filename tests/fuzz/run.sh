@@ -14,6 +14,8 @@ cd "$top"
 LIB="lib/mempool.c lib/buffer.c lib/lib.c lib/log.c lib/strfuncs.c"
 declare -A deps=(
 	[fuzz-imap-parser]="lib/imap-parser.c lib/imap-arg.c $LIB"
+	[fuzz-sasl]="-I auth auth/sasl-mech.c auth/sasl-plain.c auth/sasl-login.c auth/sasl-scram.c auth/sasl-cram-md5.c auth/sasl-oauth.c auth/password-scheme.c auth/password-scheme-hash.c auth/password-crypto.c auth/password-scram.c $LIB -lcrypto -lcrypt -largon2"
+	[fuzz-index-files]="index/mail-index.c index/mail-index-map.c index/mail-index-view.c index/mail-index-transaction.c index/mail-transaction-log.c index/mail-cache.c $LIB -lz"
 	[fuzz-message-parser]="$(ls index/message-*.c index/rfc2047.c index/rfc2231.c index/imap-envelope.c index/imap-bodystructure.c 2>/dev/null | tr '\n' ' ') lib/imap-parser.c lib/imap-arg.c $LIB"
 )
 fail=0

@@ -1,0 +1,689 @@
+/* moat.index.cache: append-only per-message field records. */
+#include "lib.h"
+#include "mail-index-private.h"
+#include "mail-cache.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#define MAIL_CACHE_MAGIC 0x41434f4dU      /* "MOCA" little-endian */
+#define MAIL_CACHE_MAJOR 1
+#define MAIL_CACHE_MINOR 0
+/* Offsets are 32-bit: a cache never grows past this (compress first). */
+#define MAIL_CACHE_MAX_FILE_SIZE 0xfff00000U
+
+struct mail_cache_header {
+	uint32_t magic;
+	uint8_t major_version;
+	uint8_t minor_version;
+	uint16_t unused;
+	uint32_t header_size;
+	uint32_t file_seq;
+	uint32_t fields_count;
+	uint32_t crc;              /* crc32 of the header with crc = 0 */
+	char fields[MAIL_CACHE_MAX_FIELDS][MAIL_CACHE_FIELD_NAME_MAX + 1];
+};
+
+struct mail_cache_record {
+	uint32_t size;             /* incl. this header, multiple of 4 */
+	uint32_t uid;
+	uint32_t prev_offset;      /* older record of uid, 0 = none */
+	uint32_t crc;              /* crc32 of the record with crc = 0 */
+};
+
+struct mail_cache_field {
+	uint16_t field;            /* index into the header's names */
+	uint16_t unused;
+	uint32_t size;             /* data bytes; padded to 4 */
+};
+
+_Static_assert(sizeof(struct mail_cache_header) == 2072, "cache header layout");
+_Static_assert(sizeof(struct mail_cache_record) == 16, "cache record layout");
+
+/* A queued mail_cache_add(), followed by the data padded to 4. */
+struct mail_cache_pending {
+	uint32_t uid;
+	uint32_t size;
+	char name[MAIL_CACHE_FIELD_NAME_MAX + 1];
+};
+
+/* Records this handle wrote since its view last synced, so that a chain
+   continues from them (open addressing on uid; full = forget all). */
+#define CACHE_RECENT_SLOTS 1024
+
+struct cache_recent {
+	uint32_t uid, offset;
+};
+
+struct mail_cache {
+	struct mail_index *index;
+	struct cache_recent recent[CACHE_RECENT_SLOTS];
+	unsigned int recent_count;
+	int fd;
+	uint32_t file_seq;         /* 0 = no usable file open */
+	const unsigned char *map;
+	size_t map_size;
+};
+
+static uint32_t hdr_crc(const struct mail_cache_header *hdr)
+{
+	struct mail_cache_header copy = *hdr;
+
+	copy.crc = 0;
+	return (uint32_t)crc32(0L, (const void *)&copy, sizeof(copy));
+}
+
+static bool header_is_valid(const struct mail_cache_header *hdr)
+{
+	return hdr->magic == MAIL_CACHE_MAGIC &&
+		hdr->major_version == MAIL_CACHE_MAJOR &&
+		hdr->header_size == sizeof(*hdr) && hdr->file_seq != 0 &&
+		hdr->fields_count <= MAIL_CACHE_MAX_FIELDS &&
+		hdr->crc == hdr_crc(hdr);
+}
+
+static void cache_close_file(struct mail_cache *cache)
+{
+	if (cache->map != NULL)
+		(void)munmap((void *)cache->map, cache->map_size);
+	cache->map = NULL;
+	cache->map_size = 0;
+	cache->file_seq = 0;
+	i_close_fd(&cache->fd);
+	mail_cache_view_synced(cache);
+}
+
+static struct mail_cache *cache_get(struct mail_index *index)
+{
+	if (index->cache == NULL) {
+		index->cache = i_malloc(sizeof(*index->cache));
+		index->cache->index = index;
+		index->cache->fd = -1;
+	}
+	return index->cache;
+}
+
+void mail_cache_free(struct mail_cache **_cache)
+{
+	struct mail_cache *cache = *_cache;
+
+	if (cache == NULL)
+		return;
+	*_cache = NULL;
+	cache_close_file(cache);
+	i_free(cache);
+}
+
+void mail_cache_invalidate(struct mail_cache *cache)
+{
+	cache_close_file(cache);
+}
+
+void mail_cache_view_synced(struct mail_cache *cache)
+{
+	if (cache->recent_count == 0)
+		return;
+	memset(cache->recent, 0, sizeof(cache->recent));
+	cache->recent_count = 0;
+}
+
+static struct cache_recent *recent_slot(struct mail_cache *cache, uint32_t uid)
+{
+	unsigned int i = (uid * 2654435761U) % CACHE_RECENT_SLOTS;
+
+	while (cache->recent[i].uid != 0 && cache->recent[i].uid != uid)
+		i = (i + 1) % CACHE_RECENT_SLOTS;
+	return &cache->recent[i];
+}
+
+static void recent_set(struct mail_cache *cache, uint32_t uid, uint32_t offset)
+{
+	if (cache->recent_count >= CACHE_RECENT_SLOTS / 2)
+		mail_cache_view_synced(cache);
+	struct cache_recent *r = recent_slot(cache, uid);
+	if (r->uid == 0)
+		cache->recent_count++;
+	r->uid = uid;
+	r->offset = offset;
+}
+
+/* Map the whole file (again, when it grew). Returns true if usable. */
+static bool cache_remap(struct mail_cache *cache)
+{
+	struct stat st;
+
+	if (fstat(cache->fd, &st) < 0 || st.st_size < (off_t)sizeof(struct mail_cache_header) ||
+	    st.st_size > MAIL_CACHE_MAX_FILE_SIZE)
+		return false;
+	if ((size_t)st.st_size == cache->map_size)
+		return true;
+	if (cache->map != NULL)
+		(void)munmap((void *)cache->map, cache->map_size);
+	cache->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, cache->fd, 0);
+	if (cache->map == MAP_FAILED) {
+		cache->map = NULL;
+		cache->map_size = 0;
+		return false;
+	}
+	cache->map_size = (size_t)st.st_size;
+	return true;
+}
+
+static bool cache_open_file(struct mail_cache *cache)
+{
+	struct mail_cache_header hdr;
+	bool readonly = (cache->index->flags & MAIL_INDEX_OPEN_READONLY) != 0;
+
+	cache_close_file(cache);
+	cache->fd = open(cache->index->cache_path,
+			 (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (cache->fd < 0)
+		return false;
+	if (!cache_remap(cache)) {
+		cache_close_file(cache);
+		return false;
+	}
+	memcpy(&hdr, cache->map, sizeof(hdr));
+	if (!header_is_valid(&hdr)) {
+		mail_index_corrupted(cache->index, "%s: bad header",
+				     cache->index->cache_path);
+		cache_close_file(cache);
+		return false;
+	}
+	cache->file_seq = hdr.file_seq;
+	return true;
+}
+
+/* The file whose seq the view's map names, or false. */
+static bool cache_want(struct mail_cache *cache, uint32_t seq)
+{
+	if (seq == 0)
+		return false;
+	if (cache->file_seq == seq)
+		return true;
+	return cache_open_file(cache) && cache->file_seq == seq;
+}
+
+static int field_find(const struct mail_cache_header *hdr, const char *name)
+{
+	for (uint32_t i = 0; i < hdr->fields_count && i < MAIL_CACHE_MAX_FIELDS; i++) {
+		if (strncmp(hdr->fields[i], name, MAIL_CACHE_FIELD_NAME_MAX + 1) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* A valid record at offset of a file image, or NULL. */
+static const struct mail_cache_record *
+record_at(const unsigned char *map, size_t map_size, uint32_t offset)
+{
+	struct mail_cache_record rec;
+
+	if (offset < sizeof(struct mail_cache_header) || offset % 4 != 0 ||
+	    (size_t)offset + sizeof(rec) > map_size)
+		return NULL;
+	memcpy(&rec, map + offset, sizeof(rec));
+	if (rec.size < sizeof(rec) || rec.size % 4 != 0 ||
+	    rec.size > map_size - offset)
+		return NULL;
+	uint32_t want = rec.crc;
+	rec.crc = 0;
+	uint32_t crc = (uint32_t)crc32(0L, (const void *)&rec, sizeof(rec));
+	crc = (uint32_t)crc32(crc, map + offset + sizeof(rec), rec.size - sizeof(rec));
+	if (crc != want)
+		return NULL;
+	return (const void *)(map + offset);
+}
+
+/* Find field id in a valid record. */
+static bool record_find_field(const struct mail_cache_record *rec, unsigned int id,
+			      const void **data_r, size_t *size_r)
+{
+	const unsigned char *p = (const unsigned char *)rec + sizeof(*rec);
+	const unsigned char *end = (const unsigned char *)rec + rec->size;
+	struct mail_cache_field f;
+
+	while ((size_t)(end - p) >= sizeof(f)) {
+		memcpy(&f, p, sizeof(f));
+		p += sizeof(f);
+		size_t padded = ((size_t)f.size + 3) & ~(size_t)3;
+		if (padded > (size_t)(end - p))
+			return false;
+		if (f.field == id) {
+			*data_r = p;
+			*size_r = f.size;
+			return true;
+		}
+		p += padded;
+	}
+	return false;
+}
+
+int mail_cache_lookup(struct mail_index_view *view, uint32_t seq,
+		      const char *field, const void **data_r, size_t *size_r)
+{
+	struct mail_index *index = view->index;
+	const struct mail_index_record *irec = mail_index_view_lookup(view, seq);
+	struct mail_cache *cache = cache_get(index);
+	uint32_t offset = irec->cache_offset;
+
+	if (offset == 0 || !cache_want(cache, index->map->hdr.cache_file_seq))
+		return 0;
+	if (offset >= cache->map_size && !cache_remap(cache))
+		return 0;
+	int id = field_find((const void *)cache->map, field);
+	if (id < 0)
+		return 0;
+	for (unsigned int hops = 0; offset != 0 && hops < MAIL_CACHE_MAX_CHAIN; hops++) {
+		const struct mail_cache_record *rec =
+			record_at(cache->map, cache->map_size, offset);
+		if (rec == NULL || rec->uid != irec->uid || rec->prev_offset >= offset)
+			return 0;
+		if (record_find_field(rec, (unsigned int)id, data_r, size_r))
+			return 1;
+		offset = rec->prev_offset;
+	}
+	return 0;
+}
+
+int mail_cache_add(struct mail_index_transaction *t, uint32_t uid,
+		   const char *field, const void *data, size_t size)
+{
+	struct mail_cache_pending p;
+	static const char pad[4];
+	size_t len = strlen(field);
+
+	if (uid == 0 || len == 0 || len > MAIL_CACHE_FIELD_NAME_MAX ||
+	    size > MAIL_CACHE_FIELD_MAX_SIZE)
+		return -1;
+	memset(&p, 0, sizeof(p));
+	p.uid = uid;
+	p.size = (uint32_t)size;
+	memcpy(p.name, field, len);
+	if (buffer_append(&t->cache, &p, sizeof(p)) < 0 ||
+	    buffer_append(&t->cache, data, size) < 0 ||
+	    buffer_append(&t->cache, pad, (4 - size % 4) % 4) < 0)
+		return -1;
+	return 0;
+}
+
+/* ---- writing (index lock held) ---- */
+
+static void rec_begin(buffer_t *buf, size_t *start_r)
+{
+	struct mail_cache_record rec;
+
+	memset(&rec, 0, sizeof(rec));
+	*start_r = buf->used;
+	if (buffer_append(buf, &rec, sizeof(rec)) < 0)
+		i_panic("cache record buffer full");
+}
+
+static void rec_add_field(buffer_t *buf, unsigned int id, const void *data,
+			  uint32_t size)
+{
+	struct mail_cache_field f = { (uint16_t)id, 0, size };
+	static const char pad[4];
+
+	if (buffer_append(buf, &f, sizeof(f)) < 0 ||
+	    buffer_append(buf, data, size) < 0 ||
+	    buffer_append(buf, pad, (4 - size % 4) % 4) < 0)
+		i_panic("cache record buffer full");
+}
+
+static void rec_finish(buffer_t *buf, size_t start, uint32_t uid, uint32_t prev)
+{
+	struct mail_cache_record rec;
+
+	rec.size = (uint32_t)(buf->used - start);
+	rec.uid = uid;
+	rec.prev_offset = prev;
+	rec.crc = 0;
+	memcpy(buf->data + start, &rec, sizeof(rec));
+	rec.crc = (uint32_t)crc32(0L, (const void *)(buf->data + start), rec.size);
+	memcpy(buf->data + start, &rec, sizeof(rec));
+}
+
+static int write_at(int fd, const void *data, size_t size, off_t offset)
+{
+	const char *p = data;
+
+	while (size > 0) {
+		ssize_t ret = pwrite(fd, p, size, offset);
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret <= 0)
+			return -1;
+		p += ret;
+		size -= (size_t)ret;
+		offset += ret;
+	}
+	return 0;
+}
+
+/* Replace the cache file by hdr followed by body (tmp + rename). */
+static int cache_write_file(struct mail_cache *cache, struct mail_cache_header *hdr,
+			    const buffer_t *body, const char **error_r)
+{
+	struct mail_index *index = cache->index;
+	char tmp[PATH_MAX];
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", index->cache_path) >= (int)sizeof(tmp)) {
+		*error_r = mail_index_set_error(index, "cache path too long");
+		return -1;
+	}
+	hdr->crc = hdr_crc(hdr);
+	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || write_at(fd, hdr, sizeof(*hdr), 0) < 0 ||
+	    (body != NULL && write_at(fd, body->data, body->used, sizeof(*hdr)) < 0) ||
+	    rename(tmp, index->cache_path) < 0) {
+		*error_r = mail_index_set_error(index, "writing %s: %s", tmp,
+						strerror(errno));
+		if (fd >= 0)
+			(void)unlink(tmp);
+		i_close_fd(&fd);
+		return -1;
+	}
+	i_close_fd(&fd);
+	if (!cache_open_file(cache) || cache->file_seq != hdr->file_seq) {
+		*error_r = mail_index_set_error(index, "%s replaced under us",
+						index->cache_path);
+		return -1;
+	}
+	return 0;
+}
+
+static void header_from_file(struct mail_cache *cache, struct mail_cache_header *hdr)
+{
+	if (cache->file_seq != 0) {
+		memcpy(hdr, cache->map, sizeof(*hdr));
+	} else {
+		memset(hdr, 0, sizeof(*hdr));
+		hdr->magic = MAIL_CACHE_MAGIC;
+		hdr->major_version = MAIL_CACHE_MAJOR;
+		hdr->minor_version = MAIL_CACHE_MINOR;
+		hdr->header_size = sizeof(*hdr);
+	}
+}
+
+/* Writers check that the file is still the one at the path (it may have
+   been deleted or replaced) with an intact header. */
+static bool cache_file_still_valid(struct mail_cache *cache)
+{
+	struct mail_cache_header hdr;
+	struct stat st, st2;
+
+	if (stat(cache->index->cache_path, &st) < 0 || fstat(cache->fd, &st2) < 0 ||
+	    st.st_ino != st2.st_ino || st.st_dev != st2.st_dev)
+		return false;
+	memcpy(&hdr, cache->map, sizeof(hdr));
+	return header_is_valid(&hdr) && hdr.file_seq == cache->file_seq;
+}
+
+/* Make the file the tail names usable, or start a new one. */
+static int flush_ensure_file(struct mail_index_transaction *t, const char **error_r)
+{
+	struct mail_cache *cache = cache_get(t->index);
+	uint32_t want = t->index->tail->hdr.cache_file_seq;
+	struct mail_cache_header hdr;
+
+	if (cache->file_seq != 0 && !cache_file_still_valid(cache))
+		cache_close_file(cache);
+	if (cache_want(cache, want))
+		return 0;
+	header_from_file(cache, &hdr);
+	hdr.file_seq = MAX(want, cache->file_seq) + 1;
+	if (cache_write_file(cache, &hdr, NULL, error_r) < 0)
+		return -1;
+	mail_transaction_rec_add_op(&t->rec, MAIL_TRANSACTION_CACHE_RESET,
+				    &hdr.file_seq, sizeof(hdr.file_seq));
+	return 0;
+}
+
+/* The field's id, registering it in the header. -1 if the registry is full. */
+static int flush_field_id(struct mail_cache *cache, const char *name,
+			  bool *changed)
+{
+	struct mail_cache_header *hdr = (void *)cache->map;
+	int id = field_find(hdr, name);
+
+	if (id >= 0 || hdr->fields_count >= MAIL_CACHE_MAX_FIELDS)
+		return id;
+	struct mail_cache_header copy = *hdr;
+	strncpy(copy.fields[copy.fields_count], name, MAIL_CACHE_FIELD_NAME_MAX);
+	id = (int)copy.fields_count++;
+	copy.crc = hdr_crc(&copy);
+	if (write_at(cache->fd, &copy, sizeof(copy), 0) < 0)
+		return -1;
+	*changed = true;
+	return id;
+}
+
+/* The newest record of uid in this file as the view knows it. */
+static uint32_t flush_prev_offset(struct mail_index *index, uint32_t uid)
+{
+	struct mail_index_map *map = index->map;
+	struct cache_recent *r = recent_slot(index->cache, uid);
+
+	if (r->uid == uid)
+		return r->offset;
+
+	if (map->hdr.cache_file_seq != index->cache->file_seq)
+		return 0;
+	uint32_t seq = mail_index_map_lower_bound(map, uid);
+	if (seq > map->hdr.messages_count || map->recs[seq - 1].uid != uid)
+		return 0;
+	return map->recs[seq - 1].cache_offset;
+}
+
+int mail_cache_transaction_flush(struct mail_index_transaction *t,
+				 const char **error_r)
+{
+	struct mail_index *index = t->index;
+	struct mail_cache *cache = cache_get(index);
+	buffer_t recs, offsets;
+	struct mail_cache_pending p;
+	struct mail_transaction_cache_offset co;
+	size_t pos = 0, start = 0;
+	uint32_t cur_uid = 0;
+	bool changed = false;
+	int ret = 0;
+
+	if (flush_ensure_file(t, error_r) < 0 || !cache_remap(cache))
+		return -1;
+	uint32_t base = (uint32_t)((cache->map_size + 3) & ~(size_t)3);
+	buffer_init(&recs, MAIL_TRANSACTION_MAX_SIZE);
+	buffer_init(&offsets, MAIL_TRANSACTION_MAX_SIZE);
+	while (pos + sizeof(p) <= t->cache.used) {
+		memcpy(&p, t->cache.data + pos, sizeof(p));
+		const void *data = t->cache.data + pos + sizeof(p);
+		pos += sizeof(p) + ((p.size + 3) & ~3U);
+		int id = flush_field_id(cache, p.name, &changed);
+		if (id < 0)
+			continue;
+		if (p.uid != cur_uid) {
+			if (cur_uid != 0)
+				rec_finish(&recs, start, cur_uid, flush_prev_offset(index, cur_uid));
+			rec_begin(&recs, &start);
+			cur_uid = p.uid;
+			co.uid = p.uid;
+			co.offset = base + (uint32_t)start;
+			if (buffer_append(&offsets, &co, sizeof(co)) < 0)
+				i_panic("cache offsets buffer full");
+		}
+		rec_add_field(&recs, (unsigned int)id, data, p.size);
+	}
+	if (cur_uid != 0)
+		rec_finish(&recs, start, cur_uid, flush_prev_offset(index, cur_uid));
+	if ((uint64_t)base + recs.used > MAIL_CACHE_MAX_FILE_SIZE) {
+		/* Full: drop the values, the next compression makes room. */
+	} else if (recs.used > 0 && write_at(cache->fd, recs.data, recs.used, base) < 0) {
+		*error_r = mail_index_set_error(index, "pwrite(%s): %s",
+						index->cache_path, strerror(errno));
+		ret = -1;
+	} else if (offsets.used > 0) {
+		mail_transaction_rec_add_op(&t->rec, MAIL_TRANSACTION_CACHE_OFFSET,
+					    offsets.data, offsets.used);
+		for (size_t i = 0; i < offsets.used; i += sizeof(co)) {
+			memcpy(&co, offsets.data + i, sizeof(co));
+			recent_set(cache, co.uid, co.offset);
+		}
+	}
+	buffer_free(&recs);
+	buffer_free(&offsets);
+	return ret;
+}
+
+/* ---- compression ---- */
+
+/* Append to body the newest value of every field of the chain at offset. */
+static void compress_one(struct mail_cache *cache, uint32_t uid, uint32_t offset,
+			 buffer_t *body, buffer_t *offsets)
+{
+	uint64_t seen = 0;
+	size_t start;
+	bool any = false;
+
+	rec_begin(body, &start);
+	for (unsigned int hops = 0; offset != 0 && hops < MAIL_CACHE_MAX_CHAIN; hops++) {
+		const struct mail_cache_record *rec =
+			record_at(cache->map, cache->map_size, offset);
+		if (rec == NULL || rec->uid != uid || rec->prev_offset >= offset)
+			break;
+		for (unsigned int id = 0; id < MAIL_CACHE_MAX_FIELDS; id++) {
+			const void *data;
+			size_t size;
+			if ((seen & (1ULL << id)) != 0 ||
+			    !record_find_field(rec, id, &data, &size))
+				continue;
+			seen |= 1ULL << id;
+			rec_add_field(body, id, data, (uint32_t)size);
+			any = true;
+		}
+		offset = rec->prev_offset;
+	}
+	if (!any) {
+		buffer_truncate(body, start);
+		return;
+	}
+	rec_finish(body, start, uid, 0);
+	struct mail_transaction_cache_offset co = {
+		uid, (uint32_t)(sizeof(struct mail_cache_header) + start)
+	};
+	if (buffer_append(offsets, &co, sizeof(co)) < 0)
+		i_panic("cache offsets buffer full");
+}
+
+static int compress_locked(struct mail_index_view *view, const char **error_r)
+{
+	struct mail_index *index = view->index;
+	struct mail_cache *cache = cache_get(index);
+	struct mail_index_map *map = index->map;
+	struct mail_cache_header hdr;
+	buffer_t body, offsets;
+	int ret = -1;
+
+	if (mail_index_tail_refresh(index, error_r) < 0)
+		return -1;
+	if (index->cursor.file->hdr.file_seq != index->tail_cursor.file->hdr.file_seq ||
+	    index->cursor.offset != index->tail_cursor.offset ||
+	    !cache_want(cache, map->hdr.cache_file_seq) || !cache_remap(cache))
+		return 0;
+	header_from_file(cache, &hdr);
+	hdr.file_seq = cache->file_seq + 1;
+	buffer_init(&body, MAIL_CACHE_MAX_FILE_SIZE);
+	buffer_init(&offsets, MAIL_TRANSACTION_MAX_SIZE);
+	for (uint32_t i = 0; i < map->hdr.messages_count; i++) {
+		if (map->recs[i].cache_offset != 0)
+			compress_one(cache, map->recs[i].uid, map->recs[i].cache_offset,
+				     &body, &offsets);
+	}
+	if (cache_write_file(cache, &hdr, &body, error_r) == 0) {
+		buffer_t *rec = &index->rec_buf;
+		buffer_reset(rec);
+		mail_transaction_rec_begin(rec);
+		mail_transaction_rec_add_op(rec, MAIL_TRANSACTION_CACHE_RESET,
+					    &hdr.file_seq, sizeof(hdr.file_seq));
+		if (offsets.used > 0)
+			mail_transaction_rec_add_op(rec, MAIL_TRANSACTION_CACHE_OFFSET,
+						    offsets.data, offsets.used);
+		mail_transaction_rec_finish(rec, index->tail->hdr.highest_modseq);
+		if (mail_transaction_log_append(index->tail_cursor.file,
+				index->tail_cursor.offset, rec, error_r) == 0) {
+			mail_index_map_apply(index->tail, rec->data, rec->used, NULL);
+			index->tail_cursor.offset += (uint32_t)rec->used;
+			ret = 1;
+		}
+	}
+	buffer_free(&body);
+	buffer_free(&offsets);
+	return ret;
+}
+
+int mail_cache_compress(struct mail_index_view *view, const char **error_r)
+{
+	struct mail_index *index = view->index;
+
+	if (mail_index_lock(index, true, error_r) < 0)
+		return -1;
+	int ret = compress_locked(view, error_r);
+	mail_index_unlock(index);
+	return ret;
+}
+
+void mail_cache_get_usage(struct mail_index_view *view,
+			  uint64_t *file_size_r, uint64_t *used_r)
+{
+	struct mail_index *index = view->index;
+	struct mail_cache *cache = cache_get(index);
+	struct mail_index_map *map = index->map;
+	uint64_t used = sizeof(struct mail_cache_header);
+
+	*file_size_r = 0;
+	*used_r = 0;
+	if (!cache_want(cache, map->hdr.cache_file_seq) || !cache_remap(cache))
+		return;
+	for (uint32_t i = 0; i < map->hdr.messages_count; i++) {
+		uint32_t offset = map->recs[i].cache_offset;
+		for (unsigned int hops = 0; offset != 0 && hops < MAIL_CACHE_MAX_CHAIN; hops++) {
+			const struct mail_cache_record *rec =
+				record_at(cache->map, cache->map_size, offset);
+			if (rec == NULL || rec->prev_offset >= offset)
+				break;
+			used += rec->size;
+			offset = rec->prev_offset;
+		}
+	}
+	*file_size_r = cache->map_size;
+	*used_r = used;
+}
+
+unsigned int mail_cache_check_mem(const void *data, size_t size)
+{
+	struct mail_cache_header hdr;
+	unsigned int count = 0;
+
+	if (size < sizeof(hdr) || size > MAIL_CACHE_MAX_FILE_SIZE)
+		return 0;
+	memcpy(&hdr, data, sizeof(hdr));
+	if (!header_is_valid(&hdr))
+		return 0;
+	/* Records are read in place: give them the file's alignment. */
+	unsigned char *map = i_malloc(size);
+	memcpy(map, data, size);
+	uint32_t offset = sizeof(hdr);
+	const struct mail_cache_record *rec;
+	while ((rec = record_at(map, size, offset)) != NULL) {
+		for (unsigned int id = 0; id <= hdr.fields_count; id++) {
+			const void *fdata;
+			size_t fsize;
+			(void)record_find_field(rec, id, &fdata, &fsize);
+		}
+		count++;
+		offset += rec->size;
+	}
+	i_free(map);
+	return count;
+}

@@ -1,0 +1,179 @@
+#ifndef MAIL_INDEX_PRIVATE_H
+#define MAIL_INDEX_PRIVATE_H
+/* Bodies of the index structs, shared by mail-index*.c and mail-cache.c
+   only. */
+
+#include "buffer.h"
+#include "mail-index.h"
+#include "mail-transaction-log.h"
+
+#define MAIL_INDEX_MAGIC 0x58494f4dU          /* "MOIX" little-endian */
+#define MAIL_INDEX_MAJOR 1
+#define MAIL_INDEX_MINOR 0
+/* compat byte: which byte order and layout wrote the file. */
+#define MAIL_INDEX_COMPAT_LE64 0x01
+/* 16M messages: far above any real folder; bounds a garbled count. */
+#define MAIL_INDEX_MAX_MESSAGES (16U * 1024 * 1024)
+/* Rewrite moat.index when this much log lies beyond it, so that an open
+   replays at most this much. */
+#define MAIL_INDEX_CHECKPOINT_LOG_BYTES (64U * 1024)
+#define MAIL_INDEX_ERROR_MAX 512
+
+struct mail_index_header {
+	uint32_t magic;
+	uint8_t major_version;
+	uint8_t minor_version;
+	uint16_t compat_flags;
+	uint32_t header_size;      /* incl. keyword names, multiple of 8 */
+	uint32_t record_size;
+
+	uint32_t uidvalidity;
+	uint32_t next_uid;
+	uint32_t messages_count;
+	uint32_t seen_count;
+	uint32_t deleted_count;
+	uint32_t first_unseen_uid;
+	uint64_t highest_modseq;
+
+	uint32_t log_file_seq;     /* the log position this file reflects */
+	uint32_t log_file_offset;
+	uint32_t cache_file_seq;
+	uint32_t keywords_count;
+	uint32_t unused;
+	uint32_t crc;              /* crc32 of header_size bytes, crc = 0 */
+};
+
+/* The records of a view plus its header. recs lives in mem: a private
+   mapping of moat.index (pages are shared with the page cache until
+   written) followed by anonymous pages for appends. */
+struct mail_index_map {
+	struct mail_index_header hdr;
+	char *keywords[MAIL_INDEX_MAX_KEYWORDS];
+	struct mail_index_record *recs;
+	uint32_t rec_capacity;
+	void *mem;
+	size_t mem_size;
+	/* Only the header matters (the writer's view of the log tail). */
+	bool header_only;
+};
+
+/* A position in the log. */
+struct mail_index_log_cursor {
+	struct mail_transaction_log_file *file;
+	uint32_t offset;
+};
+
+struct mail_cache;
+
+struct mail_index {
+	char *dir, *index_path, *log_path, *log2_path, *cache_path, *lock_path;
+	enum mail_index_open_flags flags;
+	int lock_fd;
+	bool locked;
+
+	/* What the view sees. */
+	struct mail_index_map *map;
+	struct mail_index_log_cursor cursor;
+	/* The log position of moat.index as we last read/wrote it. */
+	uint32_t index_file_seq, index_file_offset;
+
+	/* The log tail as last seen by a writer (next uid, modseq, names). */
+	struct mail_index_map *tail;
+	struct mail_index_log_cursor tail_cursor;
+
+	struct mail_index_view *view;
+	struct mail_cache *cache;
+	buffer_t rec_buf;          /* log record scratch */
+	uint32_t log_rotate_size;  /* MAIL_TRANSACTION_LOG_ROTATE_SIZE */
+	uint32_t checkpoint_bytes; /* MAIL_INDEX_CHECKPOINT_LOG_BYTES */
+	bool rebuilt;              /* opened without a usable index */
+	bool corruption_logged;
+	char error[MAIL_INDEX_ERROR_MAX];
+};
+
+struct mail_index_view {
+	struct mail_index *index;
+};
+
+struct mail_index_transaction {
+	struct mail_index *index;
+	buffer_t rec;              /* the log record being built */
+	buffer_t cache;            /* pending mail_cache_add()s */
+	bool changes;              /* anything that gets a new modseq */
+};
+
+/* The view's sync reporting target, NULL for the tail. */
+struct mail_index_sync_target {
+	const struct mail_index_sync_callbacks *cb;
+	void *context;
+};
+
+/* mail-index.c */
+const char *mail_index_set_error(struct mail_index *index, const char *fmt, ...)
+	ATTR_FORMAT(2, 3);
+/* Logs a corruption once per handle. */
+void mail_index_corrupted(struct mail_index *index, const char *fmt, ...)
+	ATTR_FORMAT(2, 3);
+int mail_index_lock(struct mail_index *index, bool wait, const char **error_r);
+void mail_index_unlock(struct mail_index *index);
+/* Catch cursor/map up with the end of the log. Returns 1 when at the end,
+   0 if the log no longer continues from the cursor (the caller reloads),
+   -1 on error. With the lock held, a garbled tail is cut off. */
+int mail_index_log_catch_up(struct mail_index *index,
+			    struct mail_index_log_cursor *cursor,
+			    struct mail_index_map *map,
+			    const struct mail_index_sync_target *target,
+			    const char **error_r);
+/* Read moat.index + the log into a fresh map and cursor. Returns 0 or -1. */
+int mail_index_load_fresh(struct mail_index *index, struct mail_index_map **map_r,
+			  struct mail_index_log_cursor *cursor_r,
+			  const char **error_r);
+/* Refresh the writer tail (lock held). Returns 0 or -1. */
+int mail_index_tail_refresh(struct mail_index *index, const char **error_r);
+
+/* Whether enough log lies beyond moat.index to rewrite it. */
+bool mail_index_need_checkpoint(struct mail_index *index);
+/* Lock held: catch the view up (reporting to target) and write moat.index.
+   Returns 1, 0 if the view must reload, -1 on error. */
+int mail_index_checkpoint_locked(struct mail_index *index,
+				 const struct mail_index_sync_target *target,
+				 const char **error_r);
+
+/* mail-index-map.c */
+struct mail_index_map *mail_index_map_new_empty(bool header_only);
+void mail_index_map_free(struct mail_index_map **map);
+struct mail_index_map *mail_index_map_header_copy(const struct mail_index_map *map);
+/* Validate a header as read from a file of file_size bytes. */
+bool mail_index_header_is_valid(const struct mail_index_header *hdr,
+				size_t file_size, const char **error_r);
+/* Map an index file. Returns 1, 0 if missing, -1 if corrupt/unreadable. */
+int mail_index_map_read(const char *path, struct mail_index_map **map_r,
+			const char **error_r);
+/* Same from memory (fuzzing): copies the data. */
+int mail_index_map_read_mem(const void *data, size_t size,
+			    struct mail_index_map **map_r, const char **error_r);
+/* Write map as path (tmp + fsync + rename). Returns 0 or -1. */
+int mail_index_map_write(struct mail_index_map *map, const char *path,
+			 bool do_fsync, const char **error_r);
+/* Apply one valid log record. */
+void mail_index_map_apply(struct mail_index_map *map, const void *rec, size_t size,
+			  const struct mail_index_sync_target *target);
+/* Binary search: the first seq (1-based) with uid >= uid, or count + 1. */
+uint32_t mail_index_map_lower_bound(const struct mail_index_map *map, uint32_t uid);
+bool mail_index_map_check(const struct mail_index_map *map, const char **error_r);
+void mail_index_map_set_keyword(struct mail_index_map *map, unsigned int idx,
+				const char *name, size_t len);
+int mail_index_map_keyword_find(const struct mail_index_map *map, const char *name);
+
+/* mail-cache.c */
+void mail_cache_free(struct mail_cache **cache);
+/* Lock held, tail fresh: write t's cached fields to the cache file and
+   add their offsets to t's log record. Returns 0 or -1. */
+int mail_cache_transaction_flush(struct mail_index_transaction *t,
+				 const char **error_r);
+/* Called when the view's map changed its cache file seq. */
+void mail_cache_invalidate(struct mail_cache *cache);
+/* The view caught up with the log: forget the chain heads we wrote. */
+void mail_cache_view_synced(struct mail_cache *cache);
+
+#endif

@@ -1,0 +1,191 @@
+/* Transactions: changes collected in memory, committed as one log record. */
+#include "lib.h"
+#include "log.h"
+#include "mail-index-private.h"
+#include "mail-cache.h"
+
+/* One transaction is one log record, bounded like any record. */
+#define TRANSACTION_MAX_SIZE MAIL_TRANSACTION_MAX_SIZE
+
+struct mail_index_transaction *mail_index_transaction_begin(struct mail_index *index)
+{
+	struct mail_index_transaction *t = i_malloc(sizeof(*t));
+
+	t->index = index;
+	buffer_init(&t->rec, TRANSACTION_MAX_SIZE);
+	buffer_init(&t->cache, TRANSACTION_MAX_SIZE);
+	mail_transaction_rec_begin(&t->rec);
+	return t;
+}
+
+static void transaction_free(struct mail_index_transaction **_t)
+{
+	struct mail_index_transaction *t = *_t;
+
+	*_t = NULL;
+	buffer_free(&t->rec);
+	buffer_free(&t->cache);
+	i_free(t);
+}
+
+void mail_index_transaction_rollback(struct mail_index_transaction **t)
+{
+	transaction_free(t);
+}
+
+void mail_index_append(struct mail_index_transaction *t, uint32_t uid,
+		       enum mail_flags flags, uint32_t keywords,
+		       uint64_t size, int64_t internal_date)
+{
+	struct mail_transaction_append a;
+
+	memset(&a, 0, sizeof(a));
+	a.uid = uid;
+	a.flags = (uint8_t)(flags & MAIL_FLAGS_PERMANENT);
+	a.keywords = keywords;
+	a.size = size;
+	a.internal_date = internal_date;
+	mail_transaction_rec_add_op(&t->rec, MAIL_TRANSACTION_APPEND, &a, sizeof(a));
+	t->changes = true;
+}
+
+void mail_index_update_flags(struct mail_index_transaction *t,
+			     uint32_t uid1, uint32_t uid2,
+			     enum mail_flags add, enum mail_flags remove,
+			     uint32_t add_keywords, uint32_t remove_keywords)
+{
+	struct mail_transaction_flags f;
+
+	i_assert(uid1 <= uid2);
+	memset(&f, 0, sizeof(f));
+	f.uid1 = uid1;
+	f.uid2 = uid2;
+	f.add_flags = (uint8_t)(add & MAIL_FLAGS_PERMANENT);
+	f.remove_flags = (uint8_t)(remove & MAIL_FLAGS_PERMANENT);
+	f.add_keywords = add_keywords;
+	f.remove_keywords = remove_keywords;
+	mail_transaction_rec_add_op(&t->rec, MAIL_TRANSACTION_FLAGS, &f, sizeof(f));
+	t->changes = true;
+}
+
+void mail_index_expunge(struct mail_index_transaction *t,
+			uint32_t uid1, uint32_t uid2)
+{
+	struct mail_transaction_range r = { uid1, uid2 };
+
+	i_assert(uid1 <= uid2);
+	mail_transaction_rec_add_op(&t->rec, MAIL_TRANSACTION_EXPUNGE, &r, sizeof(r));
+	t->changes = true;
+}
+
+void mail_index_update_header(struct mail_index_transaction *t,
+			      uint32_t uidvalidity, uint32_t next_uid)
+{
+	struct mail_transaction_header_update hu = { uidvalidity, next_uid };
+
+	mail_transaction_rec_add_op(&t->rec, MAIL_TRANSACTION_HEADER, &hu, sizeof(hu));
+	t->changes = true;
+}
+
+/* Give uid-0 appends their uids and check the given ones. */
+static int assign_uids(struct mail_index_transaction *t,
+		       struct mail_index_commit_result *result,
+		       const char **error_r)
+{
+	struct mail_transaction_op_iter iter;
+	const struct mail_transaction_op_header *op;
+	const void *payload;
+	struct mail_transaction_append a;
+	uint32_t next = t->index->tail->hdr.next_uid;
+
+	mail_transaction_op_iter_init(&iter, t->rec.data, t->rec.used);
+	while (mail_transaction_op_next(&iter, &op, &payload)) {
+		if (op->type != MAIL_TRANSACTION_APPEND)
+			continue;
+		memcpy(&a, payload, sizeof(a));
+		if (a.uid == 0)
+			a.uid = next;
+		if (a.uid < next || a.uid == UINT32_MAX) {
+			*error_r = mail_index_set_error(t->index,
+				"append of uid %u, but next_uid is %u", a.uid, next);
+			return -1;
+		}
+		next = a.uid + 1;
+		memcpy((void *)payload, &a, sizeof(a));
+		if (result->first_uid == 0)
+			result->first_uid = a.uid;
+		result->last_uid = a.uid;
+	}
+	return 0;
+}
+
+/* Lock held, tail fresh: write the record. */
+static int commit_locked(struct mail_index_transaction *t,
+			 struct mail_index_commit_result *result,
+			 const char **error_r)
+{
+	struct mail_index *index = t->index;
+
+	if (assign_uids(t, result, error_r) < 0)
+		return -1;
+	if (t->cache.used > 0 && mail_cache_transaction_flush(t, error_r) < 0)
+		return -1;
+	uint64_t modseq = index->tail->hdr.highest_modseq + (t->changes ? 1 : 0);
+	result->modseq = modseq;
+	if (t->rec.used > sizeof(struct mail_transaction_rec_header)) {
+		mail_transaction_rec_finish(&t->rec, modseq);
+		if (mail_transaction_log_append(index->tail_cursor.file,
+				index->tail_cursor.offset, &t->rec, error_r) < 0)
+			return -1;
+		mail_index_map_apply(index->tail, t->rec.data, t->rec.used, NULL);
+		index->tail_cursor.offset += (uint32_t)t->rec.used;
+		index->tail->hdr.log_file_offset = index->tail_cursor.offset;
+	}
+	result->log_file_seq = index->tail_cursor.file->hdr.file_seq;
+	result->log_file_offset = index->tail_cursor.offset;
+	return 0;
+}
+
+int mail_index_transaction_commit(struct mail_index_transaction **_t,
+				  enum mail_index_fsync_mode fsync_mode,
+				  struct mail_index_commit_result *result_r,
+				  const char **error_r)
+{
+	struct mail_index_transaction *t = *_t;
+	struct mail_index *index = t->index;
+	struct mail_index_commit_result result;
+	int ret;
+
+	memset(&result, 0, sizeof(result));
+	if (mail_index_lock(index, true, error_r) < 0) {
+		transaction_free(_t);
+		return -1;
+	}
+	ret = mail_index_tail_refresh(index, error_r);
+	if (ret == 0)
+		ret = commit_locked(t, &result, error_r);
+	struct mail_transaction_log_file *file = index->tail_cursor.file;
+	mail_transaction_log_file_ref(file);
+	mail_index_unlock(index);
+	transaction_free(_t);
+
+	/* fsync outside the lock: other writers need not wait for it, and
+	   a later writer's fsync covers our bytes too. */
+	if (ret == 0 && fsync_mode == MAIL_INDEX_FSYNC_ALWAYS &&
+	    fdatasync(file->fd) < 0) {
+		*error_r = mail_index_set_error(index, "fdatasync(%s): %s",
+						file->path, strerror(errno));
+		ret = -1;
+	}
+	mail_transaction_log_file_unref(&file);
+	if (ret == 0 && result_r != NULL)
+		*result_r = result;
+	/* A handle without a view (a delivery agent) never syncs, so it
+	   rewrites the index itself once the log has grown big. */
+	const char *cp_error;
+	if (ret == 0 && index->view == NULL &&
+	    index->tail_cursor.offset >= index->log_rotate_size * 2 &&
+	    mail_index_checkpoint(index, &cp_error) < 0)
+		i_warning("index %s: checkpoint: %s", index->dir, cp_error);
+	return ret;
+}
