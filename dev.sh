@@ -15,10 +15,12 @@ RUN_BUILD=$ROOT/build/run
 TEST_BUILD=$ROOT/build/test
 TEST_PREFIX=$TEST_BUILD/local
 DEMO_PORT=1143
+DEMO_TLS_PORT=1993
 
 PACKAGES=(build-essential autoconf automake pkg-config libssl-dev libcap-dev
-	libpam0g-dev zlib1g-dev libcrypt-dev openssl python3-pytest
-	clang libclang-rt-14-dev socat)
+	libpam0g-dev zlib1g-dev libcrypt-dev libargon2-dev openssl python3-pytest
+	clang libclang-rt-14-dev socat
+	argon2 whois)  # argon2, mkpasswd: hash vectors in auth/ tests
 SYSTEM_USERS=(moat-login moat-auth moat-vmail)
 
 say() { printf 'dev.sh: %s\n' "$*" >&2; }
@@ -133,6 +135,21 @@ write_users() {
 	mv -f "$tmp" "$users"
 }
 
+# A self-signed certificate for 127.0.0.1/localhost; the key is root-only
+# (master reads it; imap-login gets it from master, doc/security.md).
+make_cert() {
+	local dir=$PREFIX/etc/moat
+	[ -e "$dir/key.pem" ] && [ -e "$dir/cert.pem" ] && return 0
+	mkdir -p "$dir"
+	say "generating a self-signed certificate in $dir"
+	(umask 077 && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		-nodes -keyout "$dir/key.pem" -out "$dir/cert.pem" -days 825 \
+		-subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost \
+		>/dev/null 2>&1) || die "openssl req failed"
+	chmod 0600 "$dir/key.pem"
+	chmod 0644 "$dir/cert.pem"
+}
+
 write_config() {
 	local conf=$PREFIX/etc/moat/moat.conf first_uid
 	[ -e "$conf" ] && return 0
@@ -156,14 +173,19 @@ mail_uid = moat-vmail
 mail_gid = moat-vmail
 first_valid_uid = $first_uid
 
+# '<': master reads the files (the key stays readable by root only).
+ssl_cert = <$PREFIX/etc/moat/cert.pem
+ssl_key = <$PREFIX/etc/moat/key.pem
+
 service imap-login {
   inet_listener imap {
     address = 127.0.0.1
     port = $DEMO_PORT
   }
-  # Implicit TLS on 1993 comes with TLS support.
   inet_listener imaps {
-    port = 0
+    address = 127.0.0.1
+    port = $DEMO_TLS_PORT
+    ssl = yes
   }
 }
 
@@ -225,6 +247,7 @@ cmd_run() {
 	done
 	[[ $users =~ ^[0-9]+$ ]] || die "--users needs a number"
 	cmd_build
+	make_cert
 	write_config
 	write_users "$users"
 	make_homes
@@ -235,8 +258,10 @@ moat is starting in the foreground (Ctrl-C stops it).
   config: $PREFIX/etc/moat/moat.conf
   users:  $PREFIX/etc/moat/users (demo/demo$( [ "$users" -gt 0 ] && printf ', testuser1..%s/pass' "$users"))
   mail:   $PREFIX/var/mail/<user>/Maildir
-Connect from another terminal (plain IMAP, no TLS yet):
+Connect from another terminal:
   socat - TCP:127.0.0.1:$DEMO_PORT,crlf     (or: nc -C / telnet 127.0.0.1 $DEMO_PORT)
+  openssl s_client -quiet -crlf -connect 127.0.0.1:$DEMO_TLS_PORT        (implicit TLS)
+  openssl s_client -quiet -crlf -starttls imap -connect 127.0.0.1:$DEMO_PORT
   a LOGIN demo demo
   b SELECT INBOX
   c LOGOUT

@@ -140,8 +140,9 @@ static bool mech_enabled(const struct moat_settings *set,
 	if (mech == &sasl_mech_plain)
 		return true;
 	while ((p = strcasestr(p, mech->name)) != NULL) {
-		bool start = p == set->auth_mechanisms || p[-1] == ' ';
-		bool end = p[len] == '\0' || p[len] == ' ';
+		bool start = p == set->auth_mechanisms || p[-1] == ' ' ||
+			p[-1] == '\t';
+		bool end = p[len] == '\0' || p[len] == ' ' || p[len] == '\t';
 		if (start && end)
 			return true;
 		p += len;
@@ -152,8 +153,10 @@ static bool mech_enabled(const struct moat_settings *set,
 /* Checked fields of AUTH; returns an error for the log or NULL. */
 static const char *auth_client_check_auth(const char *const *args)
 {
-	if (str_array_length(args) != 7)
-		return "AUTH needs 6 arguments";
+	unsigned int count = str_array_length(args);
+
+	if (count != 7 && !(count == 8 && str_begins(args[7], "cbind=", NULL)))
+		return "AUTH needs 6 arguments and an optional cbind=";
 	if (args[1][0] == '\0' || strlen(args[1]) > AUTH_REQUEST_ID_MAX_LEN)
 		return "AUTH with an empty or too long id";
 	if (strlen(args[3]) > AUTH_REQUEST_IP_MAX_LEN ||
@@ -164,7 +167,31 @@ static const char *auth_client_check_auth(const char *const *args)
 	return NULL;
 }
 
-/* AUTH <id> <mech> <remote_ip> <local_ip> <secured> <b64:initial> */
+/* A -PLUS mechanism is enabled: imap-login offers it on TLS connections. */
+static bool plus_mech_enabled(const struct moat_settings *set)
+{
+	return mech_enabled(set, &sasl_mech_scram_sha1_plus) ||
+		mech_enabled(set, &sasl_mech_scram_sha256_plus);
+}
+
+/* cbind=<b64:tls-exporter data>; -1 if malformed (imap-login's bug). */
+static int auth_client_cbind(struct auth_client *client,
+			     struct auth_request *request, const char *arg)
+{
+	unsigned char *data;
+	size_t size;
+	const char *b64 = arg + strlen("cbind=");
+
+	if (p_base64_decode(request->pool, b64, strlen(b64), &data, &size) < 0 ||
+	    size == 0 || size > SASL_CBIND_MAX_SIZE)
+		return -1;
+	auth_request_set_cbind(request, data, size,
+			       plus_mech_enabled(client->auth->set));
+	return 0;
+}
+
+/* AUTH <id> <mech> <remote_ip> <local_ip> <secured> <b64:initial>
+   [cbind=<b64:tls-exporter data>] */
 static void auth_client_auth(struct auth_client *client, const char *const *args)
 {
 	const struct sasl_mech *mech;
@@ -193,6 +220,10 @@ static void auth_client_auth(struct auth_client *client, const char *const *args
 	request = auth_request_create(client->auth, client, args[1], mech,
 				      args[3], args[4], args[5][0] == '1');
 	auth_client_link(client, request);
+	if (args[7] != NULL && auth_client_cbind(client, request, args[7]) < 0) {
+		auth_client_protocol_error(client, "AUTH with a bad cbind=");
+		return;
+	}
 	auth_request_start(request, args[6]);
 }
 

@@ -6,6 +6,7 @@
 #include "auth-fields.h"
 #include "password-scheme.h"
 #include "passwd-file.h"
+#include "auth-oauth2-file.h"
 #include "auth-db.h"
 
 #include <grp.h>
@@ -37,6 +38,7 @@ struct auth_db {
 	unsigned int passdb_count;
 	struct auth_db_source userdbs[AUTH_DB_MAX_SOURCES];
 	unsigned int userdb_count;
+	const char *oauth2_path;        /* passdb oauth2-file, or NULL */
 };
 
 /* A copy of a passwd-file entry that survives the file being re-read. */
@@ -139,6 +141,25 @@ static int auth_db_source_init(struct auth_db *db, const char *kind,
 	return -1;
 }
 
+/* passdb { driver = oauth2-file  args = PATH }: tokens for OAUTHBEARER
+   and XOAUTH2 only; it knows no passwords. */
+static int auth_db_oauth2_init(struct auth_db *db, unsigned int idx,
+			       const struct moat_db_settings *dbset,
+			       const char **error_r)
+{
+	const char *path = dbset->args == NULL ? "" : dbset->args;
+
+	if (path[0] != '/' || strchr(path, ' ') != NULL ||
+	    db->oauth2_path != NULL) {
+		*error_r = p_strdup_printf(db->pool, "passdb #%u: oauth2-file "
+			"needs one absolute path in args (and only one "
+			"oauth2-file passdb may exist)", idx + 1);
+		return -1;
+	}
+	db->oauth2_path = p_strdup(db->pool, path);
+	return 0;
+}
+
 static int auth_db_init_sources(struct auth_db *db, const char **error_r)
 {
 	const struct moat_settings *set = db->set;
@@ -153,11 +174,19 @@ static int auth_db_init_sources(struct auth_db *db, const char **error_r)
 		return -1;
 	}
 	for (unsigned int i = 0; i < set->passdb_count; i++) {
-		if (auth_db_source_init(db, "passdb", i, &set->passdbs[i],
-					&db->passdbs[i], error_r) < 0)
+		const struct moat_db_settings *dbset = &set->passdbs[i];
+
+		if (strcmp(dbset->driver, "oauth2-file") == 0) {
+			if (auth_db_oauth2_init(db, i, dbset, error_r) < 0)
+				return -1;
+			continue;
+		}
+		if (auth_db_source_init(db, "passdb", i, dbset,
+					&db->passdbs[db->passdb_count],
+					error_r) < 0)
 			return -1;
+		db->passdb_count++;
 	}
-	db->passdb_count = set->passdb_count;
 	for (unsigned int i = 0; i < set->userdb_count; i++) {
 		if (auth_db_source_init(db, "userdb", i, &set->userdbs[i],
 					&db->userdbs[i], error_r) < 0)
@@ -466,6 +495,61 @@ enum auth_db_result auth_db_login(struct auth_db *db, pool_t pool,
 	if (result != AUTH_DB_OK)
 		return result;
 	return auth_db_userdb(db, pool, &entry, info_r);
+}
+
+int auth_db_lookup_password(struct auth_db *db, pool_t pool, const char *user,
+			    const char **scheme_r, const char **data_r)
+{
+	struct auth_db_entry entry;
+	int ret;
+
+	ret = auth_db_lookup(db->passdbs, db->passdb_count, pool, user, &entry);
+	if (ret <= 0)
+		return ret;
+	if (entry.password[0] == '\0' ||
+	    password_split_scheme(entry.password, entry.source->default_scheme,
+				  scheme_r, data_r) < 0) {
+		i_error("passdb %s:%u: user %s: empty password or unknown "
+			"scheme", entry.path, entry.line, entry.user);
+		return -1;
+	}
+	return 1;
+}
+
+enum auth_db_result
+auth_db_login_verified(struct auth_db *db, pool_t pool, const char *user,
+		       struct auth_user_info *info_r, const char **reason_r)
+{
+	struct auth_db_entry entry;
+	enum auth_db_result result;
+	int ret;
+
+	ret = auth_db_lookup(db->passdbs, db->passdb_count, pool, user, &entry);
+	if (ret < 0)
+		return AUTH_DB_TEMPFAIL;
+	if (ret > 0) {
+		safe_memset((char *)entry.password, 0, strlen(entry.password));
+		result = auth_db_passdb_fields(pool, &entry, reason_r);
+		if (result != AUTH_DB_OK)
+			return result;
+		return auth_db_userdb(db, pool, &entry, info_r);
+	}
+	/* A token user that no passwd-file passdb lists: the userdb alone
+	   decides (its entry replaces this one). */
+	if (db->userdb_count == 0)
+		return AUTH_DB_UNKNOWN_USER;
+	memset(&entry, 0, sizeof(entry));
+	entry.user = user;
+	return auth_db_userdb(db, pool, &entry, info_r);
+}
+
+int auth_db_lookup_token(struct auth_db *db, pool_t pool, const char *token,
+			 const char **user_r)
+{
+	if (db->oauth2_path == NULL)
+		return 0;
+	return auth_oauth2_file_lookup(db->oauth2_path, pool, token,
+				       time(NULL), user_r);
 }
 
 const char *auth_db_result_reason(enum auth_db_result result)

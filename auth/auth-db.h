@@ -1,7 +1,8 @@
 #ifndef AUTH_DB_H
 #define AUTH_DB_H
 /* passdb and userdb lookups, as configured by the passdb/userdb blocks of
-   moat.conf (driver "passwd-file" only for now). A login is checked in
+   moat.conf (driver "passwd-file"; a passdb may also be "oauth2-file",
+   auth-oauth2-file.h, which only OAUTHBEARER/XOAUTH2 consult). A login is checked in
    the passdbs in order (the first that knows the user decides), then the
    user's uid, gid, home and mail location come from the first userdb
    that knows the user, completed by the userdb's default_fields, then
@@ -46,6 +47,22 @@ enum auth_db_result auth_db_login(struct auth_db *db, pool_t pool,
 				  const char *user, const char *password,
 				  struct auth_user_info *info_r,
 				  const char **reason_r);
+
+/* The user's stored password, for mechanisms that compute on it (SCRAM,
+   CRAM-MD5): 1 with the scheme's canonical name and its data (from pool;
+   the caller wipes data), 0 for an unknown user, -1 on an error (logged). */
+int auth_db_lookup_password(struct auth_db *db, pool_t pool, const char *user,
+			    const char **scheme_r, const char **data_r);
+/* auth_db_login() for a user whose credentials a mechanism has already
+   checked: the passdb's nologin and the userdb lookup. A user no passdb
+   lists (an OAuth token's user) is looked up in the userdbs alone. */
+enum auth_db_result
+auth_db_login_verified(struct auth_db *db, pool_t pool, const char *user,
+		       struct auth_user_info *info_r, const char **reason_r);
+/* passdb oauth2-file: the user of a live token. 1 found (*user_r from
+   pool), 0 unknown/expired or no such passdb, -1 error (logged). */
+int auth_db_lookup_token(struct auth_db *db, pool_t pool, const char *token,
+			 const char **user_r);
 
 /* Text for an auth_db_result in "auth failed" log lines. */
 const char *auth_db_result_reason(enum auth_db_result result);

@@ -22,6 +22,29 @@
 
 static void auth_request_idle_timeout(void *context);
 
+static enum sasl_lookup_result
+auth_request_lookup_password(void *context, pool_t pool, const char *user,
+			     const char **scheme_r, const char **data_r)
+{
+	struct auth_request *request = context;
+	int ret = auth_db_lookup_password(request->auth->db, pool, user,
+					  scheme_r, data_r);
+
+	return ret > 0 ? SASL_LOOKUP_OK :
+		(ret == 0 ? SASL_LOOKUP_UNKNOWN : SASL_LOOKUP_TEMPFAIL);
+}
+
+static enum sasl_lookup_result
+auth_request_lookup_token(void *context, pool_t pool, const char *token,
+			  const char **user_r)
+{
+	struct auth_request *request = context;
+	int ret = auth_db_lookup_token(request->auth->db, pool, token, user_r);
+
+	return ret > 0 ? SASL_LOOKUP_OK :
+		(ret == 0 ? SASL_LOOKUP_UNKNOWN : SASL_LOOKUP_TEMPFAIL);
+}
+
 struct auth_request *
 auth_request_create(struct auth *auth, struct auth_client *client,
 		    const char *id, const struct sasl_mech *mech,
@@ -41,6 +64,9 @@ auth_request_create(struct auth *auth, struct auth_client *client,
 	request->lip = p_strdup(pool, lip);
 	request->secured = secured;
 	sasl_exchange_init(&request->sasl, mech, pool);
+	request->sasl.lookup_password = auth_request_lookup_password;
+	request->sasl.lookup_token = auth_request_lookup_token;
+	request->sasl.lookup_context = request;
 	request->to_idle = timeout_add(auth->ioloop,
 				       (unsigned int)MIN(msecs, UINT_MAX),
 				       auth_request_idle_timeout, request);
@@ -145,9 +171,16 @@ static void auth_request_verify(struct auth_request *request)
 	enum auth_db_result result;
 
 	memset(&info, 0, sizeof(info));
-	result = auth_db_login(request->auth->db, request->pool,
-			       request->sasl.authcid, request->sasl.password,
-			       &info, &reason);
+	if (request->sasl.verified) {
+		result = auth_db_login_verified(request->auth->db,
+						request->pool,
+						request->sasl.authcid,
+						&info, &reason);
+	} else {
+		result = auth_db_login(request->auth->db, request->pool,
+				       request->sasl.authcid,
+				       request->sasl.password, &info, &reason);
+	}
 	sasl_exchange_wipe(&request->sasl);
 	switch (result) {
 	case AUTH_DB_OK:
@@ -192,8 +225,19 @@ static void auth_request_step(struct auth_request *request,
 		auth_request_verify(request);
 		return;
 	case SASL_RESULT_FAIL:
-		i_debug("auth request %s: %s", request->mech_name, error);
-		auth_request_fail_delayed(request, "malformed response");
+		/* error is a fixed text of the mechanism, never client data */
+		auth_request_fail_delayed(request,
+			p_strdup_printf(request->pool, "malformed response (%s)",
+					error));
+		return;
+	case SASL_RESULT_AUTHFAILED:
+		request->waiting_response = false;
+		auth_request_fail_delayed(request, error);
+		return;
+	case SASL_RESULT_TEMPFAIL:
+		request->waiting_response = false;
+		auth_request_log_failure(request, "internal error");
+		auth_request_fail_now(request, "tempfail", AUTH_TEMPFAIL_TEXT);
 		return;
 	}
 	i_unreached();
@@ -229,12 +273,22 @@ static bool ip_is_loopback(const char *ip)
 		strncasecmp(ip, "::ffff:127.", 11) == 0;
 }
 
+void auth_request_set_cbind(struct auth_request *request,
+			    const unsigned char *data, size_t size,
+			    bool plus_offered)
+{
+	request->sasl.cbind_data = p_memdup(request->pool, data, size);
+	request->sasl.cbind_size = size;
+	request->sasl.cbind_offered = plus_offered;
+}
+
 void auth_request_start(struct auth_request *request, const char *b64)
 {
 	const struct moat_settings *set = request->auth->set;
 
 	/* imap-login should not offer these; this is the second lock. */
 	if (set->disable_plaintext_auth && !request->secured &&
+	    sasl_mech_is_plaintext(request->sasl.mech) &&
 	    !ip_is_loopback(request->rip)) {
 		auth_request_log_failure(request, "plaintext disallowed");
 		auth_request_fail_now(request, "authfailed",

@@ -40,6 +40,12 @@ auth_request_create(struct auth *auth, struct auth_client *client,
 		    const char *lip, bool secured);
 void auth_request_free(struct auth_request **request);
 
+/* The connection's tls-exporter data (from AUTH's cbind= field), before
+   auth_request_start(). plus_offered: a -PLUS mechanism is enabled, so
+   imap-login offered it on this TLS connection. */
+void auth_request_set_cbind(struct auth_request *request,
+			    const unsigned char *data, size_t size,
+			    bool plus_offered);
 /* First step: b64 is the initial response ("" = none). */
 void auth_request_start(struct auth_request *request, const char *b64);
 /* A CONT response (base64, or "*" to cancel). */

@@ -6,10 +6,12 @@
    has no listening socket and no network access of its own. It runs as
    default_internal_user (moat-auth), not chrooted, with no capabilities
    and no_new_privs, and drops privileges before reading any file or
-   record. It reads the passwd-files named by passdb/userdb (which must
-   be readable by that user and not by imap-login's). Credentials from
-   imap-login are untrusted: sizes are bounded, a malformed record closes
-   that login connection only, failures are delayed per remote IP, and
+   record. It reads the passwd-files named by passdb/userdb and the
+   oauth2-file token file (which must be readable by that user and not by
+   imap-login's). Hash checks (crypt, argon2, PBKDF2, SCRAM) run in
+   this process, their cost bounded by limits on the stored parameters.
+   Credentials from imap-login are untrusted: sizes are bounded, a
+   malformed record closes that login connection only, failures are delayed per remote IP, and
    passwords are never logged and are wiped after use. Only master can
    redeem a login token, over a socket imap-login cannot reach. */
 #include "auth-common.h"

@@ -1,8 +1,10 @@
-/* Password schemes: see password-scheme.h. crypt_rn() is CPU-bound; the
-   configured hashes (bcrypt cost, sha-crypt rounds) set how long one
+/* Password schemes: see password-scheme.h. crypt_rn(), argon2 and PBKDF2
+   are CPU-bound; the stored hashes' cost parameters (bcrypt cost,
+   sha-crypt rounds, PBKDF2 rounds, argon2 t/m) set how long one
    verification blocks the auth process. */
 #include "lib.h"
 #include "password-scheme.h"
+#include "password-scheme-private.h"
 
 #include <crypt.h>
 #include <strings.h>
@@ -10,6 +12,13 @@
 enum password_scheme_type {
 	SCHEME_PLAIN,
 	SCHEME_CRYPT,
+	SCHEME_SSHA256,
+	SCHEME_SSHA512,
+	SCHEME_PBKDF2,
+	SCHEME_SCRAM_SHA1,
+	SCHEME_SCRAM_SHA256,
+	SCHEME_ARGON2I,
+	SCHEME_ARGON2ID,
 };
 
 struct password_scheme {
@@ -32,6 +41,13 @@ static const struct password_scheme schemes[] = {
 	{ "SHA256-CRYPT", SCHEME_CRYPT, sha256_prefixes },
 	{ "SHA512-CRYPT", SCHEME_CRYPT, sha512_prefixes },
 	{ "BLF-CRYPT", SCHEME_CRYPT, blf_prefixes },
+	{ "SSHA256", SCHEME_SSHA256, NULL },
+	{ "SSHA512", SCHEME_SSHA512, NULL },
+	{ "PBKDF2", SCHEME_PBKDF2, NULL },
+	{ "SCRAM-SHA-1", SCHEME_SCRAM_SHA1, NULL },
+	{ "SCRAM-SHA-256", SCHEME_SCRAM_SHA256, NULL },
+	{ "ARGON2I", SCHEME_ARGON2I, NULL },
+	{ "ARGON2ID", SCHEME_ARGON2ID, NULL },
 };
 
 /* Longest scheme name we look at, braces excluded. */
@@ -147,7 +163,42 @@ int password_verify(const char *plain, const char *stored,
 	}
 	if (plain_len == 0 || plain_len > PASSWORD_MAX_LENGTH)
 		return 0;
-	if (scheme->type == SCHEME_PLAIN)
+	switch (scheme->type) {
+	case SCHEME_PLAIN:
 		return secret_equals(plain, plain_len, data, strlen(data)) ? 1 : 0;
-	return verify_crypt(scheme, plain, data, error_r);
+	case SCHEME_CRYPT:
+		return verify_crypt(scheme, plain, data, error_r);
+	case SCHEME_SSHA256:
+		return password_verify_ssha(PASSWORD_DIGEST_SHA256, plain,
+					    data, error_r);
+	case SCHEME_SSHA512:
+		return password_verify_ssha(PASSWORD_DIGEST_SHA512, plain,
+					    data, error_r);
+	case SCHEME_PBKDF2:
+		return password_verify_pbkdf2(plain, data, error_r);
+	case SCHEME_SCRAM_SHA1:
+		return password_verify_scram(PASSWORD_DIGEST_SHA1, plain,
+					     data, error_r);
+	case SCHEME_SCRAM_SHA256:
+		return password_verify_scram(PASSWORD_DIGEST_SHA256, plain,
+					     data, error_r);
+	case SCHEME_ARGON2I:
+		return password_verify_argon2(false, plain, data, error_r);
+	case SCHEME_ARGON2ID:
+		return password_verify_argon2(true, plain, data, error_r);
+	}
+	i_unreached();
+}
+
+int password_split_scheme(const char *stored, const char *default_scheme,
+			  const char **scheme_r, const char **data_r)
+{
+	const struct password_scheme *scheme;
+	const char *error;
+
+	if (split_scheme(stored, default_scheme, &scheme, data_r, &error) < 0)
+		return -1;
+	/* CLEAR is PLAIN under another name. */
+	*scheme_r = scheme->type == SCHEME_PLAIN ? "PLAIN" : scheme->name;
+	return 0;
 }

@@ -7,6 +7,13 @@
 static const struct sasl_mech *const sasl_mechs[] = {
 	&sasl_mech_plain,
 	&sasl_mech_login,
+	&sasl_mech_scram_sha1,
+	&sasl_mech_scram_sha1_plus,
+	&sasl_mech_scram_sha256,
+	&sasl_mech_scram_sha256_plus,
+	&sasl_mech_cram_md5,
+	&sasl_mech_oauthbearer,
+	&sasl_mech_xoauth2,
 };
 
 const struct sasl_mech *sasl_mech_find(const char *name)
@@ -16,6 +23,19 @@ const struct sasl_mech *sasl_mech_find(const char *name)
 			return sasl_mechs[i];
 	}
 	return NULL;
+}
+
+bool sasl_mech_is_plaintext(const struct sasl_mech *mech)
+{
+	return mech == &sasl_mech_plain || mech == &sasl_mech_login ||
+		mech == &sasl_mech_oauthbearer || mech == &sasl_mech_xoauth2;
+}
+
+bool sasl_mech_is_plus(const struct sasl_mech *mech)
+{
+	size_t len = strlen(mech->name);
+
+	return len > 5 && strcmp(mech->name + len - 5, "-PLUS") == 0;
 }
 
 void sasl_exchange_init(struct sasl_exchange *ex, const struct sasl_mech *mech,
@@ -40,6 +60,8 @@ enum sasl_result sasl_exchange_step(struct sasl_exchange *ex,
 
 void sasl_exchange_wipe(struct sasl_exchange *ex)
 {
+	if (ex->mech_state != NULL && ex->mech->wipe != NULL)
+		ex->mech->wipe(ex);
 	if (ex->password != NULL) {
 		safe_memset(ex->password, 0, strlen(ex->password));
 		ex->password = NULL;

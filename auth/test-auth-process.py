@@ -5,7 +5,10 @@ handed over with LOGIN-CONN) and checks the records of doc/architecture.md
 (moat-auth-master, moat-auth-client). No root and no network needed.
 
 usage: test-auth-process.py [path/to/auth/auth]"""
-import base64, os, socket, subprocess, sys, tempfile, time, pwd, grp
+import base64
+import hashlib
+import hmac
+import os, socket, subprocess, sys, tempfile, time, pwd, grp
 
 AUTH = sys.argv[1] if len(sys.argv) > 1 else "auth/auth"
 SHA512_SECRET = ("$6$saltsaltsalt$PMWE8DTlam1JU37Piyk43bHcMxTJq6sgu5DKB0"
@@ -48,6 +51,71 @@ def recv(sock, timeout=5.0):
     return data.decode().rstrip("\n").split("\t")
 
 
+def scram_final(first_bare, sfirst, gs2_cbind, password):
+    """client-final-message for SCRAM-SHA-256 (RFC 5802 section 3)."""
+    attrs = dict(a.split("=", 1) for a in sfirst.split(","))
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(),
+                                 base64.b64decode(attrs["s"]), int(attrs["i"]))
+    ckey = hmac.new(salted, b"Client Key", "sha256").digest()
+    stored = hashlib.sha256(ckey).digest()
+    wo = "c=%s,r=%s" % (base64.b64encode(gs2_cbind).decode(), attrs["r"])
+    am = "%s,%s,%s" % (first_bare, sfirst, wo)
+    sig = hmac.new(stored, am.encode(), "sha256").digest()
+    proof = bytes(a ^ b for a, b in zip(ckey, sig))
+    return "%s,p=%s" % (wo, base64.b64encode(proof).decode())
+
+
+def scram_plus_checks(login, new_login):
+    """SCRAM-SHA-256-PLUS with the cbind= field of AUTH (RFC 9266)."""
+    cb = os.urandom(32)
+    cbind = "cbind=" + base64.b64encode(cb).decode()
+    gs2 = b"p=tls-exporter,,"
+    bare = "n=alice,r=clientnonce123"
+
+    def run(rid, client_cb):
+        send(login, "AUTH", rid, "SCRAM-SHA-256-PLUS", "192.0.2.20",
+             "127.0.0.1", "1", b64(gs2.decode() + bare), cbind)
+        r = recv(login)
+        if r is None or r[0] != "CONT":
+            return r
+        sfirst = base64.b64decode(r[2]).decode()
+        send(login, "CONT", rid,
+             b64(scram_final(bare, sfirst, gs2 + client_cb, "secret")))
+        r = recv(login)
+        if r is not None and r[0] == "CONT":
+            send(login, "CONT", rid, "")
+            r = recv(login)
+        return r
+
+    r = run("p1", cb)
+    check(r is not None and r[:3] == ["OK", "p1", "alice"],
+          "SCRAM-SHA-256-PLUS with the right tls-exporter binding")
+    r = run("p2", bytes(32))
+    check(r is not None and r[:3] == ["FAIL", "p2", "authfailed"],
+          "SCRAM-SHA-256-PLUS with another binding refused")
+    send(login, "AUTH", "p3", "SCRAM-SHA-256-PLUS", "192.0.2.21",
+         "127.0.0.1", "1", b64(gs2.decode() + bare))
+    r = recv(login)
+    check(r is not None and r[:3] == ["FAIL", "p3", "authfailed"],
+          "SCRAM-SHA-256-PLUS without cbind= refused")
+    send(login, "AUTH", "p4", "SCRAM-SHA-256", "192.0.2.22", "127.0.0.1",
+         "1", b64("y,," + bare), cbind)
+    r = recv(login)
+    check(r is not None and r[:3] == ["FAIL", "p4", "authfailed"],
+          "SCRAM 'y' flag on a TLS connection offering -PLUS refused")
+    send(login, "AUTH", "p5", "SCRAM-SHA-256", "192.0.2.23", "127.0.0.1",
+         "0", b64("n,," + bare))
+    r = recv(login)
+    check(r is not None and r[:2] == ["CONT", "p5"],
+          "SCRAM allowed without TLS (not a plaintext mechanism)")
+    send(login, "CONT", "p5", "*")
+    recv(login)
+    bad = new_login(4250)
+    send(bad, "AUTH", "1", "SCRAM-SHA-256-PLUS", "192.0.2.1", "127.0.0.1",
+         "1", "", "cbind=!!")
+    check(recv(bad) == "EOF", "a malformed cbind= closes the connection")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="moat-auth-test-")
     # uid/gid of the default_fields user; any existing user with uid >= 1
@@ -64,6 +132,8 @@ def main():
             "first_valid_uid = 1000\n"
             "auth_failure_delay = 1 secs\n"
             "disable_plaintext_auth = yes\n"
+            "auth_mechanisms = plain login scram-sha-256 "
+            "scram-sha-256-plus\n"
             "passdb {\n  driver = passwd-file\n  args = %s\n}\n"
             "userdb {\n  driver = passwd-file\n  args = %s\n"
             "  default_fields = uid=nobody gid=%u home=/srv/mail/%%u\n}\n"
@@ -210,6 +280,8 @@ def main():
          b64("\0alice\0secret"))
     r = recv(login)
     check(r is not None and r[:2] == ["OK", "12"], "loopback counts as secured")
+
+    scram_plus_checks(login, new_login)
 
     # bad base64 and oversized responses are the client's failures
     send(login, "AUTH", "13", "PLAIN", "203.0.113.9", "127.0.0.1", "1", "!!!")

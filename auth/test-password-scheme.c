@@ -107,5 +107,60 @@ static void test_long_password(void)
 	free(stored);
 }
 
+/* Computed with python3 hashlib (password "pencil") and the argon2 CLI
+   (echo -n pencil | argon2 'somesalt16bytes!' -id -t 2 -m 10 -p 1 -e). */
+#define SSHA256_PENCIL "ultA1uOh23UB19JVRwqktNNpOKKleED/b5Iy3AfVCCcwMTIzNDU2" \
+	"Nzg5YWJjZGVm"
+#define SSHA512_PENCIL "N9Qc/kuD2noFVTWBKrooq+QiI/v4VbIIJ4Y/hR1N6uGIPPAkeNSw" \
+	"oPFiplsT2SbzEHaE8vACFrhHq8x9/SC4eDAxMjM="
+#define PBKDF2_PENCIL "$1$Zx8.abcdEFGH1234$1000$" \
+	"2004c01030eabefbb4669f67bac07143a639c59b"
+#define ARGON2ID_PENCIL "$argon2id$v=19$m=1024,t=2,p=1$c29tZXNhbHQxNmJ5dGVz" \
+	"IQ$oH0vUDMtOxk4cTDVrYVhwKNyBA5/vsNljrpbzLtEtuc"
+/* RFC 7677's salt and iterations: StoredKey/ServerKey of "pencil". */
+#define SCRAM256_PENCIL "4096,W22ZaJ0SNY7soEsUEjb6gQ==," \
+	"WG5d8oPm3OtcPnkdi4Uo7BkeZkBFzpcXkuLmtbsT4qY=," \
+	"wfPLwcE6nTWhTAmQ7tl2KeoiWGPlZqQxSrmfPwDl2dU="
+
+static void test_new_schemes(void)
+{
+	const char *error;
+
+	test_assert_int(verify("pencil", "{SSHA256}" SSHA256_PENCIL), 1);
+	test_assert_int(verify("pencil2", "{SSHA256}" SSHA256_PENCIL), 0);
+	test_assert_int(verify("pencil", "{SSHA512}" SSHA512_PENCIL), 1);
+	test_assert_int(verify("Pencil", "{SSHA512}" SSHA512_PENCIL), 0);
+	test_assert_int(verify("pencil", "{PBKDF2}" PBKDF2_PENCIL), 1);
+	test_assert_int(verify("pencil ", "{PBKDF2}" PBKDF2_PENCIL), 0);
+	test_assert_int(verify("pencil", "{ARGON2ID}" ARGON2ID_PENCIL), 1);
+	test_assert_int(verify("pencil", "{argon2id}" ARGON2ID_PENCIL), 1);
+	test_assert_int(verify("pencilx", "{ARGON2ID}" ARGON2ID_PENCIL), 0);
+	test_assert_int(verify("pencil", "{ARGON2I}" ARGON2ID_PENCIL), -1);
+	test_assert_int(verify("pencil", "{SCRAM-SHA-256}" SCRAM256_PENCIL), 1);
+	test_assert_int(verify("pencil1", "{SCRAM-SHA-256}" SCRAM256_PENCIL), 0);
+	/* malformed stored values are errors, never matches */
+	test_assert_int(password_verify("x", "{SSHA256}AAAA", "PLAIN", &error), -1);
+	test_assert_int(password_verify("x", "{SSHA256}!!", "PLAIN", &error), -1);
+	test_assert_int(password_verify("x", "{PBKDF2}$1$s$0$00", "PLAIN",
+					&error), -1);
+	test_assert_int(password_verify("x", "{PBKDF2}$1$s$10$zz", "PLAIN",
+					&error), -1);
+	test_assert_int(password_verify("x", "{PBKDF2}$2$s$10$00", "PLAIN",
+					&error), -1);
+	test_assert_int(password_verify("x", "{SCRAM-SHA-256}4096,AAAA,AA,AA",
+					"PLAIN", &error), -1);
+	test_assert_int(password_verify("x", "{SCRAM-SHA-1}" SCRAM256_PENCIL,
+					"PLAIN", &error), -1);
+	test_assert_int(password_verify("x", "{ARGON2ID}$argon2id$v=19$junk",
+					"PLAIN", &error), -1);
+	/* a cost above the limits is refused before libargon2 allocates */
+	test_assert_int(password_verify("x", "{ARGON2ID}$argon2id$v=19$m=4194304,"
+					"t=2,p=1$c29tZXNhbHQxNmJ5dGVzIQ$oH0vUDMt"
+					"Oxk4cTDVrYVhwKNyBA5/vsNljrpbzLtEtuc",
+					"PLAIN", &error), -1);
+	test_assert(password_scheme_is_known("ssha512"));
+	test_assert(password_scheme_is_known("SCRAM-SHA-256"));
+}
+
 TEST_MAIN(TEST(test_plain), TEST(test_literal_vectors), TEST(test_generated),
-	  TEST(test_errors), TEST(test_long_password))
+	  TEST(test_errors), TEST(test_long_password), TEST(test_new_schemes))
