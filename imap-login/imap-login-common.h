@@ -42,11 +42,16 @@
 #define LOGIN_MAX_LISTENERS 16
 /* User names are logged (sanitized) up to this length. */
 #define LOGIN_MAX_LOG_USER 64
+/* A TLS handshake must finish within this (or login_timeout if that is
+   shorter): a peer that stalls it holds a client slot. */
+#define LOGIN_TLS_HANDSHAKE_SECS 30
 /* Defaults if the service block does not say (master normally does). */
 #define LOGIN_DEFAULT_CLIENT_LIMIT 1000
 
 struct login_client;
 struct login_listeners;
+struct login_proxy;
+struct login_ssl_ctx;
 
 struct login_process {
 	struct master_service *service;
@@ -58,8 +63,9 @@ struct login_process {
 	unsigned int service_count;    /* accepted clients in total; 0 = no limit */
 
 	struct login_mechs mechs;      /* from auth_mechanisms */
-	const char *capability;        /* plaintext auth allowed */
-	const char *capability_nologin;/* plaintext auth disallowed */
+	/* indexed by enum login_cap_flags */
+	const char *capabilities[LOGIN_CAP_VARIANTS];
+	struct login_ssl_ctx *ssl_ctx; /* NULL: TLS is not offered */
 
 	struct login_listeners *listeners;
 	struct ipc_conn *master;       /* moat-login-master on fd 3 */
@@ -68,6 +74,10 @@ struct login_process {
 
 	struct login_client *clients;  /* doubly linked */
 	unsigned int client_count;
+	/* Logged-in TLS sessions relayed to imap (login-proxy.h); they
+	   count toward client_limit too. */
+	struct login_proxy *proxies;
+	unsigned int proxy_count;
 	unsigned int accepted_count;
 	/* ids of AUTH and HANDOFF records; never 0, never reused soon */
 	unsigned int last_request_id;

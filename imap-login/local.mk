@@ -8,6 +8,9 @@ imap_login_imap_login_SOURCES = \
 	imap-login/login-listen.c imap-login/login-listen.h \
 	imap-login/login-client.c imap-login/login-client.h \
 	imap-login/login-client-auth.c \
+	imap-login/login-client-tls.c \
+	imap-login/login-ssl.c imap-login/login-ssl.h \
+	imap-login/login-proxy.c imap-login/login-proxy.h \
 	imap-login/login-cmds.c \
 	imap-login/login-id.c imap-login/login-id.h \
 	imap-login/login-auth.c imap-login/login-auth.h \

@@ -143,16 +143,21 @@ static int auth_send(struct login_process *lp, const char *const *args)
 
 int login_auth_request(struct login_process *lp, unsigned int id,
 		       const char *mech, const char *remote_ip,
-		       const char *local_ip, bool secured, const char *ir_b64)
+		       const char *local_ip, bool secured, const char *ir_b64,
+		       const char *cbind_b64)
 {
 	char id_str[16];
+	char *cbind_field = cbind_b64 == NULL ? NULL :
+		i_strdup_printf("cbind=%s", cbind_b64);
 
 	snprintf(id_str, sizeof(id_str), "%u", id);
 	const char *args[] = {
 		"AUTH", id_str, mech, remote_ip, local_ip, secured ? "1" : "0",
-		ir_b64, NULL
+		ir_b64, cbind_field, NULL
 	};
-	return auth_send(lp, args);
+	int ret = auth_send(lp, args);
+	free(cbind_field);
+	return ret;
 }
 
 int login_auth_continue(struct login_process *lp, unsigned int id,

@@ -18,7 +18,8 @@ bool login_auth_is_connected(struct login_process *lp);
    its client with tempfail; other clients were already answered). */
 int login_auth_request(struct login_process *lp, unsigned int id,
 		       const char *mech, const char *remote_ip,
-		       const char *local_ip, bool secured, const char *ir_b64);
+		       const char *local_ip, bool secured, const char *ir_b64,
+		       const char *cbind_b64);
 /* CONT <id> <b64 response or "*">. Same return values. */
 int login_auth_continue(struct login_process *lp, unsigned int id,
 			const char *response);

@@ -6,13 +6,17 @@
 #include <ctype.h>
 #include <strings.h>
 
-/* What works before login. STARTTLS joins when TLS lands. */
-#define LOGIN_BASE_CAPABILITY "IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID"
+/* What works before login. IMAP4rev2 joins when the imap process
+   implements it (the pre-login list must not promise more). */
+#define LOGIN_BASE_CAPABILITY "IMAP4rev1 LITERAL+ SASL-IR ID"
 /* Room for the base list and LOGIN_MAX_MECHS "AUTH=<20 chars>" items. */
 #define LOGIN_MAX_CAPABILITY_LEN 1024
 
-/* Mechanisms that send the password itself (RFC 4616, draft LOGIN). */
-static const char *const plaintext_mechs[] = { "PLAIN", "LOGIN" };
+/* Mechanisms that send the password or a bearer token itself (RFC 4616,
+   draft LOGIN, RFC 7628 and Google's XOAUTH2). */
+static const char *const plaintext_mechs[] = {
+	"PLAIN", "LOGIN", "OAUTHBEARER", "XOAUTH2"
+};
 
 static bool mech_char_is_valid(char c)
 {
@@ -54,6 +58,7 @@ static int mechs_add(struct login_mechs *mechs, const char *word, size_t len,
 		return -1;
 	}
 	mech.plaintext = mech_is_plaintext(mech.name);
+	mech.channel_binding = len > 5 && strcmp(mech.name + len - 5, "-PLUS") == 0;
 	mechs->mechs[mechs->count++] = mech;
 	return 0;
 }
@@ -91,16 +96,22 @@ const struct login_mech *login_mechs_find(const struct login_mechs *mechs,
 }
 
 const char *login_capability_build(pool_t pool, const struct login_mechs *mechs,
-				   bool plaintext_allowed)
+				   unsigned int flags)
 {
+	bool plaintext_allowed = (flags & LOGIN_CAP_PLAINTEXT_AUTH) != 0;
 	buffer_t buf;
 	const char *result;
 	int ret = 0;
 
 	buffer_init(&buf, LOGIN_MAX_CAPABILITY_LEN);
 	ret |= buffer_append_str(&buf, LOGIN_BASE_CAPABILITY);
+	if ((flags & LOGIN_CAP_STARTTLS) != 0)
+		ret |= buffer_append_str(&buf, " STARTTLS");
 	for (unsigned int i = 0; i < mechs->count; i++) {
-		if (mechs->mechs[i].plaintext && !plaintext_allowed)
+		if ((flags & LOGIN_CAP_AUTH) == 0 ||
+		    (mechs->mechs[i].plaintext && !plaintext_allowed) ||
+		    (mechs->mechs[i].channel_binding &&
+		     (flags & LOGIN_CAP_CHANNEL_BINDING) == 0))
 			continue;
 		ret |= buffer_printf(&buf, " AUTH=%s", mechs->mechs[i].name);
 	}

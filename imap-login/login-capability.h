@@ -15,6 +15,8 @@ struct login_mech {
 	/* The password crosses the wire in the clear (PLAIN, LOGIN): offered
 	   only where plaintext authentication is allowed. */
 	bool plaintext;
+	/* SCRAM-*-PLUS: offered only where TLS channel binding data exists. */
+	bool channel_binding;
 };
 
 struct login_mechs {
@@ -31,11 +33,26 @@ int login_mechs_parse(const char *setting, struct login_mechs *mechs_r,
 const struct login_mech *login_mechs_find(const struct login_mechs *mechs,
 					  const char *name);
 
+/* What a connection may do now; selects one capability list. */
+enum login_cap_flags {
+	/* LOGIN and PLAIN/LOGIN mechanisms (TLS, same host, or
+	   disable_plaintext_auth = no) */
+	LOGIN_CAP_PLAINTEXT_AUTH = 0x01,
+	/* any authentication (not so before TLS with ssl = required) */
+	LOGIN_CAP_AUTH = 0x02,
+	/* TLS is available and not yet active */
+	LOGIN_CAP_STARTTLS = 0x04,
+	/* TLS channel binding (tls-exporter) is available: -PLUS mechanisms */
+	LOGIN_CAP_CHANNEL_BINDING = 0x08,
+};
+#define LOGIN_CAP_VARIANTS 16
+
 /* The pre-auth capability list (without "* CAPABILITY "): the base
-   capabilities, then AUTH=<mech> for each usable mechanism, and
-   LOGINDISABLED when plaintext authentication is not allowed (plaintext
-   mechanisms are then left out too, RFC 3501 6.2.3 / 9051 6.2.3). */
+   capabilities, STARTTLS if offered, then AUTH=<mech> for each usable
+   mechanism, and LOGINDISABLED when plaintext authentication is not
+   allowed (plaintext mechanisms are then left out too, RFC 9051 6.2.3,
+   RFC 2595 3.2). flags: enum login_cap_flags. */
 const char *login_capability_build(pool_t pool, const struct login_mechs *mechs,
-				   bool plaintext_allowed);
+				   unsigned int flags);
 
 #endif

@@ -4,6 +4,10 @@
 #include "login-client.h"
 #include "login-auth.h"
 #include "login-master.h"
+#include "login-proxy.h"
+#include "login-ssl.h"
+
+#include <sys/socket.h>
 
 #define TEMPFAIL_TEXT "NO [UNAVAILABLE] Temporary authentication failure."
 #define AUTHFAILED_TEXT "NO [AUTHENTICATIONFAILED] Authentication failed."
@@ -37,7 +41,8 @@ void login_client_auth_begin(struct login_client *client, const char *tag,
 	/* Input stays unread until auth answers (client_update_io). */
 	login_client_ref(client);
 	if (login_auth_request(lp, client->auth_id, mech, client->remote_ip,
-			       client->local_ip, client->secured, ir_b64) < 0 &&
+			       client->local_ip, client->secured, ir_b64,
+			       client->cbind_b64) < 0 &&
 	    client->state == LOGIN_CLIENT_STATE_AUTH_WAIT) {
 		/* Lost auth had no record of us yet: answer here. */
 		login_client_auth_fail(client, "tempfail", NULL);
@@ -157,19 +162,49 @@ void login_client_auth_fail(struct login_client *client, const char *code,
 	login_client_unref(&client);
 }
 
+/* The fd the imap process gets: the client socket itself, or for TLS one
+   end of a socketpair whose other end we keep (login-proxy.h). */
+static int client_handoff_fd(struct login_client *client)
+{
+	int pair[2];
+
+	if (client->ssl == NULL)
+		return client->fd;
+	i_close_fd(&client->proxy_fd);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
+		i_error("socketpair() failed: %s", strerror(errno));
+		return -1;
+	}
+	if (fd_set_nonblock(pair[0], true) < 0) {
+		i_error("fcntl(socketpair) failed: %s", strerror(errno));
+		close(pair[0]);
+		close(pair[1]);
+		return -1;
+	}
+	client->proxy_fd = pair[0];
+	return pair[1];
+}
+
 static void client_handoff_send(struct login_client *client)
 {
 	struct login_process *lp = client->lp;
 	const unsigned char *data;
 	size_t size;
+	int ret = -1;
 
 	data = i_stream_get_data(client->input, &size);
 	client->handoff_id = login_process_next_id(lp);
 	client->handoff_sent = true;
-	int ret = login_master_handoff(lp, client->handoff_id,
-		client->handoff_token, client->cmd_tag, client->remote_ip,
-		client->remote_port, client->local_ip, client->local_port,
-		client->secured, client->auth_mech, data, size, client->fd);
+	int fd = client_handoff_fd(client);
+	if (fd >= 0) {
+		ret = login_master_handoff(lp, client->handoff_id,
+			client->handoff_token, client->cmd_tag, client->remote_ip,
+			client->remote_port, client->local_ip, client->local_port,
+			client->secured, client->auth_mech, data, size, fd);
+	}
+	/* The pair's other end lives on in master's message (or is gone). */
+	if (fd >= 0 && fd != client->fd)
+		close(fd);
 	safe_memset(client->handoff_token, 0, strlen(client->handoff_token));
 	i_free(client->handoff_token);
 	if (ret < 0)
@@ -208,10 +243,23 @@ void login_client_handoff_flushed(struct login_client *client)
 
 void login_client_handoff_ok(struct login_client *client)
 {
-	i_info("Login: user=<%s>, method=%s, rip=%s, lip=%s",
+	i_info("Login: user=<%s>, method=%s, rip=%s, lip=%s%s%s",
 	       client->log_user == NULL ? "" : client->log_user,
-	       client->auth_mech, client->remote_ip, client->local_ip);
+	       client->auth_mech, client->remote_ip, client->local_ip,
+	       client->ssl == NULL ? "" : ", ",
+	       client->ssl == NULL ? "" : login_ssl_get_version(client->ssl));
 	client->handed_off = true;
+	if (client->ssl != NULL) {
+		/* The TLS session stays here for the rest of the connection.
+		   The client's streams go first: the proxy takes the fd's ios. */
+		struct login_ssl *ssl = client->ssl;
+		int fd = client->fd, plain_fd = client->proxy_fd;
+
+		o_stream_destroy(&client->output);
+		client->ssl = NULL;
+		client->fd = client->proxy_fd = -1;
+		login_proxy_create(client->lp, ssl, fd, plain_fd);
+	}
 	login_client_destroy(client, NULL);
 }
 
@@ -223,6 +271,7 @@ void login_client_handoff_fail(struct login_client *client, const char *text)
 	client->state = LOGIN_CLIENT_STATE_CMD;
 	client->handoff_sent = false;
 	client->handoff_id = 0;
+	i_close_fd(&client->proxy_fd);
 	login_client_timeout_arm(client);
 	login_client_send_tagline(client, client->cmd_tag,
 				  "NO [UNAVAILABLE] %s", reason);

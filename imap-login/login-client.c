@@ -4,12 +4,14 @@
 #include "imap-login-common.h"
 #include "login-client.h"
 #include "login-auth.h"
+#include "login-ssl.h"
 
 #include <sys/socket.h>
 
 #define LOGIN_GREETING_TEXT "moat ready."
 
 static void client_input(void *context);
+static void client_pending_input(void *context);
 static void client_output_flushed(void *context);
 
 void login_client_ref(struct login_client *client)
@@ -24,6 +26,8 @@ static void client_free(struct login_client *client)
 	imap_parser_destroy(&client->parser);
 	i_stream_destroy(&client->input);
 	o_stream_destroy(&client->output);
+	login_client_tls_free(client);
+	i_close_fd(&client->proxy_fd);
 	if (client->handoff_token != NULL) {
 		safe_memset(client->handoff_token, 0, strlen(client->handoff_token));
 		i_free(client->handoff_token);
@@ -99,9 +103,57 @@ static struct imap_parser *client_parser_create(const struct moat_settings *set)
 	return imap_parser_create(&pset);
 }
 
+void login_client_update_auth_flags(struct login_client *client)
+{
+	const struct moat_settings *set = client->lp->set;
+	bool secured = client->secured || client->local;
+	unsigned int flags = 0;
+
+	client->auth_allowed = secured || set->ssl != MOAT_SSL_REQUIRED;
+	client->plaintext_allowed = client->auth_allowed &&
+		(secured || !set->disable_plaintext_auth);
+	if (client->auth_allowed)
+		flags |= LOGIN_CAP_AUTH;
+	if (client->plaintext_allowed)
+		flags |= LOGIN_CAP_PLAINTEXT_AUTH;
+	if (client->lp->ssl_ctx != NULL && client->ssl == NULL)
+		flags |= LOGIN_CAP_STARTTLS;
+	if (client->cbind_b64 != NULL)
+		flags |= LOGIN_CAP_CHANNEL_BINDING;
+	client->capability = client->lp->capabilities[flags];
+}
+
+void login_client_send_greeting(struct login_client *client)
+{
+	login_client_send_tagline(client, "*", "OK [CAPABILITY %s] %s",
+				  client->capability, LOGIN_GREETING_TEXT);
+}
+
+/* Plaintext streams on the socket, or TLS streams once the handshake is
+   done. */
+void login_client_streams_create(struct login_client *client)
+{
+	struct login_process *lp = client->lp;
+	struct stream_transport t;
+
+	if (client->ssl == NULL) {
+		client->input = i_stream_create_fd(client->fd, LOGIN_MAX_INBUF_SIZE);
+		client->output = o_stream_create_fd(lp->ioloop, client->fd,
+						    LOGIN_MAX_OUTBUF_SIZE);
+	} else {
+		login_ssl_get_transport(client->ssl, &t);
+		client->input = i_stream_create_transport(&t, LOGIN_MAX_INBUF_SIZE);
+		client->output = o_stream_create_transport(lp->ioloop, &t,
+							   LOGIN_MAX_OUTBUF_SIZE);
+		o_stream_set_io_fd(client->output, client->fd);
+	}
+	o_stream_set_flush_callback(client->output, client_output_flushed, client);
+}
+
 struct login_client *
 login_client_create(struct login_process *lp, int fd,
-		    const struct sockaddr *remote, socklen_t remote_len)
+		    const struct sockaddr *remote, socklen_t remote_len,
+		    bool implicit_tls)
 {
 	pool_t pool = pool_create("login client", 1024);
 	struct login_client *client = p_malloc(pool, sizeof(*client));
@@ -110,12 +162,12 @@ login_client_create(struct login_process *lp, int fd,
 	client->lp = lp;
 	client->refcount = 1;
 	client->fd = fd;
+	client->proxy_fd = -1;
+	client->implicit_tls = implicit_tls;
 	client_set_addresses(client, remote, remote_len);
-	client->plaintext_allowed = !lp->set->disable_plaintext_auth ||
-		client->secured || login_addr_is_loopback(remote, remote_len);
-	client->input = i_stream_create_fd(fd, LOGIN_MAX_INBUF_SIZE);
-	client->output = o_stream_create_fd(lp->ioloop, fd, LOGIN_MAX_OUTBUF_SIZE);
-	o_stream_set_flush_callback(client->output, client_output_flushed, client);
+	client->local = strcmp(client->remote_ip, "unknown") != 0 &&
+		strcmp(client->remote_ip, client->local_ip) == 0;
+	login_client_update_auth_flags(client);
 	client->parser = client_parser_create(lp->set);
 	client->created_ms = io_loop_time_ms(lp->ioloop);
 	client->deadline_ms = client->created_ms +
@@ -125,11 +177,16 @@ login_client_create(struct login_process *lp, int fd,
 
 	struct login_client *ref = client;
 	login_client_ref(ref);
-	login_client_send_tagline(client, "*", "OK [CAPABILITY %s] %s",
-				  client->plaintext_allowed ? lp->capability :
-				  lp->capability_nologin, LOGIN_GREETING_TEXT);
-	if (!client->destroyed)
-		client->io = io_add(lp->ioloop, fd, IO_READ, client_input, client);
+	if (implicit_tls) {
+		/* The greeting follows the handshake (RFC 8314 3.2). */
+		client->state = LOGIN_CLIENT_STATE_TLS;
+		login_client_tls_start(client);
+	} else {
+		login_client_streams_create(client);
+		login_client_send_greeting(client);
+		if (!client->destroyed)
+			client->io = io_add(lp->ioloop, fd, IO_READ, client_input, client);
+	}
 	bool failed = client->destroyed;
 	login_client_unref(&ref);
 	return failed ? NULL : client;
@@ -180,11 +237,15 @@ void login_client_destroy(struct login_client *client, const char *reason)
 		(void)login_auth_continue(lp, client->auth_id, "*");
 	io_remove(&client->io);
 	login_client_timeout_stop(client);
+	if (client->to_pending != NULL)
+		timeout_remove(&client->to_pending);
 	/* Best effort, without blocking: a BYE we queued may still go out. */
-	if (!client->handed_off && !o_stream_is_failed(client->output))
+	if (!client->handed_off && client->output != NULL &&
+	    !o_stream_is_failed(client->output))
 		(void)o_stream_flush(client->output);
 	/* Drops its write io before the fd number can be reused. */
 	o_stream_destroy(&client->output);
+	login_client_tls_free(client);
 	i_close_fd(&client->fd);
 	login_client_unref(&client);
 	login_process_client_gone(lp);
@@ -200,7 +261,8 @@ void login_client_send_line(struct login_client *client, const char *line)
 {
 	size_t len = strlen(line);
 
-	if (client->destroyed)
+	/* No stream while a TLS handshake runs: nothing can be said. */
+	if (client->destroyed || client->output == NULL)
 		return;
 	/* Line and CRLF go in one call so a full buffer cuts no line. */
 	char *full = i_malloc(len + 3);
@@ -257,7 +319,10 @@ static void client_timeout(void *context)
 	/* Disarmed during a handoff: the client no longer talks to us. */
 	i_assert(client->state != LOGIN_CLIENT_STATE_HANDOFF);
 	login_client_ref(client);
-	login_client_bye(client, "Login timeout", "Login timeout");
+	if (client->output == NULL)
+		login_client_destroy(client, "Login timeout during TLS handshake");
+	else
+		login_client_bye(client, "Login timeout", "Login timeout");
 	login_client_unref(&client);
 }
 
@@ -328,7 +393,8 @@ static int client_parse_one(struct login_client *client)
 
 static bool client_output_is_throttled(struct login_client *client)
 {
-	if (o_stream_get_buffer_used(client->output) <= LOGIN_OUTBUF_THROTTLE)
+	if (client->output == NULL ||
+	    o_stream_get_buffer_used(client->output) <= LOGIN_OUTBUF_THROTTLE)
 		return false;
 	/* client_output_flushed() resumes once the client read it all. */
 	client->output_throttled = true;
@@ -348,6 +414,20 @@ static void client_update_io(struct login_client *client)
 	} else if (!want && client->io != NULL) {
 		io_remove(&client->io);
 	}
+	/* Bytes OpenSSL already decrypted wake no io: read them soon. */
+	if (want && client->ssl != NULL && client->to_pending == NULL &&
+	    login_ssl_has_pending(client->ssl)) {
+		client->to_pending = io_loop_defer(client->lp->ioloop,
+						   client_pending_input, client);
+	}
+}
+
+static void client_pending_input(void *context)
+{
+	struct login_client *client = context;
+
+	client->to_pending = NULL;
+	client_input(client);
 }
 
 static void client_input_process(struct login_client *client)
@@ -422,6 +502,10 @@ static void client_output_flushed(void *context)
 		login_client_destroy(client, "Write failed");
 	} else if (client->state == LOGIN_CLIENT_STATE_HANDOFF) {
 		login_client_handoff_flushed(client);
+	} else if (client->state == LOGIN_CLIENT_STATE_TLS &&
+		   client->ssl == NULL) {
+		/* "OK Begin TLS negotiation now" is out. */
+		login_client_tls_start(client);
 	} else if (client->output_throttled) {
 		client->output_throttled = false;
 		client_input_process(client);

@@ -16,7 +16,10 @@
                 stays in our bounded input buffer)
      AUTH_CONT  "+ challenge" was sent; reading the client's response line
      HANDOFF    auth said OK; waiting for our output to drain and then for
-                master's HANDOFF-OK/-FAIL. Nothing is read or written. */
+                master's HANDOFF-OK/-FAIL. Nothing is read or written.
+     TLS        STARTTLS was answered (waiting for that line to drain) or
+                the TLS handshake runs (STARTTLS or an ssl listener);
+                input/output are NULL while the handshake runs. */
 
 #include "login-util.h"
 
@@ -25,7 +28,10 @@ enum login_client_state {
 	LOGIN_CLIENT_STATE_AUTH_WAIT,
 	LOGIN_CLIENT_STATE_AUTH_CONT,
 	LOGIN_CLIENT_STATE_HANDOFF,
+	LOGIN_CLIENT_STATE_TLS,
 };
+
+struct login_ssl;
 
 struct login_client {
 	struct login_client *prev, *next;
@@ -45,8 +51,27 @@ struct login_client {
 	char remote_ip[LOGIN_IP_STR_MAX];
 	char local_ip[LOGIN_IP_STR_MAX];
 	unsigned int remote_port, local_port;
-	bool secured;                  /* TLS (not yet) */
-	bool plaintext_allowed;
+	bool secured;                  /* TLS is active */
+	/* remote IP == local IP: the same host, as trusted as TLS for
+	   disable_plaintext_auth and ssl = required */
+	bool local;
+	bool plaintext_allowed;        /* LOGIN, PLAIN */
+	bool auth_allowed;             /* any mechanism (ssl = required) */
+	const char *capability;        /* lp->capabilities[] entry */
+
+	/* TLS: the session, the handshake's io and timer */
+	struct login_ssl *ssl;
+	/* base64 tls-exporter channel binding (RFC 9266) after the TLS
+	   handshake, or NULL (no TLS, or TLS 1.2 without extended master
+	   secret) */
+	const char *cbind_b64;
+	struct io *io_tls;
+	struct timeout *to_handshake;
+	struct timeout *to_pending;    /* decrypted bytes await reading */
+	bool implicit_tls;             /* ssl listener: greet after handshake */
+	/* Our end of the socketpair whose other end went to master in a
+	   TLS client's HANDOFF (-1 = none). */
+	int proxy_fd;
 
 	enum login_client_state state;
 	unsigned int bad_count;
@@ -78,7 +103,15 @@ struct login_client {
    (it was destroyed and logged). */
 struct login_client *
 login_client_create(struct login_process *lp, int fd,
-		    const struct sockaddr *remote, socklen_t remote_len);
+		    const struct sockaddr *remote, socklen_t remote_len,
+		    bool implicit_tls);
+/* Recompute plaintext_allowed, auth_allowed and capability (after TLS
+   became active). */
+void login_client_update_auth_flags(struct login_client *client);
+/* Create input/output on the socket, over TLS if client->ssl is set. */
+void login_client_streams_create(struct login_client *client);
+/* Send the untagged greeting with the capability list. */
+void login_client_send_greeting(struct login_client *client);
 /* Log "Disconnected: reason" (unless handed off), flush what we can,
    close the fd and drop the list's reference. Idempotent. */
 void login_client_destroy(struct login_client *client, const char *reason);
@@ -134,6 +167,17 @@ void login_client_handoff_flushed(struct login_client *client);
 /* Records from master about this client. */
 void login_client_handoff_ok(struct login_client *client);
 void login_client_handoff_fail(struct login_client *client, const char *text);
+
+/* login-client-tls.c */
+/* STARTTLS was answered OK: discard pipelined input (RFC 2595 3.1 / the
+   CVE-2011-0411 injection class) and start TLS once the OK is out. */
+void login_client_starttls(struct login_client *client);
+/* Start the server handshake on the socket (implicit TLS, or STARTTLS
+   after the OK drained). The client may be destroyed. */
+void login_client_tls_start(struct login_client *client);
+/* Release the TLS session (client destroyed): close_notify if it was
+   established and not handed on. */
+void login_client_tls_free(struct login_client *client);
 
 /* login-cmds.c: run one parsed command line. args is the whole line
    (tag, command name, arguments); tag is the parser's validated tag or

@@ -1,5 +1,5 @@
 /* The pre-auth command table and its commands: AUTHENTICATE, CAPABILITY,
-   ID, LOGIN, LOGOUT, NOOP. Each command parses all its arguments first
+   ID, LOGIN, LOGOUT, NOOP, STARTTLS. Each command parses all its arguments first
    (a parse error is a BAD with no side effect), then acts. */
 #include "imap-login-common.h"
 #include "login-client.h"
@@ -25,15 +25,12 @@ struct login_cmd {
 static void cmd_capability(struct login_client *client, const char *tag,
 			   const struct imap_arg *args)
 {
-	const struct login_process *lp = client->lp;
-
 	if (!imap_arg_is_eol(&args[0])) {
 		login_client_send_bad(client, tag, "CAPABILITY takes no arguments");
 		return;
 	}
 	login_client_send_tagline(client, "*", "CAPABILITY %s",
-				  client->plaintext_allowed ? lp->capability :
-				  lp->capability_nologin);
+				  client->capability);
 	login_client_send_tagline(client, tag, "OK Capability completed.");
 }
 
@@ -45,6 +42,27 @@ static void cmd_noop(struct login_client *client, const char *tag,
 		return;
 	}
 	login_client_send_tagline(client, tag, "OK NOOP completed.");
+}
+
+/* RFC 9051 6.2.1, RFC 2595 3.1. */
+static void cmd_starttls(struct login_client *client, const char *tag,
+			 const struct imap_arg *args)
+{
+	if (!imap_arg_is_eol(&args[0])) {
+		login_client_send_bad(client, tag, "STARTTLS takes no arguments");
+		return;
+	}
+	if (client->ssl != NULL) {
+		login_client_send_bad(client, tag, "TLS is already active.");
+		return;
+	}
+	if (client->lp->ssl_ctx == NULL) {
+		login_client_send_bad(client, tag, "TLS support isn't enabled.");
+		return;
+	}
+	login_client_send_tagline(client, tag, "OK Begin TLS negotiation now.");
+	if (!client->destroyed)
+		login_client_starttls(client);
 }
 
 static void cmd_logout(struct login_client *client, const char *tag,
@@ -150,15 +168,15 @@ static void cmd_authenticate(struct login_client *client, const char *tag,
 			"NO Unsupported authentication mechanism.");
 		return;
 	}
-	if (mech->plaintext && !client->plaintext_allowed) {
+	if (!client->auth_allowed ||
+	    (mech->plaintext && !client->plaintext_allowed)) {
 		login_client_send_tagline(client, tag, PRIVACY_REQUIRED_TEXT);
 		return;
 	}
 	login_client_auth_begin(client, tag, mech->name, ir);
 }
 
-/* Sorted by name for bsearch. STARTTLS joins when TLS lands; until then
-   it is an unknown command. */
+/* Sorted by name for bsearch. */
 static const struct login_cmd login_cmds[] = {
 	{ "AUTHENTICATE", cmd_authenticate },
 	{ "CAPABILITY", cmd_capability },
@@ -166,6 +184,7 @@ static const struct login_cmd login_cmds[] = {
 	{ "LOGIN", cmd_login },
 	{ "LOGOUT", cmd_logout },
 	{ "NOOP", cmd_noop },
+	{ "STARTTLS", cmd_starttls },
 };
 
 /* Commands of the authenticated and selected states (RFC 9051 and the

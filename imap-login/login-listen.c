@@ -123,7 +123,8 @@ static void listener_accept(void *context)
 		return;
 	}
 	lp->accepted_count++;
-	(void)login_client_create(lp, fd, (struct sockaddr *)&addr, addr_len);
+	(void)login_client_create(lp, fd, (struct sockaddr *)&addr, addr_len,
+				  l->ssl);
 	/* After the client exists, so the process does not count as idle. */
 	if (lp->service_count != 0 && lp->accepted_count >= lp->service_count)
 		login_process_stop_listening(lp, false);
@@ -134,7 +135,7 @@ static bool listen_is_wanted(struct login_process *lp)
 {
 	return !lp->listen_done && !lp->shutting_down && !lp->stopping &&
 		lp->listeners->to_pause == NULL &&
-		lp->client_count < lp->client_limit;
+		lp->client_count + lp->proxy_count < lp->client_limit;
 }
 
 void login_listen_update(struct login_process *lp)
@@ -145,13 +146,12 @@ void login_listen_update(struct login_process *lp)
 	for (unsigned int i = 0; i < ls->count; i++) {
 		struct login_listener *l = &ls->list[i];
 
-		if (l->ssl) {
-			/* TLS is a later issue: never accept a client we could
-			   only answer in cleartext on a TLS port. */
+		if (l->ssl && lp->ssl_ctx == NULL) {
+			/* Never answer in cleartext on a TLS port. */
 			if (!ls->ssl_warned) {
-				i_warning("listener %s is ssl: TLS is not "
-					  "implemented yet, not accepting on it",
-					  l->name);
+				i_warning("listener %s is ssl, but TLS is not "
+					  "configured (ssl = no or no ssl_cert): "
+					  "not accepting on it", l->name);
 				ls->ssl_warned = true;
 			}
 			continue;
@@ -163,11 +163,12 @@ void login_listen_update(struct login_process *lp)
 	}
 	/* Tell master about changes only: records per transition, not per
 	   client. listen_done/shutdown are reported by their own records. */
-	int idle = lp->client_count == 0 ? 1 : 0;
+	unsigned int clients = lp->client_count + lp->proxy_count;
+	int idle = clients == 0 ? 1 : 0;
 	if (lp->master != NULL && !lp->listen_done && !lp->shutting_down &&
 	    ((int)want != lp->reported_accepting || idle != lp->reported_idle)) {
 		lp->reported_accepting = want ? 1 : 0;
 		lp->reported_idle = idle;
-		login_master_load(lp, lp->client_count, want);
+		login_master_load(lp, clients, want);
 	}
 }

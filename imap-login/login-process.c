@@ -14,7 +14,7 @@ unsigned int login_process_next_id(struct login_process *lp)
 static void login_process_check_exit(struct login_process *lp)
 {
 	if ((lp->listen_done || lp->shutting_down) && lp->client_count == 0 &&
-	    !lp->stopping) {
+	    lp->proxy_count == 0 && !lp->stopping) {
 		lp->stopping = true;
 		master_service_stop(lp->service);
 	}

@@ -1,5 +1,6 @@
 /* imap-login: pre-authentication IMAP (CAPABILITY, NOOP, LOGOUT, ID,
-   LOGIN, AUTHENTICATE; STARTTLS when TLS lands).
+   LOGIN, AUTHENTICATE, STARTTLS), implicit TLS, and the TLS layer of
+   logged-in TLS sessions (login-proxy.h).
 
    SECURITY: this process parses bytes from untrusted clients over TCP.
    It talks to master over an inherited socket (fd 3, moat-login-master)
@@ -9,7 +10,9 @@
    to that state in master_service_drop_privileges() before it accepts a
    single client. It never learns which user a login becomes beyond what
    auth tells it, cannot redeem the token auth gives it (only master can),
-   and links no post-auth code. One process serves up to client_limit
+   and links no post-auth code. It holds the TLS private key in memory
+   (loaded before the drop from its copy of the settings; it never opens
+   the key file, which stays readable by root only). One process serves up to client_limit
    clients at once, or service_count clients in total and then exits
    (service_count = 1 gives every client its own process). */
 #include "imap-login-common.h"
@@ -17,6 +20,8 @@
 #include "login-auth.h"
 #include "login-master.h"
 #include "login-listen.h"
+#include "login-proxy.h"
+#include "login-ssl.h"
 
 static void login_process_init_settings(struct login_process *lp)
 {
@@ -31,9 +36,8 @@ static void login_process_init_settings(struct login_process *lp)
 	lp->reported_accepting = lp->reported_idle = -1;
 	if (login_mechs_parse(lp->set->auth_mechanisms, &lp->mechs, &error) < 0)
 		i_fatal("%s", error);
-	lp->capability = login_capability_build(lp->pool, &lp->mechs, true);
-	lp->capability_nologin = login_capability_build(lp->pool, &lp->mechs,
-							false);
+	for (unsigned int i = 0; i < LOGIN_CAP_VARIANTS; i++)
+		lp->capabilities[i] = login_capability_build(lp->pool, &lp->mechs, i);
 }
 
 int main(void)
@@ -47,8 +51,9 @@ int main(void)
 	login_process_init_settings(&lp);
 	login_listen_init(&lp);
 
-	/* Everything that needs files goes here, before the chroot (TLS
-	   certificates and keys will). Nothing does yet. */
+	/* Everything that needs secrets or files goes here, before the
+	   chroot: the TLS key came from master in our settings copy. */
+	lp.ssl_ctx = login_ssl_ctx_init(lp.set);
 
 	master_service_drop_privileges(lp.service);
 
@@ -60,7 +65,9 @@ int main(void)
 
 	lp.stopping = true;
 	login_clients_destroy_all(&lp);
+	login_proxies_destroy_all(&lp);
 	login_listen_deinit(&lp);
+	login_ssl_ctx_deinit(&lp.ssl_ctx);
 	login_auth_deinit(&lp);
 	login_master_deinit(&lp);
 	pool_unref(&lp.pool);

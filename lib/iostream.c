@@ -191,6 +191,12 @@ struct ostream *o_stream_create_fd(struct ioloop *ioloop, int fd,
 	return stream;
 }
 
+void o_stream_set_io_fd(struct ostream *stream, int fd)
+{
+	i_assert(stream->io == NULL);
+	stream->fd = fd;
+}
+
 void o_stream_destroy(struct ostream **_stream)
 {
 	struct ostream *stream = *_stream;

@@ -50,6 +50,10 @@ struct ostream *o_stream_create_fd(struct ioloop *ioloop, int fd,
 struct ostream *o_stream_create_transport(struct ioloop *ioloop,
 					  const struct stream_transport *t,
 					  size_t max_buffer_size);
+/* The fd whose writability the stream waits for when the transport
+   would block (a TLS transport over that socket). Without one, a
+   transport stream must never see EAGAIN. */
+void o_stream_set_io_fd(struct ostream *stream, int fd);
 void o_stream_destroy(struct ostream **stream);
 
 /* Buffer data; tries to write at once unless corked. Returns 0, or -1 if

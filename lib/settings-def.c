@@ -181,6 +181,8 @@ int settings_defs_write(buffer_t *out, const char *indent,
 			const void *base, const void *defaults)
 {
 	for (unsigned int i = 0; i < count; i++) {
+		if ((defs[i].flags & SET_FLAG_SECRET) != 0)
+			continue;
 		if (defaults != NULL &&
 		    settings_def_equal(&defs[i], base, defaults))
 			continue;

@@ -19,6 +19,9 @@ enum setting_type {
 
 #define SET_FLAG_NONEMPTY 0x01
 #define SET_FLAG_ABSPATH  0x02  /* "" or an absolute path */
+/* A secret (a private key): settings_defs_write() leaves it out, so it is
+   written only where the caller asks for it by name. */
+#define SET_FLAG_SECRET   0x04
 
 struct setting_def {
 	const char *name;
@@ -45,8 +48,9 @@ bool settings_defs_equal(const struct setting_def *defs, unsigned int count,
 /* The value in a form config-parser reads back to the same value. */
 int settings_def_append(buffer_t *out, const struct setting_def *def,
 			const void *base) ATTR_WARN_UNUSED;
-/* "INDENTNAME = VALUE\n" for each def; with defaults != NULL only those
-   whose value differs from defaults'. -1 if out is full. */
+/* "INDENTNAME = VALUE\n" for each def except SET_FLAG_SECRET ones; with
+   defaults != NULL only those whose value differs from defaults'. -1 if
+   out is full. */
 int settings_defs_write(buffer_t *out, const char *indent,
 			const struct setting_def *defs, unsigned int count,
 			const void *base, const void *defaults) ATTR_WARN_UNUSED;

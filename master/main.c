@@ -166,7 +166,9 @@ static void sig_hup(void *context)
 	}
 	prepare_dirs(master);
 	i_close_fd(&master->config_fd);
-	master->config_fd = master_settings_create_fd(master->set);
+	i_close_fd(&master->login_config_fd);
+	master->config_fd = master_settings_create_fd(master->set, false);
+	master->login_config_fd = master_settings_create_fd(master->set, true);
 	services_reload(master);
 }
 
@@ -194,7 +196,7 @@ int main(int argc, char *argv[])
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct master master = { .config_fd = -1 };
+	struct master master = { .config_fd = -1, .login_config_fd = -1 };
 	bool foreground = false, dump_all = false, dump_changed = false;
 	const char *error;
 	int c;
@@ -242,7 +244,8 @@ int main(int argc, char *argv[])
 	if (!foreground)
 		daemonize();
 	pidfile_write(&master);
-	master.config_fd = master_settings_create_fd(master.set);
+	master.config_fd = master_settings_create_fd(master.set, false);
+	master.login_config_fd = master_settings_create_fd(master.set, true);
 	restrict_master_capabilities(master_capabilities);
 	if (!master.root)
 		i_warning("not running as root: every process runs as uid %u without "
@@ -265,6 +268,7 @@ int main(int argc, char *argv[])
 	(void)unlink(master.pid_path);
 	io_loop_destroy(&master.ioloop);
 	i_close_fd(&master.config_fd);
+	i_close_fd(&master.login_config_fd);
 	moat_settings_free(&master.set);
 	free(master.pid_path);
 	free(master.empty_dir);

@@ -75,6 +75,7 @@ struct master {
 	struct moat_settings *set;
 	unsigned int generation;
 	int config_fd;            /* sealed memfd: the settings for children */
+	int login_config_fd;      /* the same plus ssl_key: imap-login only */
 	bool root;
 	bool stopping;
 
@@ -101,7 +102,8 @@ struct master {
 /* master-settings.c */
 int master_settings_load(struct master *master, const char *path,
 			 const char **error_r);
-int master_settings_create_fd(const struct moat_settings *set);
+/* with_secrets: also ssl_key (imap-login's copy only). */
+int master_settings_create_fd(const struct moat_settings *set, bool with_secrets);
 int master_settings_resolve_users(struct master *master, const char **error_r);
 
 /* listener.c */

@@ -24,12 +24,13 @@ int master_settings_load(struct master *master, const char *path,
 	return 0;
 }
 
-int master_settings_create_fd(const struct moat_settings *set)
+int master_settings_create_fd(const struct moat_settings *set, bool with_secrets)
 {
 	buffer_t buf;
 	/* The serialized settings of a big config stay far below this. */
 	buffer_init(&buf, 4 * 1024 * 1024);
-	if (moat_settings_write(set, false, &buf) < 0)
+	if (moat_settings_write(set, false, &buf) < 0 ||
+	    (with_secrets && moat_settings_write_secrets(set, &buf) < 0))
 		i_fatal("settings do not fit the 4 MiB hand-over buffer");
 
 	int fd = memfd_create("moat-settings", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -48,6 +49,8 @@ int master_settings_create_fd(const struct moat_settings *set)
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
 		  F_SEAL_SEAL) < 0)
 		i_fatal("sealing the settings memfd failed: %s", strerror(errno));
+	/* The key must not linger in master's heap either. */
+	safe_memset(buf.data, 0, buf.used);
 	buffer_free(&buf);
 	return fd;
 }

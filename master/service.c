@@ -109,7 +109,9 @@ child_exec(struct service *service, int log_wfd, int channel_fd,
 	io_loop_reset_signals_for_child();
 	signal(SIGPIPE, SIG_DFL);
 	src[count++] = channel_fd;
-	src[count++] = master->config_fd;
+	/* Only imap-login's copy carries ssl_key (doc/security.md). */
+	src[count++] = service->kind == SERVICE_LOGIN ?
+		master->login_config_fd : master->config_fd;
 	for (unsigned int i = 0; i < extra_fd_count; i++)
 		src[count++] = extra_fds[i];
 	for (unsigned int i = 0; i < count; i++) {

@@ -11,6 +11,9 @@ drops privileges as in production (moat-login, moat-auth from dev.sh).
 Run as anyone else, every process runs as the invoking user.
 
 Per-test settings: @pytest.mark.moat_settings(login_timeout=2, ...).
+tls=True (not a moat setting) generates a self-signed certificate (key
+mode 0600) for ssl_cert/ssl_key and adds an implicit-TLS listener on
+server.tls_port.
 """
 
 import base64
@@ -170,6 +173,10 @@ class MoatServer:
         self.host = "127.0.0.1"
         self.port = free_port()
         self.settings = dict(settings)
+        self.tls = bool(self.settings.pop("tls", False))
+        self.tls_port = free_port() if self.tls else 0
+        self.cert_path = self.tmp / "cert.pem"
+        self.key_path = self.tmp / "key.pem"
         self.users = {}
         self.proc = None
         self.clients = []
@@ -226,6 +233,9 @@ class MoatServer:
             # Failed logins answer at once; tests that want the delay set it.
             "auth_failure_delay": "0",
         }
+        if self.tls:
+            top["ssl_cert"] = f"<{self.cert_path}"
+            top["ssl_key"] = f"<{self.key_path}"
         if IS_ROOT:
             top["default_login_user"] = "moat-login"
             top["default_internal_user"] = "moat-auth"
@@ -251,7 +261,8 @@ class MoatServer:
             f"    port = {self.port}",
             "  }",
             "  inet_listener imaps {",
-            "    port = 0",
+            *([f"    address = {self.host}", f"    port = {self.tls_port}",
+               "    ssl = yes"] if self.tls else ["    port = 0"]),
             "  }",
             "}",
             "service auth {",
@@ -287,9 +298,27 @@ class MoatServer:
             pytest.fail(f"{binary} not found: build and install moat first "
                         "(./dev.sh test, or set MOAT_PREFIX)")
         self.base_dir.mkdir(mode=0o755)
+        if self.tls:
+            self._make_cert()
         self._write_users()
         self._make_homes()
         self.conf_path.write_text(self._config_text())
+
+    def _make_cert(self):
+        """Self-signed P-256 certificate for 127.0.0.1; key 0600."""
+        old = os.umask(0o077)
+        try:
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "ec",
+                 "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                 "-keyout", str(self.key_path), "-out", str(self.cert_path),
+                 "-days", "2", "-subj", "/CN=localhost",
+                 "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                check=True, capture_output=True)
+        finally:
+            os.umask(old)
+        os.chmod(self.key_path, 0o600)
+        os.chmod(self.cert_path, 0o644)
 
     # -- process
 
