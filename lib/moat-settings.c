@@ -20,6 +20,9 @@
 
 _Static_assert(sizeof(enum moat_fsync_mode) == sizeof(unsigned int),
 	       "SET_ENUM stores enums as unsigned int");
+_Static_assert(sizeof(enum moat_ssl_mode) == sizeof(unsigned int) &&
+	       sizeof(enum moat_ssl_protocol) == sizeof(unsigned int),
+	       "SET_ENUM stores enums as unsigned int");
 
 static int check_protocols(pool_t pool, const char *value,
 			   const char **error_r);
@@ -28,9 +31,17 @@ static int check_mechanisms(pool_t pool, const char *value,
 static int check_mail_location(pool_t pool, const char *value,
 			       const char **error_r);
 static int check_address(pool_t pool, const char *value, const char **error_r);
+static int check_pem(pool_t pool, const char *value, const char **error_r);
+static int check_mailbox_name(pool_t pool, const char *value,
+			      const char **error_r);
 
 static const char *const fsync_values[] = {
 	"optimized", "always", "never", NULL
+};
+/* In the order of enum moat_ssl_mode and enum moat_ssl_protocol. */
+static const char *const ssl_values[] = { "no", "yes", "required", NULL };
+static const char *const ssl_protocol_values[] = {
+	"TLSv1.2", "TLSv1.3", NULL
 };
 
 #define GLOBAL(n, t, d, ...) { .name = #n, .type = (t), \
@@ -53,6 +64,12 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(first_valid_uid, SET_UINT, "500"),
 	GLOBAL(last_valid_uid, SET_UINT, "0"),
 	GLOBAL(mail_fsync, SET_ENUM, "optimized", .enum_values = fsync_values),
+	GLOBAL(mailbox_drafts, SET_STRING, "Drafts", .check = check_mailbox_name),
+	GLOBAL(mailbox_sent, SET_STRING, "Sent", .check = check_mailbox_name),
+	GLOBAL(mailbox_trash, SET_STRING, "Trash", .check = check_mailbox_name),
+	GLOBAL(mailbox_junk, SET_STRING, "Junk", .check = check_mailbox_name),
+	GLOBAL(mailbox_archive, SET_STRING, "Archive",
+	       .check = check_mailbox_name),
 	/* below 1k not even a LOGIN with a long password fits */
 	GLOBAL(imap_max_line_length, SET_SIZE, "64k", .min = 1024),
 	GLOBAL(imap_max_literal_size, SET_SIZE, "64k", .min = 1),
@@ -65,6 +82,17 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(auth_mechanisms, SET_STRING, "plain login",
 	       .flags = SET_FLAG_NONEMPTY, .check = check_mechanisms),
 	GLOBAL(auth_failure_delay, SET_TIME, "2 secs"),
+	GLOBAL(ssl, SET_ENUM, "yes", .enum_values = ssl_values),
+	GLOBAL(ssl_cert, SET_STRING, "", .check = check_pem),
+	GLOBAL(ssl_key, SET_STRING, "", .flags = SET_FLAG_SECRET,
+	       .check = check_pem),
+	GLOBAL(ssl_ca, SET_STRING, "", .check = check_pem),
+	GLOBAL(ssl_verify_client_cert, SET_BOOL, "no"),
+	GLOBAL(ssl_min_protocol, SET_ENUM, "TLSv1.2",
+	       .enum_values = ssl_protocol_values),
+	GLOBAL(ssl_cipher_list, SET_STRING, ""),
+	GLOBAL(ssl_cipher_suites, SET_STRING, ""),
+	GLOBAL(ssl_prefer_server_ciphers, SET_BOOL, "no"),
 };
 
 #define SERVICE(n, t, ...) { .name = #n, .type = (t), \
@@ -98,6 +126,7 @@ static const struct setting_def db_defs[] = {
 /* Drivers auth implements; add one here when auth learns it. */
 static const char *const passdb_drivers[] = {
 	"passwd-file",
+	"oauth2-file",   /* bearer tokens for OAUTHBEARER/XOAUTH2 only */
 	/* "pam" joins when auth-worker implements it. */
 	NULL
 };
@@ -180,7 +209,11 @@ static int check_protocols(pool_t pool, const char *value, const char **error_r)
 static int check_mechanisms(pool_t pool, const char *value,
 			    const char **error_r)
 {
-	static const char *const mechanisms[] = { "plain", "login", NULL };
+	static const char *const mechanisms[] = {
+		"plain", "login", "scram-sha-1", "scram-sha-1-plus",
+		"scram-sha-256", "scram-sha-256-plus", "cram-md5",
+		"oauthbearer", "xoauth2", NULL
+	};
 	return check_words(pool, value, mechanisms, error_r);
 }
 
@@ -206,6 +239,46 @@ static int check_address(pool_t pool ATTR_UNUSED, const char *value,
 	    inet_pton(AF_INET6, value, addr) == 1)
 		return 0;
 	*error_r = "not an IP address, * or ::";
+	return -1;
+}
+
+/* ssl_cert/ssl_key/ssl_ca hold the file's text ("ssl_cert = </path"). A
+   value without a PEM header is almost surely a path written without '<'.
+   The message never repeats the value: it may be key material. */
+/* A mailbox name as moat stores it (index/mailbox-name.h has the full
+   rules; lib/ can't use index/): no empty or dot levels, no control
+   characters or LIST wildcards. "" is allowed (no such folder). */
+static int check_mailbox_name(pool_t pool ATTR_UNUSED, const char *value,
+			      const char **error_r)
+{
+	const char *p = value;
+
+	if (value[0] == '\0')
+		return 0;
+	for (; *p != '\0'; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == '*' ||
+		    *p == '%')
+			break;
+	}
+	if (*p != '\0' || value[0] == '/' || p[-1] == '/' ||
+	    strstr(value, "//") != NULL || strcmp(value, ".") == 0 ||
+	    strcmp(value, "..") == 0 || strncmp(value, "./", 2) == 0 ||
+	    strncmp(value, "../", 3) == 0 || strstr(value, "/./") != NULL ||
+	    strstr(value, "/../") != NULL ||
+	    (p - value >= 2 && strcmp(p - 2, "/.") == 0) ||
+	    (p - value >= 3 && strcmp(p - 3, "/..") == 0)) {
+		*error_r = "not a valid mailbox name";
+		return -1;
+	}
+	return 0;
+}
+
+static int check_pem(pool_t pool ATTR_UNUSED, const char *value,
+		     const char **error_r)
+{
+	if (value[0] == '\0' || strstr(value, "-----BEGIN ") != NULL)
+		return 0;
+	*error_r = "not PEM data (write NAME = </path/to/file.pem)";
 	return -1;
 }
 
@@ -418,9 +491,10 @@ static int db_check(pool_t pool, const char *type,
 					db->driver);
 		return -1;
 	}
-	if (strcmp(db->driver, "passwd-file") == 0 && db->args[0] == '\0') {
-		*error_r = p_strdup_printf(pool, "%s passwd-file: args must be "
-					   "the file's path", type);
+	if ((strcmp(db->driver, "passwd-file") == 0 ||
+	     strcmp(db->driver, "oauth2-file") == 0) && db->args[0] == '\0') {
+		*error_r = p_strdup_printf(pool, "%s %s: args must be "
+					   "the file's path", type, db->driver);
 		return -1;
 	}
 	return 0;
@@ -537,6 +611,25 @@ static int settings_event(const struct config_event *event, void *context,
 	i_unreached();
 }
 
+static int ssl_check(const struct moat_settings *set, const char **error_r)
+{
+	bool have_cert = set->ssl_cert[0] != '\0';
+
+	if (have_cert != (set->ssl_key[0] != '\0')) {
+		*error_r = "ssl_cert and ssl_key must be set together";
+		return -1;
+	}
+	if (set->ssl == MOAT_SSL_REQUIRED && !have_cert) {
+		*error_r = "ssl = required, but ssl_cert is not set";
+		return -1;
+	}
+	if (set->ssl_verify_client_cert && set->ssl_ca[0] == '\0') {
+		*error_r = "ssl_verify_client_cert = yes needs ssl_ca";
+		return -1;
+	}
+	return 0;
+}
+
 /* Whole-config checks; full adds what only a complete config needs. */
 static int settings_check(const struct moat_settings *set, bool full,
 			  const char **error_r)
@@ -556,6 +649,9 @@ static int settings_check(const struct moat_settings *set, bool full,
 		*error_r = "no passdb configured";
 		return -1;
 	}
+	/* Only master's full copy has ssl_key; children skip this. */
+	if (full && ssl_check(set, error_r) < 0)
+		return -1;
 	return 0;
 }
 
@@ -723,6 +819,21 @@ int moat_settings_write(const struct moat_settings *set, bool non_default_only,
 	if (defaults != NULL)
 		moat_settings_free(&defaults);
 	return ret;
+}
+
+int moat_settings_write_secrets(const struct moat_settings *set, buffer_t *out)
+{
+	for (unsigned int i = 0; i < N_ELEMENTS(global_defs); i++) {
+		const struct setting_def *def = &global_defs[i];
+
+		if ((def->flags & SET_FLAG_SECRET) == 0)
+			continue;
+		if (buffer_printf(out, "%s = ", def->name) < 0 ||
+		    settings_def_append(out, def, set) < 0 ||
+		    buffer_append_c(out, '\n') < 0)
+			return -1;
+	}
+	return 0;
 }
 
 static bool dbs_equal(const struct moat_db_settings *a, unsigned int a_count,

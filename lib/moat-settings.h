@@ -15,6 +15,21 @@ enum moat_fsync_mode {
 	MOAT_FSYNC_NEVER,          /* testing only: an OK may be lost on crash */
 };
 
+/* ssl: "no" offers no TLS at all; "yes" offers it (STARTTLS and ssl
+   listeners) when ssl_cert is set; "required" also refuses every
+   authentication before TLS except on a same-host connection. */
+enum moat_ssl_mode {
+	MOAT_SSL_NO = 0,
+	MOAT_SSL_YES,
+	MOAT_SSL_REQUIRED,
+};
+
+/* RFC 8996: nothing older than TLS 1.2. */
+enum moat_ssl_protocol {
+	MOAT_SSL_TLSV1_2 = 0,
+	MOAT_SSL_TLSV1_3,
+};
+
 struct moat_listener_settings {
 	const char *name;          /* "imap", "imaps" */
 	const char *address;       /* "127.0.0.1", "*", "::" */
@@ -60,6 +75,12 @@ struct moat_settings {
 	unsigned int first_valid_uid;
 	unsigned int last_valid_uid; /* 0 = no upper bound */
 	enum moat_fsync_mode mail_fsync;
+	/* SPECIAL-USE folders created at login ("" = none), UTF-8 */
+	const char *mailbox_drafts;
+	const char *mailbox_sent;
+	const char *mailbox_trash;
+	const char *mailbox_junk;
+	const char *mailbox_archive;
 
 	/* imap */
 	uint64_t imap_max_line_length;
@@ -74,6 +95,20 @@ struct moat_settings {
 	bool disable_plaintext_auth;        /* loopback counts as secured */
 	const char *auth_mechanisms;        /* "plain login" */
 	unsigned int auth_failure_delay;    /* seconds, first failure */
+
+	/* TLS (imap-login). ssl_cert, ssl_key and ssl_ca hold PEM text (the
+	   config says "ssl_cert = </path": master reads the file). ssl_key is
+	   secret: moat_settings_write() leaves it out; only imap-login's copy
+	   of the settings has it (moat_settings_write_secrets()). */
+	enum moat_ssl_mode ssl;
+	const char *ssl_cert;
+	const char *ssl_key;
+	const char *ssl_ca;                 /* "" = no client certificates */
+	bool ssl_verify_client_cert;
+	enum moat_ssl_protocol ssl_min_protocol;
+	const char *ssl_cipher_list;        /* TLS 1.2; "" = OpenSSL's default */
+	const char *ssl_cipher_suites;      /* TLS 1.3; "" = OpenSSL's default */
+	bool ssl_prefer_server_ciphers;
 
 	struct moat_service_settings *services;
 	unsigned int service_count;
@@ -120,6 +155,10 @@ void moat_settings_free(struct moat_settings **set);
    from the defaults (moat -n). Returns -1 if out would overflow. */
 int moat_settings_write(const struct moat_settings *set, bool non_default_only,
 			buffer_t *out);
+
+/* Append the secret settings (ssl_key) in moat.conf syntax, for the one
+   child that needs them. Returns -1 if out would overflow. */
+int moat_settings_write_secrets(const struct moat_settings *set, buffer_t *out);
 
 /* True if every setting, service, listener and db of a and b is equal. */
 bool moat_settings_equal(const struct moat_settings *a,

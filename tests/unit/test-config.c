@@ -91,6 +91,11 @@ static void test_defaults(void)
 	test_assert_int(set->first_valid_uid, 500);
 	test_assert_int(set->last_valid_uid, 0);
 	test_assert_int(set->mail_fsync, MOAT_FSYNC_OPTIMIZED);
+	test_assert_str(set->mailbox_drafts, "Drafts");
+	test_assert_str(set->mailbox_sent, "Sent");
+	test_assert_str(set->mailbox_trash, "Trash");
+	test_assert_str(set->mailbox_junk, "Junk");
+	test_assert_str(set->mailbox_archive, "Archive");
 	test_assert_int(set->imap_max_line_length, 64 * 1024);
 	test_assert_int(set->imap_max_literal_size, 64 * 1024);
 	test_assert_int(set->imap_max_append_size, 64 * 1024 * 1024);
@@ -231,6 +236,10 @@ static void test_bad_values(void)
 		     "at least 60");
 	assert_error("bad7.conf", "mail_fsync = sometimes\n", 1,
 		     "optimized, always, never");
+	assert_error("badmbox1.conf", "mailbox_trash = ../Trash\n", 1,
+		     "not a valid mailbox name");
+	assert_error("badmbox2.conf", "mailbox_junk = a//b\n", 1,
+		     "not a valid mailbox name");
 	assert_error("bad8.conf", "protocols = imap pop3\n", 1, "pop3");
 	assert_error("bad9.conf", "mail_location = mbox:~/mail\n", 1, "maildir");
 	assert_error("bad10.conf", "base_dir = relative/dir\n", 1, "absolute");
@@ -665,6 +674,85 @@ static void test_round_trip(void)
 	buffer_free(&out);
 }
 
+#define TEST_CERT "-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\n"
+#define TEST_KEY "-----BEGIN PRIVATE KEY-----\nU0VDUkVU\n-----END PRIVATE KEY-----\n"
+#define TEST_DBS "passdb {\n  driver = passwd-file\n  args = /x\n}\n"
+
+/* "" if contents parses and validates, else the error. */
+static const char *ssl_validate(const char *contents)
+{
+	static char error_copy[MOAT_SETTINGS_ERROR_MAX];
+	const char *error = "";
+	struct moat_settings *set = parse_str("ssl-v.conf", contents, &error);
+
+	if (set != NULL && moat_settings_validate(set, &error) == 0)
+		error = "";
+	snprintf(error_copy, sizeof(error_copy), "%s", error);
+	moat_settings_free(&set);
+	return error_copy;
+}
+
+static void test_ssl_settings(void)
+{
+	const char *error;
+	buffer_t out;
+
+	write_file("cert.pem", TEST_CERT);
+	write_file("key.pem", TEST_KEY);
+	struct moat_settings *set = parse_str("ssl.conf",
+		"ssl = required\nssl_cert = <cert.pem\nssl_key = <key.pem\n"
+		"ssl_min_protocol = TLSv1.3\nssl_prefer_server_ciphers = yes\n"
+		"ssl_cipher_suites = TLS_AES_256_GCM_SHA384\n" TEST_DBS, &error);
+	test_assert(set != NULL);
+	if (set == NULL)
+		return;
+	test_assert_int(set->ssl, MOAT_SSL_REQUIRED);
+	test_assert_int(set->ssl_min_protocol, MOAT_SSL_TLSV1_3);
+	test_assert(set->ssl_prefer_server_ciphers);
+	test_assert(strstr(set->ssl_key, "U0VDUkVU") != NULL);
+	test_assert(moat_settings_validate(set, &error) == 0);
+
+	/* the key is left out of the normal output, and only there */
+	buffer_init(&out, TEST_OUT_MAX);
+	test_assert(moat_settings_write(set, false, &out) == 0);
+	test_assert(strstr(out.data, "QUJD") != NULL);
+	test_assert(strstr(out.data, "U0VDUkVU") == NULL);
+	test_assert(strstr(out.data, "ssl_key") == NULL);
+	struct moat_settings *set2 = read_back(&out);
+	test_assert(set2 != NULL && set2->ssl_key[0] == '\0');
+	moat_settings_free(&set2);
+	test_assert(moat_settings_write_secrets(set, &out) == 0);
+	set2 = read_back(&out);
+	test_assert(set2 != NULL && moat_settings_equal(set, set2));
+	moat_settings_free(&set2);
+	buffer_reset(&out);
+	test_assert(moat_settings_write(set, true, &out) == 0);
+	test_assert(strstr(out.data, "U0VDUkVU") == NULL);
+	buffer_free(&out);
+	moat_settings_free(&set);
+
+	/* defaults: TLS offered, no certificate, so unavailable */
+	set = moat_settings_defaults();
+	test_assert_int(set->ssl, MOAT_SSL_YES);
+	test_assert_int(set->ssl_min_protocol, MOAT_SSL_TLSV1_2);
+	test_assert_str(set->ssl_cert, "");
+	moat_settings_free(&set);
+
+	test_assert_str(ssl_validate("ssl_cert = <cert.pem\n" TEST_DBS),
+			"ssl_cert and ssl_key must be set together");
+	test_assert_str(ssl_validate("ssl = required\n" TEST_DBS),
+			"ssl = required, but ssl_cert is not set");
+	test_assert(strstr(ssl_validate("ssl_cert = <cert.pem\n"
+		"ssl_key = <key.pem\nssl_verify_client_cert = yes\n" TEST_DBS),
+		"needs ssl_ca") != NULL);
+	test_assert(strstr(ssl_validate("ssl_cert = /etc/cert.pem\n" TEST_DBS),
+			   "not PEM data") != NULL);
+	test_assert(strstr(ssl_validate("ssl = maybe\n" TEST_DBS),
+			   "use one of") != NULL);
+	test_assert(strstr(ssl_validate("ssl_min_protocol = TLSv1.1\n" TEST_DBS),
+			   "use one of") != NULL);
+}
+
 static void test_non_default_output(void)
 {
 	struct moat_settings *set = moat_settings_defaults();
@@ -724,5 +812,6 @@ TEST_MAIN(
 	TEST(test_include),
 	TEST(test_value_file),
 	TEST(test_round_trip),
+	TEST(test_ssl_settings),
 	TEST(test_non_default_output)
 )

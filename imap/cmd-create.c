@@ -1,0 +1,30 @@
+/* CREATE (RFC 9051 6.3.4): missing parents are created too; a trailing
+   "/" is dropped ("a/" creates a). */
+#include "imap-common.h"
+#include "imap-commands.h"
+#include "imap-mailbox.h"
+
+bool cmd_create(struct client_command *cmd)
+{
+	char name[MAILBOX_NAME_MAX + 1];
+	enum mailbox_list_error code;
+	const char *wire, *error;
+
+	if (!imap_arg_get_astring(&cmd->args[0], &wire) ||
+	    !imap_arg_is_eol(&cmd->args[1])) {
+		client_send_command_error(cmd, "Invalid arguments.");
+		return true;
+	}
+	size_t len = strlen(wire);
+	if (len > 1 && wire[len - 1] == MAILBOX_NAME_SEP)
+		wire = p_strndup(cmd->pool, wire, len - 1);
+	if (!imap_mailbox_name_get(cmd, wire, name))
+		return true;
+	if (mailbox_list_create(cmd->client->user->mail_root, name, &code,
+				&error) < 0) {
+		imap_mailbox_list_error(cmd, code, error);
+		return true;
+	}
+	client_send_tagline(cmd, "OK Create completed.");
+	return true;
+}

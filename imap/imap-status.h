@@ -1,0 +1,29 @@
+#ifndef IMAP_STATUS_H
+#define IMAP_STATUS_H
+/* The STATUS data items (RFC 9051 6.3.11, RFC 8438 SIZE), shared by
+   STATUS and LIST RETURN (STATUS ...) (RFC 5819). */
+
+#include "imap-client.h"
+
+enum imap_status_items {
+	IMAP_STATUS_MESSAGES = 0x01,
+	IMAP_STATUS_UIDNEXT = 0x02,
+	IMAP_STATUS_UIDVALIDITY = 0x04,
+	IMAP_STATUS_UNSEEN = 0x08,
+	IMAP_STATUS_DELETED = 0x10,
+	IMAP_STATUS_SIZE = 0x20,
+	IMAP_STATUS_RECENT = 0x40,
+};
+
+/* A parenthesized list of item names; false if empty or unknown. */
+bool imap_status_parse_items(const struct imap_arg *arg,
+			     enum imap_status_items *items_r);
+/* Send "* STATUS <name> (...)" for a normalized name. Uses the client's
+   selected view when it is that mailbox, else opens it read-only (a
+   directory scan of the folder and its uidlist; SIZE reads a message
+   only when its file name carries no size). Returns 1, 0 if the mailbox
+   doesn't exist, -1 on error (logged). */
+int imap_status_send(struct client *client, const char *name,
+		     enum imap_status_items items);
+
+#endif
