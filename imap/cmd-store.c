@@ -1,0 +1,174 @@
+/* STORE and UID STORE (RFC 9051 6.4.6, RFC 3501 6.4.6): FLAGS, +FLAGS,
+   -FLAGS, each with .SILENT, on system flags and keywords. Each message
+   is one rename of its file; other sessions see the change at their next
+   sync. */
+#include "imap-common.h"
+#include "imap-commands.h"
+#include "imap-flags.h"
+#include "imap-seqset.h"
+#include "imap-notify.h"
+
+#include <strings.h>
+
+enum store_mode { STORE_REPLACE, STORE_ADD, STORE_REMOVE };
+
+struct store_ctx {
+	enum store_mode mode;
+	bool silent;
+	struct imap_flag_list list;
+	struct seq_range *ranges;
+	unsigned int range_count;
+	uint32_t keywords;
+};
+
+static bool store_parse_item(const char *item, struct store_ctx *ctx)
+{
+	if (*item == '+') {
+		ctx->mode = STORE_ADD;
+		item++;
+	} else if (*item == '-') {
+		ctx->mode = STORE_REMOVE;
+		item++;
+	} else {
+		ctx->mode = STORE_REPLACE;
+	}
+	if (strcasecmp(item, "FLAGS") == 0)
+		return true;
+	if (strcasecmp(item, "FLAGS.SILENT") == 0) {
+		ctx->silent = true;
+		return true;
+	}
+	return false;
+}
+
+/* Everything before acting: BAD for any syntax error. */
+static bool store_parse(struct client_command *cmd, struct store_ctx *ctx)
+{
+	const char *set, *item, *error;
+
+	if (!imap_arg_get_atom(&cmd->args[0], &set) ||
+	    imap_seqset_parse(cmd->pool, set, &ctx->ranges,
+			      &ctx->range_count) < 0) {
+		client_send_command_error(cmd, "Invalid messageset.");
+		return false;
+	}
+	if (!imap_arg_get_atom(&cmd->args[1], &item) ||
+	    !store_parse_item(item, ctx)) {
+		client_send_command_error(cmd, "Invalid STORE data item.");
+		return false;
+	}
+	if (imap_flag_list_parse(&cmd->args[2], true, &ctx->list, &error) < 0) {
+		client_send_command_error(cmd, error);
+		return false;
+	}
+	if (imap_seqset_resolve(cmd->client->mailbox, cmd->uid, ctx->ranges,
+				&ctx->range_count) < 0) {
+		client_send_command_error(cmd, "Invalid messageset.");
+		return false;
+	}
+	return true;
+}
+
+static void store_new_flags(const struct store_ctx *ctx, enum mail_flags old,
+			    uint32_t old_kw, enum mail_flags *flags_r,
+			    uint32_t *kw_r)
+{
+	old &= MAIL_FLAGS_PERMANENT;
+	switch (ctx->mode) {
+	case STORE_REPLACE:
+		*flags_r = ctx->list.flags;
+		*kw_r = ctx->keywords;
+		break;
+	case STORE_ADD:
+		*flags_r = old | ctx->list.flags;
+		*kw_r = old_kw | ctx->keywords;
+		break;
+	case STORE_REMOVE:
+	default:
+		*flags_r = old & ~ctx->list.flags;
+		*kw_r = old_kw & ~ctx->keywords;
+		break;
+	}
+}
+
+static void store_send_fetch(struct client_command *cmd, uint32_t seq)
+{
+	struct client *client = cmd->client;
+	buffer_t buf;
+
+	buffer_init(&buf, IMAP_FLAGS_STR_MAX + 64);
+	if (buffer_printf(&buf, "* %u FETCH (", seq) < 0 ||
+	    (cmd->uid && buffer_printf(&buf, "UID %u ",
+			mailbox_msg_uid(client->mailbox, seq)) < 0) ||
+	    buffer_append_str(&buf, "FLAGS ") < 0 ||
+	    imap_write_msg_flags(&buf, client->mailbox, seq) < 0 ||
+	    buffer_append_c(&buf, ')') < 0)
+		i_unreached();
+	client_send_line(client, buf.data);
+	buffer_free(&buf);
+}
+
+/* Returns false after an I/O error (logged). */
+static bool store_msg(struct client_command *cmd, struct store_ctx *ctx,
+		      uint32_t seq, bool *changed_r)
+{
+	struct mailbox *box = cmd->client->mailbox;
+	enum mail_flags old = mailbox_msg_flags(box, seq), flags;
+	uint32_t old_kw = mailbox_msg_keywords(box, seq), kw;
+	const char *error;
+
+	if (mailbox_msg_is_expunged(box, seq))
+		return true;   /* nothing to report for a vanished message */
+	store_new_flags(ctx, old, old_kw, &flags, &kw);
+	if (mailbox_msg_set_flags_keywords(box, seq, flags, kw, &error) < 0) {
+		if (errno == ENOENT)
+			return true;
+		i_error("STORE failed: %s", error);
+		return false;
+	}
+	if (flags != (old & MAIL_FLAGS_PERMANENT) || kw != old_kw)
+		*changed_r = true;
+	/* RFC 9051 6.4.6: the new flags as if FETCH FLAGS was done */
+	if (!ctx->silent)
+		store_send_fetch(cmd, seq);
+	return true;
+}
+
+bool cmd_store(struct client_command *cmd)
+{
+	struct client *client = cmd->client;
+	struct store_ctx *ctx = p_malloc(cmd->pool, sizeof(*ctx));
+	const char *error;
+	bool changed = false, ok = true;
+
+	if (!store_parse(cmd, ctx))
+		return true;
+	if (mailbox_is_readonly(client->mailbox)) {
+		client_send_tagline(cmd, "NO [CANNOT] Mailbox is read-only.");
+		return true;
+	}
+	/* -FLAGS never defines keywords; the others may hit the limit */
+	int ret = imap_flag_list_keywords(client->mailbox, &ctx->list,
+					  ctx->mode != STORE_REMOVE,
+					  &ctx->keywords, &error);
+	if (ret <= 0) {
+		if (ret < 0)
+			i_error("STORE failed: %s", error);
+		client_send_tagline(cmd, ret == 0 ?
+			"NO [LIMIT] Too many keywords in this mailbox." :
+			"NO [SERVERBUG] Internal error occurred.");
+		return true;
+	}
+	/* a new keyword is announced before the FETCHes that show it */
+	imap_sync_keywords(client);
+	for (unsigned int i = 0; i < ctx->range_count && ok; i++) {
+		for (uint32_t seq = ctx->ranges[i].seq1;
+		     seq <= ctx->ranges[i].seq2 && ok; seq++)
+			ok = store_msg(cmd, ctx, seq, &changed);
+	}
+	if (changed)
+		imap_notify_changed(client);
+	client_send_tagline(cmd, ok ? "OK Store completed." :
+		"NO [SERVERBUG] Internal error occurred.");
+	return true;
+}

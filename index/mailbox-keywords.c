@@ -1,0 +1,120 @@
+/* Keywords of a mailbox and changing a message's flags and keywords
+   together (mailbox.h). The names live in maildir-keywords; a message's
+   keywords are the letters a-z of its file name. */
+#include "lib.h"
+#include "log.h"
+#include "mailbox-private.h"
+
+static struct mailbox_msg *kw_msg(struct mailbox *box, uint32_t seq)
+{
+	i_assert(seq >= 1 && seq <= box->count);
+	return &box->msgs[seq - 1];
+}
+
+int mailbox_keywords_refresh(struct mailbox *box, const char **error_r)
+{
+	return maildir_keywords_refresh(box->keywords, error_r);
+}
+
+uint32_t mailbox_keywords_defined(struct mailbox *box)
+{
+	return maildir_keywords_defined(box->keywords);
+}
+
+const char *mailbox_keyword_name(struct mailbox *box, unsigned int idx)
+{
+	return maildir_keywords_name(box->keywords, idx);
+}
+
+bool mailbox_keyword_is_valid(const char *name)
+{
+	return maildir_keyword_is_valid(name);
+}
+
+int mailbox_keyword_get(struct mailbox *box, const char *name, bool create,
+			unsigned int *idx_r, const char **error_r)
+{
+	int idx = maildir_keywords_lookup(box->keywords, name);
+
+	if (idx >= 0) {
+		*idx_r = (unsigned int)idx;
+		return 1;
+	}
+	if (!create)
+		return 0;
+	/* the names file is written under the folder's uidlist lock */
+	if (maildir_uidlist_lock(box->uidlist, error_r) < 0)
+		return -1;
+	int ret = maildir_keywords_add(box->keywords, name, idx_r, error_r);
+	maildir_uidlist_unlock(box->uidlist);
+	return ret;
+}
+
+uint32_t mailbox_msg_keywords(struct mailbox *box, uint32_t seq)
+{
+	return kw_msg(box, seq)->keywords;
+}
+
+/* The letters of other_flags that are not keywords (P, foreign ones),
+   followed by the letters of keywords. */
+static void kw_merge_letters(const char *other, uint32_t keywords,
+			     char *buf, size_t size)
+{
+	size_t n = 0;
+
+	for (; *other != '\0' && n + 1 < size; other++) {
+		if (*other < 'a' || *other > 'z')
+			buf[n++] = *other;
+	}
+	char letters[MAILDIR_KEYWORDS_MAX + 1];
+	maildir_keywords_to_letters(keywords, letters);
+	for (const char *p = letters; *p != '\0' && n + 1 < size; p++)
+		buf[n++] = *p;
+	buf[n] = '\0';
+}
+
+int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,
+				   enum mail_flags flags, uint32_t keywords,
+				   const char **error_r)
+{
+	struct mailbox_msg *msg = kw_msg(box, seq);
+	struct maildir_filename fn;
+	char old_path[PATH_MAX], new_path[PATH_MAX];
+	char new_name[MAILDIR_FILENAME_MAX + 1];
+	char other[MAILDIR_OTHER_FLAGS_MAX + MAILDIR_KEYWORDS_MAX + 1];
+
+	i_assert(!mailbox_is_readonly(box));
+	flags &= MAIL_FLAGS_PERMANENT;
+	if (msg->expunged || msg->fname == NULL) {
+		errno = ENOENT;
+		*error_r = "Message was expunged";
+		return -1;
+	}
+	if ((msg->flags & MAIL_FLAGS_PERMANENT) == flags &&
+	    msg->keywords == keywords)
+		return 0;
+	if (!maildir_filename_parse(msg->fname, &fn))
+		i_unreached();   /* names in the view were parsed by sync */
+	kw_merge_letters(fn.other_flags, keywords, other, sizeof(other));
+	if (maildir_filename_make(new_name, sizeof(new_name), msg->fname,
+				  fn.base_len, flags, other) < 0 ||
+	    snprintf(old_path, sizeof(old_path), "%s/%s", box->cur_dir,
+		     msg->fname) >= (int)sizeof(old_path) ||
+	    snprintf(new_path, sizeof(new_path), "%s/%s", box->cur_dir,
+		     new_name) >= (int)sizeof(new_path)) {
+		errno = ENAMETOOLONG;
+		*error_r = mailbox_set_error(box, "Can't rename %s", msg->fname);
+		return -1;
+	}
+	if (rename(old_path, new_path) < 0) {
+		*error_r = errno == ENOENT ? "Message was expunged" :
+			mailbox_set_error(box, "rename(%s, %s) failed: %m",
+					  old_path, new_path);
+		return -1;
+	}
+	i_free(msg->fname);
+	msg->fname = i_strdup(new_name);
+	msg->flags = flags | (msg->flags & MAIL_RECENT);
+	msg->keywords = keywords;
+	return 0;
+}

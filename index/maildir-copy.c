@@ -1,0 +1,313 @@
+/* Copying messages between Maildir folders (mailbox_copy_*, mailbox.h):
+   each message is hard-linked (or, across file systems, copied with its
+   mtime) into the target's tmp/ under a new unique name; commit then
+   renames them into cur/ with their flags under the target's uidlist
+   lock, gives them UIDs, and fsyncs cur/ before returning. */
+#include "lib.h"
+#include "log.h"
+#include "mempool.h"
+#include "mailbox-private.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+/* Bytes per read/write when a hard link is not possible. */
+#define COPY_CHUNK (64 * 1024)
+
+struct copy_item {
+	char *tmp_path;
+	char base[MAILDIR_FILENAME_MAX + 1];
+	size_t base_len;
+	enum mail_flags flags;
+	uint64_t size, vsize;
+	const char *kw_names[MAILBOX_KEYWORDS_MAX];
+	unsigned int kw_count;
+	char *cur_path;         /* set once renamed into cur/ */
+};
+
+struct mailbox_copy_ctx {
+	struct mailbox *dest;
+	pool_t pool;
+	struct copy_item *items;
+	unsigned int count, alloc;
+};
+
+struct mailbox_copy_ctx *mailbox_copy_begin(struct mailbox *dest)
+{
+	pool_t pool = pool_create("mailbox copy", 1024);
+	struct mailbox_copy_ctx *ctx = p_malloc(pool, sizeof(*ctx));
+
+	ctx->dest = dest;
+	ctx->pool = pool;
+	return ctx;
+}
+
+unsigned int mailbox_copy_count(struct mailbox_copy_ctx *ctx)
+{
+	return ctx->count;
+}
+
+static struct copy_item *copy_new_item(struct mailbox_copy_ctx *ctx)
+{
+	if (ctx->count == ctx->alloc) {
+		ctx->alloc = ctx->alloc == 0 ? 32 : ctx->alloc * 2;
+		ctx->items = i_realloc(ctx->items,
+				       i_mul_size(ctx->alloc, sizeof(*ctx->items)));
+	}
+	struct copy_item *item = &ctx->items[ctx->count++];
+	memset(item, 0, sizeof(*item));
+	return item;
+}
+
+static int copy_write_all(int fd, const unsigned char *p, size_t size)
+{
+	while (size > 0) {
+		ssize_t ret = write(fd, p, size);
+		if (ret < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += ret;
+		size -= (size_t)ret;
+	}
+	return 0;
+}
+
+/* Copy the bytes and the mtime (INTERNALDATE) of src_fd into a new
+   file at dest. */
+static int copy_file_data(int src_fd, const char *dest, bool do_fsync)
+{
+	unsigned char buf[COPY_CHUNK];
+	struct stat st;
+	int fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ssize_t ret = 0;
+
+	if (fd == -1 || fstat(src_fd, &st) < 0)
+		goto fail;
+	while ((ret = read(src_fd, buf, sizeof(buf))) != 0) {
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret < 0 || copy_write_all(fd, buf, (size_t)ret) < 0)
+			goto fail;
+	}
+	struct timespec ts[2] = { st.st_mtim, st.st_mtim };
+	if (futimens(fd, ts) < 0 || (do_fsync && fsync(fd) < 0))
+		goto fail;
+	i_close_fd(&fd);
+	return 0;
+fail:;
+	int saved = errno;
+	if (fd != -1) {
+		i_close_fd(&fd);
+		(void)unlink(dest);
+	}
+	errno = saved;
+	return -1;
+}
+
+/* Put the file of src's seq at item->tmp_path. */
+static int copy_stage_file(struct mailbox_copy_ctx *ctx, struct mailbox *src,
+			   struct mailbox_msg *msg, struct copy_item *item,
+			   const char **error_r)
+{
+	struct mailbox *dest = ctx->dest;
+	char src_path[PATH_MAX];
+
+	if (snprintf(src_path, sizeof(src_path), "%s/%s", src->cur_dir,
+		     msg->fname) >= (int)sizeof(src_path)) {
+		errno = ENAMETOOLONG;
+		*error_r = "Path too long";
+		return -1;
+	}
+	if (link(src_path, item->tmp_path) == 0)
+		return 0;
+	if (errno == ENOENT) {
+		*error_r = "Message was expunged";
+		return -1;
+	}
+	if (errno != EXDEV && errno != EPERM && errno != EMLINK) {
+		*error_r = mailbox_set_error(dest, "link(%s, %s) failed: %m",
+					     src_path, item->tmp_path);
+		return -1;
+	}
+	int fd = open(src_path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1) {
+		*error_r = errno == ENOENT ? "Message was expunged" :
+			mailbox_set_error(dest, "open(%s) failed: %m", src_path);
+		return -1;
+	}
+	int ret = copy_file_data(fd, item->tmp_path,
+		(dest->flags & MAILBOX_OPEN_NO_FSYNC) == 0);
+	if (ret < 0)
+		*error_r = mailbox_set_error(dest, "copying %s to %s failed: %m",
+					     src_path, item->tmp_path);
+	i_close_fd(&fd);
+	return ret;
+}
+
+/* A new base name for the target, carrying the sizes. */
+static int copy_make_base(struct mailbox *dest, struct copy_item *item)
+{
+	char unique[MAILDIR_FILENAME_MAX + 1];
+	int len;
+
+	if (maildir_unique_next(&dest->unique, unique, sizeof(unique)) < 0)
+		return -1;
+	if (item->size == MAILDIR_SIZE_UNKNOWN)
+		len = snprintf(item->base, sizeof(item->base), "%s", unique);
+	else if (item->vsize == MAILDIR_SIZE_UNKNOWN)
+		len = snprintf(item->base, sizeof(item->base), "%s,S=%llu",
+			       unique, (unsigned long long)item->size);
+	else
+		len = snprintf(item->base, sizeof(item->base), "%s,S=%llu,W=%llu",
+			       unique, (unsigned long long)item->size,
+			       (unsigned long long)item->vsize);
+	if (len < 0 || (size_t)len >= sizeof(item->base))
+		return -1;
+	item->base_len = (size_t)len;
+	return 0;
+}
+
+int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
+		     uint32_t seq, const char **error_r)
+{
+	i_assert(seq >= 1 && seq <= src->count);
+	struct mailbox_msg *msg = &src->msgs[seq - 1];
+
+	if (msg->expunged || msg->fname == NULL) {
+		errno = ENOENT;
+		*error_r = "Message was expunged";
+		return -1;
+	}
+	struct copy_item *item = copy_new_item(ctx);
+	item->flags = msg->flags & MAIL_FLAGS_PERMANENT;
+	item->size = msg->size;
+	item->vsize = msg->vsize;
+	for (unsigned int i = 0; i < MAILBOX_KEYWORDS_MAX; i++) {
+		const char *name = (msg->keywords & (1U << i)) == 0 ? NULL :
+			maildir_keywords_name(src->keywords, i);
+		if (name != NULL)
+			item->kw_names[item->kw_count++] = p_strdup(ctx->pool, name);
+	}
+	if (copy_make_base(ctx->dest, item) < 0) {
+		ctx->count--;
+		errno = ENAMETOOLONG;
+		*error_r = "Can't generate a file name";
+		return -1;
+	}
+	item->tmp_path = p_strdup_printf(ctx->pool, "%s/%s",
+					 ctx->dest->tmp_dir, item->base);
+	if (copy_stage_file(ctx, src, msg, item, error_r) < 0) {
+		ctx->count--;
+		return -1;
+	}
+	return 0;
+}
+
+static void copy_free(struct mailbox_copy_ctx **_ctx, bool failed)
+{
+	struct mailbox_copy_ctx *ctx = *_ctx;
+
+	*_ctx = NULL;
+	for (unsigned int i = 0; i < ctx->count && failed; i++) {
+		const char *path = ctx->items[i].cur_path != NULL ?
+			ctx->items[i].cur_path : ctx->items[i].tmp_path;
+		if (unlink(path) < 0 && errno != ENOENT)
+			i_error("unlink(%s) failed: %m", path);
+	}
+	i_free(ctx->items);
+	pool_unref(&ctx->pool);
+}
+
+void mailbox_copy_abort(struct mailbox_copy_ctx **ctx)
+{
+	copy_free(ctx, true);
+}
+
+/* The target's keyword letters of item (names defined as needed; a name
+   that finds no free letter is dropped). Called under the lock. */
+static uint32_t copy_map_keywords(struct mailbox *dest, struct copy_item *item,
+				  const char **error_r, bool *failed_r)
+{
+	uint32_t keywords = 0;
+
+	for (unsigned int i = 0; i < item->kw_count; i++) {
+		unsigned int idx;
+		int ret = maildir_keywords_add(dest->keywords, item->kw_names[i],
+					       &idx, error_r);
+		if (ret < 0) {
+			*failed_r = true;
+			return 0;
+		}
+		if (ret > 0)
+			keywords |= 1U << idx;
+	}
+	return keywords;
+}
+
+/* Under the target's lock: rename into cur/ and record the UIDs. */
+static int copy_publish(struct mailbox_copy_ctx *ctx, uint32_t *first_uid_r,
+			const char **error_r)
+{
+	struct mailbox *dest = ctx->dest;
+	struct maildir_uidlist *ul = dest->uidlist;
+	char fname[MAILDIR_FILENAME_MAX + 1];
+	char letters[MAILDIR_KEYWORDS_MAX + 1];
+
+	*first_uid_r = maildir_uidlist_get_next_uid(ul);
+	for (unsigned int i = 0; i < ctx->count; i++) {
+		struct copy_item *item = &ctx->items[i];
+		bool failed = false;
+		uint32_t kw = copy_map_keywords(dest, item, error_r, &failed);
+		if (failed)
+			return -1;
+		maildir_keywords_to_letters(kw, letters);
+		if (maildir_filename_make(fname, sizeof(fname), item->base,
+					  item->base_len, item->flags,
+					  letters) < 0) {
+			*error_r = "File name too long";
+			return -1;
+		}
+		char *dest_path = p_strdup_printf(ctx->pool, "%s/%s",
+						  dest->cur_dir, fname);
+		if (rename(item->tmp_path, dest_path) < 0) {
+			*error_r = mailbox_set_error(dest,
+				"rename(%s, %s) failed: %m", item->tmp_path,
+				dest_path);
+			return -1;
+		}
+		item->cur_path = dest_path;
+		struct maildir_uidlist_rec *rec = maildir_uidlist_add(ul,
+			item->base, item->base_len, item->size, item->vsize);
+		i_assert(rec->uid == *first_uid_r + i);
+	}
+	return maildir_uidlist_write(ul, error_r);
+}
+
+int mailbox_copy_commit(struct mailbox_copy_ctx **_ctx, uint32_t *first_uid_r,
+			const char **error_r)
+{
+	struct mailbox_copy_ctx *ctx = *_ctx;
+	struct mailbox *dest = ctx->dest;
+
+	if (ctx->count == 0) {
+		*first_uid_r = 0;
+		copy_free(_ctx, false);
+		return 0;
+	}
+	if (maildir_uidlist_lock(dest->uidlist, error_r) < 0) {
+		copy_free(_ctx, true);
+		return -1;
+	}
+	int ret = copy_publish(ctx, first_uid_r, error_r);
+	maildir_uidlist_unlock(dest->uidlist);
+	if (ret == 0 && (dest->flags & MAILBOX_OPEN_NO_FSYNC) == 0 &&
+	    maildir_fsync_dir(dest->cur_dir) < 0) {
+		*error_r = mailbox_set_error(dest, "fsync(%s) failed: %m",
+					     dest->cur_dir);
+		ret = -1;
+	}
+	copy_free(_ctx, ret < 0);
+	return ret;
+}

@@ -1,0 +1,146 @@
+/* Unit tests: maildir-copy.c (mailbox_copy_*) */
+#include "test-common.h"
+#include "mailbox.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#define COPY_MSG "Subject: copy me\r\n\r\nbody\r\n"
+
+static const char *copy_root(const char *name)
+{
+	static char path[2][512];
+	static unsigned int n;
+	char *p = path[n++ % 2];
+
+	snprintf(p, sizeof(path[0]), "%s/%s", test_tmpdir(), name);
+	return p;
+}
+
+static uint32_t copy_append(struct mailbox *box, enum mail_flags flags,
+			    uint32_t keywords, time_t date)
+{
+	struct mailbox_append_ctx *save;
+	const char *error;
+	uint32_t uid = 0;
+
+	test_assert(mailbox_append_begin(box, flags, date, &save, &error) == 0);
+	mailbox_append_set_keywords(save, keywords);
+	test_assert(mailbox_append_write(save, COPY_MSG, strlen(COPY_MSG),
+					 &error) == 0);
+	test_assert(mailbox_append_finish(&save, &uid, &error) == 0);
+	return uid;
+}
+
+static void test_copy_keeps_everything(void)
+{
+	struct mailbox *src, *dst;
+	const char *error;
+	unsigned int idx;
+
+	test_assert(mailbox_open(copy_root("src"), "INBOX", 0, &src,
+				 &error) == 1);
+	test_assert(mailbox_open(copy_root("dst"), "INBOX", 0, &dst,
+				 &error) == 1);
+	/* the target already has a keyword: names are mapped, not letters */
+	test_assert(mailbox_keyword_get(dst, "Other", true, &idx, &error) == 1);
+	test_assert(mailbox_keyword_get(src, "Todo", true, &idx, &error) == 1);
+	test_assert_int(idx, 0);
+	(void)copy_append(src, MAIL_SEEN | MAIL_FLAGGED, 1, 1000000000);
+	(void)copy_append(src, MAIL_DELETED, 0, 1100000000);
+	test_assert(mailbox_sync(src, true, NULL, NULL, &error) == 0);
+	test_assert_int(mailbox_get_count(src), 2);
+
+	struct mailbox_copy_ctx *ctx = mailbox_copy_begin(dst);
+	test_assert(mailbox_copy_add(ctx, src, 1, &error) == 0);
+	test_assert(mailbox_copy_add(ctx, src, 2, &error) == 0);
+	test_assert_int(mailbox_copy_count(ctx), 2);
+	uint32_t first_uid;
+	test_assert(mailbox_copy_commit(&ctx, &first_uid, &error) == 0);
+	test_assert_int(first_uid, 1);
+
+	test_assert(mailbox_keywords_refresh(dst, &error) >= 0);
+	test_assert(mailbox_sync(dst, true, NULL, NULL, &error) == 0);
+	test_assert_int(mailbox_get_count(dst), 2);
+	test_assert_int(mailbox_msg_uid(dst, 2), 2);
+	test_assert_int(mailbox_msg_flags(dst, 1) & MAIL_FLAGS_PERMANENT,
+			MAIL_SEEN | MAIL_FLAGGED);
+	test_assert_int(mailbox_msg_flags(dst, 2) & MAIL_FLAGS_PERMANENT,
+			MAIL_DELETED);
+	test_assert(mailbox_keyword_get(dst, "todo", false, &idx, &error) == 1);
+	test_assert_int(idx, 1);
+	test_assert_int(mailbox_msg_keywords(dst, 1), 1U << idx);
+	test_assert_int(mailbox_msg_keywords(dst, 2), 0);
+
+	time_t date;
+	test_assert(mailbox_msg_internaldate(dst, 1, &date, &error) == 0);
+	test_assert_int(date, 1000000000);
+	test_assert(mailbox_msg_internaldate(dst, 2, &date, &error) == 0);
+	test_assert_int(date, 1100000000);
+	uint64_t vsize;
+	test_assert(mailbox_msg_vsize(dst, 1, &vsize, &error) == 0);
+	test_assert_int(vsize, strlen(COPY_MSG));
+
+	/* same file system: a hard link */
+	int fd = mailbox_msg_open(dst, 1, &error);
+	struct stat st;
+	test_assert(fd != -1 && fstat(fd, &st) == 0);
+	test_assert_int(st.st_nlink, 2);
+	char buf[128];
+	ssize_t n = read(fd, buf, sizeof(buf));
+	test_assert_int(n, strlen(COPY_MSG));
+	test_assert(n > 0 && memcmp(buf, COPY_MSG, (size_t)n) == 0);
+	close(fd);
+
+	/* changing the copy's flags leaves the original alone */
+	test_assert(mailbox_msg_set_flags_keywords(dst, 1, 0, 0, &error) == 0);
+	test_assert(mailbox_sync(src, true, NULL, NULL, &error) == 0);
+	test_assert_int(mailbox_msg_flags(src, 1) & MAIL_FLAGS_PERMANENT,
+			MAIL_SEEN | MAIL_FLAGGED);
+	test_assert_int(mailbox_msg_keywords(src, 1), 1);
+
+	/* an expunged source message is reported as such */
+	test_assert(mailbox_msg_expunge(src, 2, &error) == 0);
+	ctx = mailbox_copy_begin(dst);
+	errno = 0;
+	test_assert(mailbox_copy_add(ctx, src, 2, &error) < 0);
+	test_assert_int(errno, ENOENT);
+	test_assert_int(mailbox_copy_count(ctx), 0);
+	test_assert(mailbox_copy_add(ctx, src, 1, &error) == 0);
+	mailbox_copy_abort(&ctx);
+	test_assert(mailbox_sync(dst, true, NULL, NULL, &error) == 0);
+	test_assert_int(mailbox_get_count(dst), 2);
+	mailbox_close(&src);
+	mailbox_close(&dst);
+}
+
+static void test_copy_same_mailbox(void)
+{
+	struct mailbox *box, *box2;
+	const char *error;
+	uint32_t first_uid;
+
+	test_assert(mailbox_open(copy_root("same"), "INBOX",
+				 MAILBOX_OPEN_NO_FSYNC, &box, &error) == 1);
+	test_assert(mailbox_open(copy_root("same"), "INBOX",
+				 MAILBOX_OPEN_NO_FSYNC, &box2, &error) == 1);
+	(void)copy_append(box, MAIL_ANSWERED, 0, (time_t)-1);
+	test_assert(mailbox_sync(box, true, NULL, NULL, &error) == 0);
+	struct mailbox_copy_ctx *ctx = mailbox_copy_begin(box2);
+	test_assert(mailbox_copy_add(ctx, box, 1, &error) == 0);
+	test_assert(mailbox_copy_commit(&ctx, &first_uid, &error) == 0);
+	test_assert_int(first_uid, 2);
+	test_assert(mailbox_sync(box, true, NULL, NULL, &error) == 0);
+	test_assert_int(mailbox_get_count(box), 2);
+	test_assert_int(mailbox_msg_uid(box, 2), 2);
+	test_assert_int(mailbox_msg_flags(box, 2) & MAIL_FLAGS_PERMANENT,
+			MAIL_ANSWERED);
+	/* an empty commit is fine */
+	ctx = mailbox_copy_begin(box2);
+	test_assert(mailbox_copy_commit(&ctx, &first_uid, &error) == 0);
+	test_assert_int(first_uid, 0);
+	mailbox_close(&box2);
+	mailbox_close(&box);
+}
+
+TEST_MAIN(TEST(test_copy_keeps_everything), TEST(test_copy_same_mailbox))
