@@ -5,6 +5,8 @@
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-date.h"
+#include "imap-flags.h"
+#include "imap-mailbox.h"
 
 #include <strings.h>
 
@@ -17,45 +19,10 @@ struct append_ctx {
 	unsigned int msg_idx;     /* index of the literal in cmd->args */
 	bool failed;
 	bool line_end;            /* literal read; parsing the line end */
+	struct imap_flag_list flags;
+	struct mailbox *box;      /* the selected one or client->append_box */
+	char boxname[MAILBOX_NAME_MAX + 1];
 };
-
-static const struct {
-	const char *name;
-	enum mail_flags flag;
-} append_flag_names[] = {
-	{ "\\Answered", MAIL_ANSWERED },
-	{ "\\Flagged", MAIL_FLAGGED },
-	{ "\\Deleted", MAIL_DELETED },
-	{ "\\Seen", MAIL_SEEN },
-	{ "\\Draft", MAIL_DRAFT },
-};
-
-static bool append_parse_flags(const struct imap_arg *arg,
-			       enum mail_flags *flags_r)
-{
-	const struct imap_arg *list;
-	unsigned int count;
-	const char *atom;
-
-	*flags_r = 0;
-	if (!imap_arg_get_list(arg, &list, &count))
-		return false;
-	for (unsigned int i = 0; i < count; i++) {
-		if (!imap_arg_get_atom(&list[i], &atom))
-			return false;
-		if (atom[0] != '\\')
-			continue;   /* keywords are not stored yet */
-		unsigned int j;
-		for (j = 0; j < N_ELEMENTS(append_flag_names); j++) {
-			if (strcasecmp(atom, append_flag_names[j].name) == 0)
-				break;
-		}
-		if (j == N_ELEMENTS(append_flag_names))
-			return false;   /* \Recent or an unknown system flag */
-		*flags_r |= append_flag_names[j].flag;
-	}
-	return true;
-}
 
 static void append_abort(struct append_ctx *ctx)
 {
@@ -68,27 +35,35 @@ static void cmd_append_cancel(struct client_command *cmd)
 	append_abort(cmd->context);
 }
 
-static struct mailbox *append_get_box(struct client *client,
-				      const char **error_r)
+/* The selected mailbox if it is name, else client->append_box (kept open
+   for the next APPEND to the same mailbox). Returns 1, 0 if the mailbox
+   doesn't exist, -1 on error. */
+static int append_get_box(struct client *client, const char *name,
+			  struct mailbox **box_r, const char **error_r)
 {
-	if (client->mailbox != NULL)
-		return client->mailbox;   /* INBOX is the only mailbox */
-	if (client->append_box == NULL) {
-		enum mailbox_open_flags flags = 0;
-		if (client->user->set->mail_fsync == MOAT_FSYNC_NEVER)
-			flags |= MAILBOX_OPEN_NO_FSYNC;
-		if (mailbox_open(client->user->mail_root, "INBOX", flags,
-				 &client->append_box, error_r) <= 0)
-			return NULL;
+	if (client->mailbox != NULL &&
+	    strcmp(mailbox_get_name(client->mailbox), name) == 0) {
+		*box_r = client->mailbox;
+		return 1;
 	}
-	return client->append_box;
+	if (client->append_box != NULL &&
+	    strcmp(mailbox_get_name(client->append_box), name) != 0)
+		mailbox_close(&client->append_box);
+	if (client->append_box == NULL) {
+		int ret = mailbox_open(client->user->mail_root, name,
+				       imap_mailbox_open_flags(client, false),
+				       &client->append_box, error_r);
+		if (ret <= 0)
+			return ret;
+	}
+	*box_r = client->append_box;
+	return 1;
 }
 
 static bool append_finish(struct client_command *cmd, struct append_ctx *ctx,
 			  const struct imap_arg *args)
 {
-	struct mailbox *box = cmd->client->mailbox != NULL ?
-		cmd->client->mailbox : cmd->client->append_box;
+	struct mailbox *box = ctx->box;
 	const char *error;
 	uint32_t uid;
 
@@ -173,7 +148,7 @@ append_parse(struct client_command *cmd, struct append_ctx *ctx,
 	     enum mail_flags *flags_r, time_t *date_r)
 {
 	const struct imap_arg *args = cmd->args;
-	const char *name, *date;
+	const char *name, *date, *error;
 	unsigned int i = 1;
 
 	*flags_r = 0;
@@ -182,10 +157,13 @@ append_parse(struct client_command *cmd, struct append_ctx *ctx,
 		client_send_command_error(cmd, "Invalid mailbox name.");
 		return NULL;
 	}
-	if (args[i].type == IMAP_ARG_LIST &&
-	    !append_parse_flags(&args[i++], flags_r)) {
-		client_send_command_error(cmd, "Invalid flags.");
-		return NULL;
+	if (args[i].type == IMAP_ARG_LIST) {
+		if (imap_flag_list_parse(&args[i++], false, &ctx->flags,
+					 &error) < 0) {
+			client_send_command_error(cmd, error);
+			return NULL;
+		}
+		*flags_r = ctx->flags.flags;
 	}
 	if (args[i].type == IMAP_ARG_STRING) {
 		if (!imap_arg_get_string(&args[i++], &date) ||
@@ -200,8 +178,16 @@ append_parse(struct client_command *cmd, struct append_ctx *ctx,
 		return NULL;
 	}
 	ctx->msg_idx = i;
-	if (!mailbox_name_is_inbox(name)) {
+	int ret = !imap_mailbox_name_decode(name, ctx->boxname) ? 0 :
+		append_get_box(cmd->client, ctx->boxname, &ctx->box, &error);
+	if (ret == 0) {
 		client_send_tagline(cmd, "NO [TRYCREATE] Mailbox doesn't exist");
+		return NULL;
+	}
+	if (ret < 0) {
+		i_error("APPEND: opening mailbox failed: %s", error);
+		client_send_tagline(cmd, "NO [SERVERBUG] Internal error occurred. "
+				    "Refer to server log for more information.");
 		return NULL;
 	}
 	if (args[i].literal_size > cmd->client->user->set->imap_max_append_size) {
@@ -224,13 +210,23 @@ bool cmd_append(struct client_command *cmd)
 	const struct imap_arg *msg = append_parse(cmd, ctx, &flags, &date);
 	if (msg == NULL)
 		return true;
-	struct mailbox *box = append_get_box(client, &error);
-	if (box == NULL ||
+	struct mailbox *box = ctx->box;
+	uint32_t keywords = 0;
+	int ret = box == NULL ? -1 :
+		imap_flag_list_keywords(box, &ctx->flags, true, &keywords,
+					&error);
+	if (ret == 0) {
+		client_send_tagline(cmd, "NO [LIMIT] Too many keywords in "
+				    "this mailbox.");
+		return true;
+	}
+	if (ret < 0 ||
 	    mailbox_append_begin(box, flags, date, &ctx->save, &error) < 0) {
 		i_error("APPEND failed: %s", error);
 		client_send_tagline(cmd, "NO [SERVERBUG] Saving the message failed.");
 		return true;
 	}
+	mailbox_append_set_keywords(ctx->save, keywords);
 	cmd->context = ctx;
 	cmd->cancel = cmd_append_cancel;
 	if (msg->type == IMAP_ARG_LITERAL) {

@@ -3,6 +3,7 @@
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-fetch.h"
+#include "imap-search.h"
 
 #include <strings.h>
 
@@ -12,15 +13,22 @@ static bool fetch_add(struct imap_fetch_ctx *ctx, enum imap_fetch_item_type type
 	if (ctx->item_count == IMAP_FETCH_MAX_ITEMS)
 		return false;
 	for (unsigned int i = 0; i < ctx->item_count; i++) {
-		if (type != IMAP_FETCH_BODY && ctx->items[i].type == type)
-			return true;   /* asked twice: answer once */
+		/* asked twice: answer once */
+		if (type != IMAP_FETCH_BODY && type != IMAP_FETCH_BINARY_SIZE &&
+		    ctx->items[i].type == type &&
+		    strcmp(ctx->items[i].name, name) == 0)
+			return true;
 	}
 	struct imap_fetch_item *item = &ctx->items[ctx->item_count++];
 	memset(item, 0, sizeof(*item));
 	item->type = type;
 	item->name = name;
+	item->section.part = "";
 	if (type == IMAP_FETCH_FLAGS)
 		ctx->flags_requested = true;
+	if (type == IMAP_FETCH_ENVELOPE || type == IMAP_FETCH_BODYSTRUCTURE)
+		ctx->need_structure = true;
+	item->extended = strcmp(name, "BODYSTRUCTURE") == 0;
 	return true;
 }
 
@@ -44,55 +52,114 @@ static bool fetch_parse_partial(const char *p, struct imap_fetch_item *item)
 	return true;
 }
 
-static bool fetch_parse_body(struct imap_fetch_ctx *ctx, const char *atom)
-{
-	pool_t pool = ctx->cmd->pool;
-	bool peek;
-	const char *rest;
+/* BODY[section]<partial> and its BODY.PEEK, BINARY and BINARY.PEEK
+   forms (RFC 3516), and BINARY.SIZE[section]. */
+static const struct fetch_section_form {
+	const char *prefix, *reply;
+	bool peek, binary, size;
+} fetch_section_forms[] = {
+	{ "BODY[", "BODY", false, false, false },
+	{ "BODY.PEEK[", "BODY", true, false, false },
+	{ "BINARY[", "BINARY", false, true, false },
+	{ "BINARY.PEEK[", "BINARY", true, true, false },
+	{ "BINARY.SIZE[", "BINARY.SIZE", true, true, true },
+};
 
-	if (strncasecmp(atom, "BODY[]", 6) == 0) {
-		peek = false;
-		rest = atom + 6;
-	} else if (strncasecmp(atom, "BODY.PEEK[]", 11) == 0) {
-		peek = true;
-		rest = atom + 11;
-	} else {
-		return false;
+static bool fetch_parse_section(struct imap_fetch_ctx *ctx, const char *atom)
+{
+	const struct fetch_section_form *form = NULL;
+	pool_t pool = ctx->cmd->pool;
+	const char *spec, *end, *echo;
+
+	for (unsigned int i = 0; i < N_ELEMENTS(fetch_section_forms); i++) {
+		if (strncasecmp(atom, fetch_section_forms[i].prefix,
+				strlen(fetch_section_forms[i].prefix)) == 0)
+			form = &fetch_section_forms[i];
 	}
-	if (!fetch_add(ctx, IMAP_FETCH_BODY, NULL))
+	if (form == NULL)
+		return false;
+	spec = atom + strlen(form->prefix);
+	/* a partial after the section holds no ']' */
+	if ((end = strrchr(spec, ']')) == NULL)
+		return false;
+	if (!fetch_add(ctx, form->size ? IMAP_FETCH_BINARY_SIZE :
+		       IMAP_FETCH_BODY, form->reply))
 		return false;
 	struct imap_fetch_item *item = &ctx->items[ctx->item_count - 1];
-	if (!fetch_parse_partial(rest, item))
+	if (imap_section_parse(pool, p_strndup(pool, spec, (size_t)(end - spec)),
+			       form->binary, &item->section, &echo) < 0)
+		return false;
+	if (form->size ? end[1] != '\0' : !fetch_parse_partial(end + 1, item))
 		return false;
 	/* the reply names only the origin octet: BODY[]<0> */
 	item->name = item->partial ?
-		p_strdup_printf(pool, "BODY[]<%llu>",
-				(unsigned long long)item->start) : "BODY[]";
-	if (!peek)
+		p_strdup_printf(pool, "%s[%s]<%llu>", form->reply, echo,
+				(unsigned long long)item->start) :
+		p_strdup_printf(pool, "%s[%s]", form->reply, echo);
+	if (imap_section_needs_structure(&item->section))
+		ctx->need_structure = true;
+	if (!form->peek)
+		ctx->set_seen = true;
+	return true;
+}
+
+/* RFC822, RFC822.HEADER, RFC822.TEXT: BODY[], BODY.PEEK[HEADER] and
+   BODY[TEXT] under their old names. */
+static bool fetch_add_rfc822(struct imap_fetch_ctx *ctx, const char *name,
+			     enum imap_section_text text, bool seen)
+{
+	if (!fetch_add(ctx, IMAP_FETCH_BODY, name))
+		return false;
+	ctx->items[ctx->item_count - 1].section.text = text;
+	if (text != IMAP_SECTION_BODY)
+		ctx->need_structure = true;
+	if (seen)
 		ctx->set_seen = true;
 	return true;
 }
 
 static bool fetch_parse_item(struct imap_fetch_ctx *ctx, const char *atom)
 {
-	if (strcasecmp(atom, "UID") == 0)
-		return fetch_add(ctx, IMAP_FETCH_UID, "UID");
-	if (strcasecmp(atom, "FLAGS") == 0)
-		return fetch_add(ctx, IMAP_FETCH_FLAGS, "FLAGS");
-	if (strcasecmp(atom, "RFC822.SIZE") == 0)
-		return fetch_add(ctx, IMAP_FETCH_RFC822_SIZE, "RFC822.SIZE");
-	if (strcasecmp(atom, "INTERNALDATE") == 0)
-		return fetch_add(ctx, IMAP_FETCH_INTERNALDATE, "INTERNALDATE");
-	if (strcasecmp(atom, "RFC822") == 0) {
-		ctx->set_seen = true;
-		return fetch_add(ctx, IMAP_FETCH_BODY, "RFC822");
+	static const struct {
+		const char *name;
+		enum imap_fetch_item_type type;
+	} simple[] = {
+		{ "UID", IMAP_FETCH_UID },
+		{ "FLAGS", IMAP_FETCH_FLAGS },
+		{ "RFC822.SIZE", IMAP_FETCH_RFC822_SIZE },
+		{ "INTERNALDATE", IMAP_FETCH_INTERNALDATE },
+		{ "ENVELOPE", IMAP_FETCH_ENVELOPE },
+		{ "BODY", IMAP_FETCH_BODYSTRUCTURE },
+		{ "BODYSTRUCTURE", IMAP_FETCH_BODYSTRUCTURE },
+	};
+
+	for (unsigned int i = 0; i < N_ELEMENTS(simple); i++) {
+		if (strcasecmp(atom, simple[i].name) == 0)
+			return fetch_add(ctx, simple[i].type, simple[i].name);
 	}
-	if (strcasecmp(atom, "FAST") == 0) {
-		return fetch_parse_item(ctx, "FLAGS") &&
-			fetch_parse_item(ctx, "INTERNALDATE") &&
-			fetch_parse_item(ctx, "RFC822.SIZE");
+	if (strcasecmp(atom, "RFC822") == 0)
+		return fetch_add_rfc822(ctx, "RFC822", IMAP_SECTION_BODY, true);
+	if (strcasecmp(atom, "RFC822.HEADER") == 0)
+		return fetch_add_rfc822(ctx, "RFC822.HEADER",
+					IMAP_SECTION_HEADER, false);
+	if (strcasecmp(atom, "RFC822.TEXT") == 0)
+		return fetch_add_rfc822(ctx, "RFC822.TEXT",
+					IMAP_SECTION_TEXT, true);
+	/* the macros (RFC 3501 6.4.5) */
+	if (strcasecmp(atom, "FAST") == 0 || strcasecmp(atom, "ALL") == 0 ||
+	    strcasecmp(atom, "FULL") == 0) {
+		if (!fetch_parse_item(ctx, "FLAGS") ||
+		    !fetch_parse_item(ctx, "INTERNALDATE") ||
+		    !fetch_parse_item(ctx, "RFC822.SIZE"))
+			return false;
+		if (strcasecmp(atom, "FAST") == 0)
+			return true;
+		if (!fetch_parse_item(ctx, "ENVELOPE"))
+			return false;
+		return strcasecmp(atom, "ALL") == 0 ||
+			fetch_parse_item(ctx, "BODY");
 	}
-	return fetch_parse_body(ctx, atom);
+	return fetch_parse_section(ctx, atom);
 }
 
 static bool fetch_parse_items(struct imap_fetch_ctx *ctx,
@@ -134,9 +201,11 @@ bool cmd_fetch(struct client_command *cmd)
 	ctx->cmd = cmd;
 	ctx->box = cmd->client->mailbox;
 	ctx->body_fd = -1;
+	/* "$" is the SEARCHRES result (imap-search.h) */
 	if (!imap_arg_get_atom(&cmd->args[0], &set) ||
-	    imap_seqset_parse(cmd->pool, set, &ctx->ranges,
-			      &ctx->range_count) < 0) {
+	    (strcmp(set, "$") != 0 &&
+	     imap_seqset_parse(cmd->pool, set, &ctx->ranges,
+			       &ctx->range_count) < 0)) {
 		client_send_command_error(cmd, "Invalid messageset.");
 		return true;
 	}
@@ -146,8 +215,8 @@ bool cmd_fetch(struct client_command *cmd)
 					  "fetch attribute.");
 		return true;
 	}
-	if (imap_seqset_resolve(ctx->box, cmd->uid, ctx->ranges,
-				&ctx->range_count) < 0) {
+	if (imap_search_seqset(cmd, set, &ctx->ranges,
+			       &ctx->range_count) < 0) {
 		client_send_command_error(cmd, "Invalid messageset.");
 		return true;
 	}

@@ -2,8 +2,8 @@
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-sync.h"
-
-#define SELECT_FLAGS "(\\Answered \\Flagged \\Deleted \\Seen \\Draft)"
+#include "imap-flags.h"
+#include "imap-mailbox.h"
 
 static void select_send_status(struct client *client, struct mailbox *box)
 {
@@ -11,11 +11,8 @@ static void select_send_status(struct client *client, struct mailbox *box)
 	uint32_t recent = mailbox_get_recent_count(box);
 	uint32_t unseen = mailbox_get_first_unseen_seq(box);
 
-	client_send_line(client, "* FLAGS " SELECT_FLAGS);
-	/* read-only: no flag can be changed permanently */
-	client_send_line(client, mailbox_is_readonly(box) ?
-		"* OK [PERMANENTFLAGS ()] No permanent flags permitted" :
-		"* OK [PERMANENTFLAGS " SELECT_FLAGS "] Flags permitted");
+	/* FLAGS and PERMANENTFLAGS with the keywords (read-only: none) */
+	imap_send_flags_list(client);
 	client_send_linef(client, "* %u EXISTS", count);
 	client_send_linef(client, "* %u RECENT", recent);
 	if (unseen != 0)
@@ -46,7 +43,10 @@ static bool cmd_select_full(struct client_command *cmd, bool readonly)
 	enum mailbox_open_flags flags = readonly ? MAILBOX_OPEN_READONLY : 0;
 	if (client->user->set->mail_fsync == MOAT_FSYNC_NEVER)
 		flags |= MAILBOX_OPEN_NO_FSYNC;
-	int ret = mailbox_open(client->user->mail_root, name, flags, &box,
+	char boxname[MAILBOX_NAME_MAX + 1];
+	/* an invalid name can't exist */
+	int ret = !imap_mailbox_name_decode(name, boxname) ? 0 :
+		mailbox_open(client->user->mail_root, boxname, flags, &box,
 			       &error);
 	if (ret == 0) {
 		client_send_tagline(cmd, "NO [NONEXISTENT] Mailbox doesn't exist");

@@ -4,6 +4,7 @@
 #include "imap-client.h"
 #include "imap-commands.h"
 #include "imap-sync.h"
+#include "imap-search.h"
 
 /* Nesting of lists in a command (FETCH (BODY[...] ...), SEARCH ...). */
 #define CLIENT_MAX_LIST_DEPTH 32
@@ -428,7 +429,9 @@ void client_unselect(struct client *client)
 {
 	if (client->mailbox != NULL)
 		mailbox_close(&client->mailbox);
+	imap_search_saved_clear(client);
 	client->exists_sent = client->recent_sent = 0;
+	client->keywords_sent = 0;
 }
 
 void client_destroy(struct client *client)

@@ -68,7 +68,10 @@ struct client {
 	struct mailbox *mailbox;      /* selected, or NULL */
 	uint32_t exists_sent;         /* EXISTS count the client knows */
 	uint32_t recent_sent;
+	uint32_t keywords_sent;       /* keywords listed in the last FLAGS */
 	struct mailbox *append_box;   /* kept open for repeated APPENDs */
+	/* SEARCHRES "$" of the selected mailbox (imap-search.h) */
+	struct imap_search_saved *search_saved;
 
 	const char *session;          /* for log lines */
 	bool disconnected;

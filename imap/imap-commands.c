@@ -9,14 +9,33 @@ static const struct command imap_commands[] = {
 	{ "CAPABILITY", cmd_capability, 0 },
 	{ "CHECK", cmd_check, CMD_FLAG_NEEDS_SELECTED },
 	{ "CLOSE", cmd_close, CMD_FLAG_NEEDS_SELECTED },
+	{ "COPY", cmd_copy, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_UID_ALLOWED },
+	{ "CREATE", cmd_create, 0 },
+	{ "DELETE", cmd_delete, 0 },
+	{ "ENABLE", cmd_enable, 0 },
 	{ "EXAMINE", cmd_examine, 0 },
+	{ "EXPUNGE", cmd_expunge, CMD_FLAG_NEEDS_SELECTED |
+		CMD_FLAG_UID_ALLOWED },
 	{ "FETCH", cmd_fetch, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
 		CMD_FLAG_UID_ALLOWED },
 	{ "ID", cmd_id, 0 },
+	{ "IDLE", cmd_idle, 0 },
+	{ "LIST", cmd_list, 0 },
 	{ "LOGOUT", cmd_logout, 0 },
+	{ "LSUB", cmd_lsub, 0 },
+	{ "MOVE", cmd_move, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_UID_ALLOWED },
+	{ "NAMESPACE", cmd_namespace, 0 },
 	{ "NOOP", cmd_noop, 0 },
+	{ "RENAME", cmd_rename, 0 },
+	{ "SEARCH", cmd_search, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
+		CMD_FLAG_UID_ALLOWED },
 	{ "SELECT", cmd_select, 0 },
+	{ "STATUS", cmd_status, 0 },
+	{ "STORE", cmd_store, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
+		CMD_FLAG_UID_ALLOWED },
+	{ "SUBSCRIBE", cmd_subscribe, 0 },
 	{ "UNSELECT", cmd_unselect, CMD_FLAG_NEEDS_SELECTED },
+	{ "UNSUBSCRIBE", cmd_unsubscribe, 0 },
 };
 
 static int command_cmp(const void *key, const void *p)

@@ -29,12 +29,29 @@ bool cmd_append(struct client_command *cmd);
 bool cmd_capability(struct client_command *cmd);
 bool cmd_check(struct client_command *cmd);
 bool cmd_close(struct client_command *cmd);
+bool cmd_copy(struct client_command *cmd);
+bool cmd_enable(struct client_command *cmd);
 bool cmd_examine(struct client_command *cmd);
+bool cmd_expunge(struct client_command *cmd);
 bool cmd_fetch(struct client_command *cmd);
 bool cmd_id(struct client_command *cmd);
+bool cmd_idle(struct client_command *cmd);
 bool cmd_logout(struct client_command *cmd);
+bool cmd_move(struct client_command *cmd);
 bool cmd_noop(struct client_command *cmd);
+bool cmd_search(struct client_command *cmd);
 bool cmd_select(struct client_command *cmd);
+bool cmd_store(struct client_command *cmd);
 bool cmd_unselect(struct client_command *cmd);
+/* mailbox list commands */
+bool cmd_create(struct client_command *cmd);
+bool cmd_delete(struct client_command *cmd);
+bool cmd_list(struct client_command *cmd);
+bool cmd_lsub(struct client_command *cmd);
+bool cmd_namespace(struct client_command *cmd);
+bool cmd_rename(struct client_command *cmd);
+bool cmd_status(struct client_command *cmd);
+bool cmd_subscribe(struct client_command *cmd);
+bool cmd_unsubscribe(struct client_command *cmd);
 
 #endif

@@ -13,9 +13,10 @@
 #include "moat-settings.h"
 #include "mailbox.h"
 
-/* Only what works is advertised: no UIDPLUS (no UID EXPUNGE yet), no
-   IMAP4rev2 (needs ENABLE and more). */
-#define IMAP_CAPABILITY "IMAP4rev1 LITERAL+ ID UNSELECT"
+/* Only what works is advertised: no IMAP4rev2 yet (needs more). */
+#define IMAP_CAPABILITY "IMAP4rev1 LITERAL+ ID UNSELECT UIDPLUS MOVE IDLE ENABLE" \
+	" CHILDREN NAMESPACE LIST-EXTENDED LIST-STATUS SPECIAL-USE STATUS=SIZE" \
+	" ESEARCH SEARCHRES WITHIN BINARY"
 
 struct client;
 

@@ -3,14 +3,24 @@
 #include "imap-fetch.h"
 #include "imap-date.h"
 #include "imap-sync.h"
+#include "imap-flags.h"
+#include "imap-envelope.h"
+#include "imap-bodystructure.h"
+#include "message-parser.h"
 
 /* One item's text before a literal: "BODY[]<123456789> {123456789}" or
-   "INTERNALDATE "...", "FLAGS (...)". */
-#define FETCH_ITEM_TEXT_MAX 256
+   "INTERNALDATE "...", "FLAGS (...)" with keywords. */
+#define FETCH_ITEM_TEXT_MAX (IMAP_FLAGS_STR_MAX + 64)
+/* One item's text: an ENVELOPE or BODYSTRUCTURE at most (their writers
+   cut there), or a long HEADER.FIELDS section name. */
+#define IMAP_FETCH_TEXT_MAX (IMAP_ENVELOPE_OUTPUT_MAX + 1024 * 1024)
 
 void imap_fetch_deinit(struct imap_fetch_ctx *ctx)
 {
 	i_close_fd(&ctx->body_fd);
+	imap_msg_structure_clear(&ctx->structure);
+	if (ctx->text.data != NULL)
+		buffer_free(&ctx->text);
 }
 
 static bool fetch_next_seq(struct imap_fetch_ctx *ctx)
@@ -27,6 +37,35 @@ static bool fetch_next_seq(struct imap_fetch_ctx *ctx)
 	return true;
 }
 
+/* Parse the message once for every item that needs its structure, and
+   refuse BINARY of an unknown encoding before anything is written. */
+static int fetch_msg_structure(struct imap_fetch_ctx *ctx)
+{
+	struct imap_body_source src;
+	const char *error;
+
+	if (!ctx->need_structure)
+		return 0;
+	if (imap_msg_structure_get(&ctx->structure, ctx->box, ctx->seq,
+				   &error) < 0) {
+		if (errno != ENOENT)
+			i_error("FETCH %u: %s", ctx->seq, error);
+		return -1;
+	}
+	for (unsigned int i = 0; i < ctx->item_count; i++) {
+		const struct imap_fetch_item *item = &ctx->items[i];
+		if ((item->type == IMAP_FETCH_BODY ||
+		     item->type == IMAP_FETCH_BINARY_SIZE) &&
+		    item->section.binary &&
+		    imap_body_source_get(ctx->structure.root, &item->section,
+					 0, &src) < 0) {
+			ctx->unknown_cte = true;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Everything that can fail is checked before the first byte of the
    message's response, so a vanished message is skipped whole. */
 static int fetch_msg_prepare(struct imap_fetch_ctx *ctx)
@@ -35,6 +74,8 @@ static int fetch_msg_prepare(struct imap_fetch_ctx *ctx)
 	const char *error;
 
 	if (mailbox_msg_is_expunged(box, ctx->seq))
+		return -1;
+	if (fetch_msg_structure(ctx) < 0)
 		return -1;
 	ctx->add_flags = false;
 	if (ctx->set_seen && !mailbox_is_readonly(box) &&
@@ -51,30 +92,94 @@ static int fetch_msg_prepare(struct imap_fetch_ctx *ctx)
 	return 0;
 }
 
-static int fetch_body_open(struct imap_fetch_ctx *ctx,
-			   const struct imap_fetch_item *item, uint64_t *size_r)
+/* Open the item's section for streaming: *size_r bytes follow,
+   *has_nul_r asks for a literal8. */
+static int fetch_section_open(struct imap_fetch_ctx *ctx,
+			      const struct imap_fetch_item *item,
+			      uint64_t *size_r, bool *has_nul_r)
 {
 	struct mailbox *box = ctx->box;
-	uint64_t vsize;
+	const struct message_part *root = NULL;
+	struct imap_body_source src;
+	uint64_t vsize = 0;
 	const char *error;
 
-	if (mailbox_msg_vsize(box, ctx->seq, &vsize, &error) < 0)
+	if (imap_section_needs_structure(&item->section))
+		root = ctx->structure.root;
+	else if (mailbox_msg_vsize(box, ctx->seq, &vsize, &error) < 0)
 		return -1;
+	if (imap_body_source_get(root, &item->section, vsize, &src) < 0)
+		return -1;
+	i_close_fd(&ctx->body_fd);
 	ctx->body_fd = mailbox_msg_open(box, ctx->seq, &error);
 	if (ctx->body_fd == -1)
 		return -1;
-	mail_crlf_init(&ctx->body, ctx->body_fd,
-		       !mailbox_msg_is_crlf(box, ctx->seq));
-	uint64_t start = item->partial ? MIN(item->start, vsize) : 0;
-	uint64_t size = vsize - start;
+	imap_body_stream_init(&ctx->body, ctx->body_fd,
+			      !mailbox_msg_is_crlf(box, ctx->seq),
+			      &item->section, &src);
+	if (imap_body_stream_measure(&ctx->body, size_r, has_nul_r) < 0) {
+		i_close_fd(&ctx->body_fd);
+		return -1;
+	}
+	return 0;
+}
+
+static int fetch_body_open(struct imap_fetch_ctx *ctx,
+			   const struct imap_fetch_item *item, buffer_t *buf)
+{
+	uint64_t size;
+	bool has_nul;
+
+	if (fetch_section_open(ctx, item, &size, &has_nul) < 0)
+		return -1;
+	uint64_t start = item->partial ? MIN(item->start, size) : 0;
+	size -= start;
 	if (item->partial)
 		size = MIN(size, item->count);
-	if (mail_crlf_skip(&ctx->body, start) < 0) {
+	if (imap_body_stream_skip(&ctx->body, start) < 0) {
 		i_close_fd(&ctx->body_fd);
 		return -1;
 	}
 	ctx->body_left = size;
-	*size_r = size;
+	if (size == 0)
+		i_close_fd(&ctx->body_fd);
+	/* RFC 3516: binary data with NULs goes as literal8; like Dovecot,
+	   so does every decoded part */
+	enum imap_body_filter filter = ctx->body.src.filter;
+	bool literal8 = has_nul || filter == IMAP_BODY_FILTER_BASE64 ||
+		filter == IMAP_BODY_FILTER_QP;
+	return buffer_printf(buf, "%s %s{%llu}\r\n", item->name,
+			     literal8 ? "~" : "", (unsigned long long)size);
+}
+
+static int fetch_binary_size(struct imap_fetch_ctx *ctx,
+			     const struct imap_fetch_item *item, buffer_t *buf)
+{
+	uint64_t size;
+	bool has_nul;
+
+	if (fetch_section_open(ctx, item, &size, &has_nul) < 0)
+		return -1;
+	i_close_fd(&ctx->body_fd);
+	return buffer_printf(buf, "%s %llu", item->name,
+			     (unsigned long long)size);
+}
+
+static int fetch_structure_text(struct imap_fetch_ctx *ctx,
+				const struct imap_fetch_item *item,
+				buffer_t *buf)
+{
+	pool_t pool = ctx->structure.pool;
+
+	if (buffer_append_str(buf, item->name) < 0 ||
+	    buffer_append_c(buf, ' ') < 0)
+		return -1;
+	/* the writers cut what does not fit; buf is generous */
+	if (item->type == IMAP_FETCH_ENVELOPE)
+		imap_envelope_write(pool, ctx->structure.root, buf);
+	else
+		imap_bodystructure_write(pool, ctx->structure.root, buf,
+					 item->extended);
 	return 0;
 }
 
@@ -94,7 +199,7 @@ static int fetch_item_text(struct imap_fetch_ctx *ctx,
 	case IMAP_FETCH_FLAGS:
 		if (buffer_append_str(buf, "FLAGS ") < 0)
 			return -1;
-		return imap_write_flags(buf, mailbox_msg_flags(box, ctx->seq));
+		return imap_write_msg_flags(buf, box, ctx->seq);
 	case IMAP_FETCH_RFC822_SIZE:
 		if (mailbox_msg_vsize(box, ctx->seq, &size, &error) < 0)
 			return -1;
@@ -106,12 +211,32 @@ static int fetch_item_text(struct imap_fetch_ctx *ctx,
 		imap_datetime_format(t, date, sizeof(date));
 		return buffer_printf(buf, "INTERNALDATE \"%s\"", date);
 	case IMAP_FETCH_BODY:
-		if (fetch_body_open(ctx, item, &size) < 0)
-			return -1;
-		return buffer_printf(buf, "%s {%llu}\r\n", item->name,
-				     (unsigned long long)size);
+		return fetch_body_open(ctx, item, buf);
+	case IMAP_FETCH_BINARY_SIZE:
+		return fetch_binary_size(ctx, item, buf);
+	case IMAP_FETCH_ENVELOPE:
+	case IMAP_FETCH_BODYSTRUCTURE:
+		return fetch_structure_text(ctx, item, buf);
 	}
 	i_unreached();
+}
+
+/* Send what is left of ctx->text. Returns true when it is all sent. */
+static bool fetch_send_text(struct imap_fetch_ctx *ctx)
+{
+	struct ostream *output = ctx->cmd->client->output;
+
+	while (ctx->text_sent < ctx->text.used) {
+		size_t n = MIN(o_stream_get_buffer_avail(output),
+			       ctx->text.used - ctx->text_sent);
+		if (n == 0 || o_stream_send(output, ctx->text.data +
+					    ctx->text_sent, n) < 0)
+			return false;
+		ctx->text_sent += n;
+	}
+	buffer_reset(&ctx->text);
+	ctx->text_sent = 0;
+	return true;
 }
 
 /* Send the body data that fits. Returns true when it is all sent. */
@@ -123,7 +248,7 @@ static bool fetch_send_body(struct imap_fetch_ctx *ctx)
 	while (ctx->body_left > 0) {
 		if (o_stream_get_buffer_avail(output) < sizeof(data))
 			return false;
-		ssize_t ret = mail_crlf_read(&ctx->body, data,
+		ssize_t ret = imap_body_stream_read(&ctx->body, data,
 			(size_t)MIN(ctx->body_left, sizeof(data)));
 		if (ret <= 0) {
 			/* the file shrank or failed: the literal's size was
@@ -145,29 +270,27 @@ static bool fetch_send_body(struct imap_fetch_ctx *ctx)
 static bool fetch_msg_continue(struct imap_fetch_ctx *ctx)
 {
 	struct client *client = ctx->cmd->client;
-	buffer_t buf;
 
-	while (ctx->item_idx < ctx->item_count) {
+	for (;;) {
+		if (!fetch_send_text(ctx))
+			return false;
 		if (ctx->body_left > 0 && !fetch_send_body(ctx))
 			return false;
-		if (o_stream_get_buffer_avail(client->output) < FETCH_ITEM_TEXT_MAX)
-			return false;
+		if (ctx->item_idx == ctx->item_count)
+			break;
 		const struct imap_fetch_item *item = &ctx->items[ctx->item_idx++];
-		buffer_init(&buf, FETCH_ITEM_TEXT_MAX);
 		bool sep = ctx->item_idx > 1 || ctx->add_flags;
-		if ((sep && buffer_append_c(&buf, ' ') < 0) ||
-		    fetch_item_text(ctx, item, &buf) < 0) {
+		if ((sep && buffer_append_c(&ctx->text, ' ') < 0) ||
+		    fetch_item_text(ctx, item, &ctx->text) < 0) {
 			/* vanished after the prepare step: the line is open,
-			   so close it with what we have */
+			   so close it with what was sent */
 			i_error("FETCH %u: item failed", ctx->seq);
 			ctx->item_idx = ctx->item_count;
-		} else {
-			(void)o_stream_send(client->output, buf.data, buf.used);
+			buffer_reset(&ctx->text);
+			ctx->body_left = 0;
+			i_close_fd(&ctx->body_fd);
 		}
-		buffer_free(&buf);
 	}
-	if (ctx->body_left > 0 && !fetch_send_body(ctx))
-		return false;
 	client_send_line(client, ")");
 	return true;
 }
@@ -184,8 +307,7 @@ static void fetch_msg_begin(struct imap_fetch_ctx *ctx)
 		buffer_init(&buf, FETCH_ITEM_TEXT_MAX);
 		/* FETCH_ITEM_TEXT_MAX holds every flag name */
 		if (buffer_append_str(&buf, "FLAGS ") < 0 ||
-		    imap_write_flags(&buf, mailbox_msg_flags(ctx->box,
-							     ctx->seq)) < 0)
+		    imap_write_msg_flags(&buf, ctx->box, ctx->seq) < 0)
 			i_unreached();
 		(void)o_stream_send(client->output, buf.data, buf.used);
 		buffer_free(&buf);
@@ -199,6 +321,8 @@ bool imap_fetch_run(struct imap_fetch_ctx *ctx)
 	struct client *client = ctx->cmd->client;
 	unsigned int msgs = 0;
 
+	if (ctx->text.data == NULL)
+		buffer_init(&ctx->text, IMAP_FETCH_TEXT_MAX);
 	for (;;) {
 		if (ctx->in_msg) {
 			if (!fetch_msg_continue(ctx)) {
@@ -221,6 +345,8 @@ bool imap_fetch_run(struct imap_fetch_ctx *ctx)
 		if (!fetch_next_seq(ctx))
 			break;
 		if (fetch_msg_prepare(ctx) < 0) {
+			if (ctx->unknown_cte)
+				break;
 			/* by UID a vanished message is simply not there */
 			if (!ctx->cmd->uid)
 				ctx->some_expunged = true;
@@ -229,7 +355,10 @@ bool imap_fetch_run(struct imap_fetch_ctx *ctx)
 		fetch_msg_begin(ctx);
 	}
 	imap_fetch_deinit(ctx);
-	if (ctx->some_expunged) {
+	if (ctx->unknown_cte) {
+		client_send_tagline(ctx->cmd, "NO [UNKNOWN-CTE] Unknown "
+				    "Content-Transfer-Encoding.");
+	} else if (ctx->some_expunged) {
 		client_send_tagline(ctx->cmd, "NO [EXPUNGEISSUED] Some messages "
 				    "were expunged before they could be fetched.");
 	} else {

@@ -7,9 +7,10 @@
 #include "imap-client.h"
 #include "imap-seqset.h"
 #include "mail-crlf.h"
+#include "imap-fetch-body.h"
 
 /* The items of one FETCH; more than this is a client error. */
-#define IMAP_FETCH_MAX_ITEMS 32
+#define IMAP_FETCH_MAX_ITEMS 256
 /* Bytes of a body read and sent per step. */
 #define IMAP_FETCH_BODY_CHUNK (32 * 1024)
 /* Messages per slice before other clients get their turn. */
@@ -20,7 +21,10 @@ enum imap_fetch_item_type {
 	IMAP_FETCH_FLAGS,
 	IMAP_FETCH_RFC822_SIZE,
 	IMAP_FETCH_INTERNALDATE,
-	IMAP_FETCH_BODY,          /* BODY[], BODY.PEEK[], RFC822 */
+	IMAP_FETCH_BODY,          /* BODY[...], BINARY[...], RFC822[.*] */
+	IMAP_FETCH_BINARY_SIZE,   /* BINARY.SIZE[part] */
+	IMAP_FETCH_ENVELOPE,
+	IMAP_FETCH_BODYSTRUCTURE, /* also BODY (not extended) */
 };
 
 struct imap_fetch_item {
@@ -28,6 +32,9 @@ struct imap_fetch_item {
 	const char *name;         /* in the reply: "BODY[]<10>", "RFC822" */
 	bool partial;
 	uint64_t start, count;
+	/* BODY, BINARY_SIZE: which section (imap-fetch-body.h) */
+	struct imap_section section;
+	bool extended;            /* BODYSTRUCTURE rather than BODY */
 };
 
 struct imap_fetch_ctx {
@@ -37,6 +44,8 @@ struct imap_fetch_ctx {
 	unsigned int item_count;
 	bool set_seen;            /* a BODY[] without PEEK or RFC822 */
 	bool flags_requested;
+	bool need_structure;      /* some item needs the part tree */
+	bool unknown_cte;         /* a BINARY part had an unknown encoding */
 
 	struct seq_range *ranges;
 	unsigned int range_count, range_idx;
@@ -46,8 +55,14 @@ struct imap_fetch_ctx {
 	unsigned int item_idx;
 	bool in_msg, add_flags;
 	int body_fd;
-	struct mail_crlf body;
+	struct imap_body_stream body;
 	uint64_t body_left;
+	/* the message's part tree, parsed once per message */
+	struct imap_msg_structure structure;
+	/* text of the current item not yet sent (ENVELOPE, BODYSTRUCTURE
+	   and literal announcements), sent as the output drains */
+	buffer_t text;
+	size_t text_sent;
 	bool some_expunged;
 };
 

@@ -1,9 +1,7 @@
 /* Sending the changes of the selected mailbox (imap-sync.h). */
 #include "imap-common.h"
 #include "imap-sync.h"
-
-/* "(\Answered \Flagged \Deleted \Seen \Draft \Recent)" */
-#define IMAP_FLAGS_STR_MAX 64
+#include "imap-flags.h"
 
 static const struct {
 	enum mail_flags flag;
@@ -52,7 +50,7 @@ static void sync_flags_changed(void *context, uint32_t seq)
 	if (seq > client->exists_sent)
 		return;
 	buffer_init(&buf, IMAP_FLAGS_STR_MAX);
-	if (imap_write_flags(&buf, mailbox_msg_flags(client->mailbox, seq)) == 0)
+	if (imap_write_msg_flags(&buf, client->mailbox, seq) == 0)
 		client_send_linef(client, "* %u FETCH (FLAGS %s)", seq, buf.data);
 	buffer_free(&buf);
 }
@@ -69,6 +67,7 @@ void imap_sync_send(struct client *client, bool allow_expunge)
 
 	if (box == NULL)
 		return;
+	imap_sync_keywords(client);
 	if (mailbox_sync(box, allow_expunge, &imap_sync_callbacks, client,
 			 &error) < 0) {
 		i_error("Syncing %s failed: %s", mailbox_get_name(box), error);

@@ -11,12 +11,36 @@ imap_imap_SOURCES = \
 	imap/imap-seqset.c imap/imap-seqset.h \
 	imap/imap-date.c imap/imap-date.h \
 	imap/imap-fetch.c imap/imap-fetch.h \
+	imap/imap-flags.c imap/imap-flags.h \
+	imap/imap-notify.c imap/imap-notify.h \
+	imap/imap-mailbox.c imap/imap-mailbox.h \
+	imap/imap-list.c imap/imap-list.h \
+	imap/imap-status.c imap/imap-status.h \
+	imap/cmd-create.c \
+	imap/cmd-delete.c \
+	imap/cmd-list.c \
+	imap/cmd-lsub.c \
+	imap/cmd-namespace.c \
+	imap/cmd-rename.c \
+	imap/cmd-status.c \
+	imap/cmd-subscribe.c \
 	imap/cmd-append.c \
 	imap/cmd-capability.c \
 	imap/cmd-close.c \
+	imap/cmd-copy.c \
+	imap/cmd-enable.c \
+	imap/cmd-expunge.c \
+	imap/cmd-idle.c \
+	imap/cmd-store.c \
 	imap/cmd-fetch.c \
 	imap/cmd-id.c \
 	imap/cmd-logout.c \
 	imap/cmd-noop.c \
 	imap/cmd-select.c
 imap_imap_LDADD = index/libindex.a $(LIBMOAT)
+# SEARCH (cmd-search.c, imap-search.c: ESEARCH, SEARCHRES "$")
+imap_imap_SOURCES += imap/cmd-search.c imap/imap-search.c imap/imap-search.h
+imap_imap_LDADD += $(LIBMIME) $(LIBMOAT)
+# FETCH sections, BINARY, ENVELOPE/BODYSTRUCTURE (needs $(LIBMIME), above)
+imap_imap_SOURCES += imap/imap-fetch-body.c imap/imap-fetch-body.h \
+	imap/imap-body-stream.c

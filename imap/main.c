@@ -10,6 +10,7 @@
 #include "imap-common.h"
 #include "imap-client.h"
 #include "master-service.h"
+#include "imap-mailbox.h"
 
 #include <sys/stat.h>
 
@@ -141,6 +142,11 @@ int main(void)
 	master_service_drop_privileges(proc->service);
 	/* mail files are the user's alone */
 	umask(0077);
+	/* INBOX and the SPECIAL-USE folders (RFC 6154) exist from login on */
+	struct imap_mailbox_specials specials;
+	imap_mailbox_specials_get(proc->user.set, &specials);
+	if (mailbox_list_autocreate(root, &specials.names, &error) < 0)
+		i_error("Creating the default mailboxes failed: %s", error);
 	proc->master = master_service_connect_master(proc->service,
 		IPC_PROTO_IMAP_MASTER, master_input, proc);
 	linger_start(proc);

@@ -7,15 +7,23 @@ index_libindex_a_SOURCES = \
 	index/maildir-uidlist.c index/maildir-uidlist.h \
 	index/maildir-sync.c \
 	index/maildir-save.c \
+	index/maildir-keywords.c index/maildir-keywords.h \
+	index/maildir-copy.c \
+	index/mailbox-keywords.c \
 	index/mail-crlf.c index/mail-crlf.h \
-	index/mailbox.c index/mailbox.h index/mailbox-private.h
+	index/mailbox.c index/mailbox.h index/mailbox-private.h \
+	index/mailbox-name.c index/mailbox-name.h \
+	index/mailbox-list.c index/mailbox-list.h index/mailbox-list-private.h \
+	index/mailbox-list-ops.c index/mailbox-subscriptions.c
 LIBINDEX = index/libindex.a
 
 INDEX_TEST_LDADD = $(LIBINDEX) tests/unit/libtest.a $(LIBMOAT)
 INDEX_TESTS = \
 	index/test-maildir-filename \
 	index/test-maildir-uidlist \
-	index/test-mailbox
+	index/test-mailbox \
+	index/test-maildir-keywords \
+	index/test-mailbox-copy
 check_PROGRAMS += $(INDEX_TESTS)
 TESTS += $(INDEX_TESTS)
 index_test_maildir_filename_LDADD = $(INDEX_TEST_LDADD)
@@ -24,3 +32,28 @@ index_test_mailbox_LDADD = $(INDEX_TEST_LDADD)
 index_test_maildir_filename_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_maildir_uidlist_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_mailbox_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+index_test_maildir_keywords_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_copy_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_keywords_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+index_test_mailbox_copy_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+
+# mailbox names and the mailbox list (LIST, CREATE, DELETE, RENAME)
+INDEX_TESTS_LIST = index/test-mailbox-name index/test-mailbox-list
+check_PROGRAMS += $(INDEX_TESTS_LIST)
+TESTS += $(INDEX_TESTS_LIST)
+index_test_mailbox_name_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_list_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_name_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+index_test_mailbox_list_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+
+# SEARCH programs (mail-search.h): parsing and evaluation; the header and
+# MIME parts come from libmime, so users of these files link $(LIBMIME).
+index_libindex_a_SOURCES += \
+	index/mail-search.c index/mail-search.h index/mail-search-private.h \
+	index/mail-search-parse.c index/mail-search-text.c \
+	index/mail-search-fold.c
+check_PROGRAMS += index/test-mail-search
+TESTS += index/test-mail-search
+index_test_mail_search_LDADD = $(LIBINDEX) $(LIBMIME) tests/unit/libtest.a \
+	$(LIBMOAT)
+index_test_mail_search_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit

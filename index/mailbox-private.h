@@ -6,6 +6,7 @@
 #include "mailbox.h"
 #include "maildir-filename.h"
 #include "maildir-uidlist.h"
+#include "maildir-keywords.h"
 
 #include <sys/stat.h>
 
@@ -14,6 +15,7 @@
 struct mailbox_msg {
 	uint32_t uid;
 	enum mail_flags flags;   /* including MAIL_RECENT */
+	uint32_t keywords;       /* bit i = letter 'a' + i (maildir-keywords.h) */
 	bool expunged;           /* vanished on disk, still in the view */
 	uint64_t size, vsize;    /* MAILDIR_SIZE_UNKNOWN if not known */
 	char *fname;             /* in cur/, i_malloc'd; NULL if expunged */
@@ -25,6 +27,7 @@ struct mailbox {
 	char *cur_dir, *new_dir, *tmp_dir;
 	enum mailbox_open_flags flags;
 	struct maildir_uidlist *uidlist;
+	struct maildir_keywords *keywords;
 	struct maildir_unique unique;
 
 	struct mailbox_msg *msgs;   /* ascending uid */

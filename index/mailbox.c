@@ -3,6 +3,7 @@
 #include "lib.h"
 #include "log.h"
 #include "mailbox-private.h"
+#include "mailbox-list.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -113,6 +114,8 @@ static struct mailbox *mailbox_alloc(const char *path, const char *name,
 	box->flags = flags;
 	box->uidlist = maildir_uidlist_init(path,
 		(flags & MAILBOX_OPEN_NO_FSYNC) == 0);
+	box->keywords = maildir_keywords_init(path,
+		(flags & MAILBOX_OPEN_NO_FSYNC) == 0);
 	maildir_unique_init(&box->unique);
 	return box;
 }
@@ -122,10 +125,12 @@ int mailbox_open(const char *root, const char *name,
 		 const char **error_r)
 {
 	static char error[MAILBOX_ERROR_MAX];
+	char norm[MAILBOX_NAME_MAX + 1], path[PATH_MAX];
 
-	if (!mailbox_name_is_inbox(name))
+	/* any selectable folder, by its UTF-8 name (mailbox-list.h) */
+	if (mailbox_list_find_folder(root, name, norm, path) <= 0)
 		return 0;
-	struct mailbox *box = mailbox_alloc(root, "INBOX", flags);
+	struct mailbox *box = mailbox_alloc(path, norm, flags);
 	if (mailbox_create_dirs(box, error_r) < 0 ||
 	    mailbox_sync(box, true, NULL, NULL, error_r) < 0) {
 		/* the error lives in box: copy it out before freeing */
@@ -147,6 +152,7 @@ void mailbox_close(struct mailbox **_box)
 		i_free(box->msgs[i].fname);
 	i_free(box->msgs);
 	maildir_uidlist_deinit(&box->uidlist);
+	maildir_keywords_deinit(&box->keywords);
 	i_free(box->name);
 	i_free(box->path);
 	i_free(box->cur_dir);
@@ -174,6 +180,11 @@ bool mailbox_is_readonly(struct mailbox *box)
 const char *mailbox_get_name(struct mailbox *box)
 {
 	return box->name;
+}
+
+const char *mailbox_get_path(struct mailbox *box)
+{
+	return box->path;
 }
 
 uint32_t mailbox_get_uidvalidity(struct mailbox *box)

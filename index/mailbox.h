@@ -10,8 +10,9 @@
    each other's changes (and of other Maildir writers) by mailbox_sync().
 
    Sequence numbers are 1-based and stay the same until a sync that is
-   allowed to expunge. Only INBOX exists for now: it is the Maildir root
-   itself (Maildir++), created on first use. */
+   allowed to expunge. INBOX is the Maildir root itself (Maildir++),
+   created on first use; other mailboxes are its ".a.b" folders
+   (mailbox-name.h, mailbox-list.h). */
 
 #include "mail-flags.h"
 
@@ -33,7 +34,9 @@ enum mailbox_open_flags {
 int mailbox_location_parse(const char *location, const char *home,
 			   char **root_r, const char **error_r);
 
-/* Returns 1 and *box_r, 0 if the mailbox does not exist, -1 on error
+/* name is UTF-8 (mailbox-name.h; the imap layer decodes modified UTF-7).
+   Returns 1 and *box_r, 0 if the mailbox does not exist (or is
+   \Noselect, or the name is invalid), -1 on error
    (*error_r valid until the next call). Syncs once before returning. */
 int mailbox_open(const char *root, const char *name,
 		 enum mailbox_open_flags flags, struct mailbox **box_r,
@@ -61,6 +64,8 @@ int mailbox_sync(struct mailbox *box, bool allow_expunge,
 
 bool mailbox_is_readonly(struct mailbox *box);
 const char *mailbox_get_name(struct mailbox *box);
+/* The Maildir folder (watching new/ and cur/ for changes: IDLE). */
+const char *mailbox_get_path(struct mailbox *box);
 uint32_t mailbox_get_uidvalidity(struct mailbox *box);
 uint32_t mailbox_get_next_uid(struct mailbox *box);
 uint32_t mailbox_get_count(struct mailbox *box);
@@ -101,6 +106,53 @@ int mailbox_msg_set_flags(struct mailbox *box, uint32_t seq,
 int mailbox_msg_expunge(struct mailbox *box, uint32_t seq,
 			const char **error_r);
 
+/* ---- keywords (mailbox-keywords.c) ----
+   A mailbox has up to MAILBOX_KEYWORDS_MAX keywords, numbered 0..25;
+   per message they are a bitmask (bit i = keyword i). */
+#define MAILBOX_KEYWORDS_MAX 26
+
+/* Re-read the keyword names. Returns 1 if they changed, 0 if not, -1. */
+int mailbox_keywords_refresh(struct mailbox *box, const char **error_r);
+/* Bitmask of the defined keywords; the name of keyword idx (or NULL). */
+uint32_t mailbox_keywords_defined(struct mailbox *box);
+const char *mailbox_keyword_name(struct mailbox *box, unsigned int idx);
+/* Find keyword name (case-insensitive); with create, define it if
+   missing. Returns 1 and *idx_r; 0 if it does not exist (!create) or no
+   letter is left (create: the caller answers NO [LIMIT]); -1 on error. */
+int mailbox_keyword_get(struct mailbox *box, const char *name, bool create,
+			unsigned int *idx_r, const char **error_r);
+/* Whether name is a valid keyword atom (RFC 9051 flag-keyword). */
+bool mailbox_keyword_is_valid(const char *name);
+
+uint32_t mailbox_msg_keywords(struct mailbox *box, uint32_t seq);
+/* Replace both the permanent flags and the keywords of seq (one rename).
+   Returns 0 or -1 (errno ENOENT if the message vanished). */
+int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,
+				   enum mail_flags flags, uint32_t keywords,
+				   const char **error_r);
+
+/* ---- copy (maildir-copy.c) ----
+   Copying messages into another mailbox (which may be the same folder):
+   hard links when possible, else byte copies; flags (not \Recent),
+   keywords (by name) and INTERNALDATE are kept. Nothing is visible in the
+   target before commit; after a successful commit the new files and
+   their UIDs are durable (unless the target was opened NO_FSYNC). */
+struct mailbox_copy_ctx;
+
+struct mailbox_copy_ctx *mailbox_copy_begin(struct mailbox *dest);
+/* Stage message seq of src. Returns 0, or -1 (errno ENOENT if the
+   message was expunged: the caller may skip it). */
+int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
+		     uint32_t seq, const char **error_r);
+/* Number of messages staged. */
+unsigned int mailbox_copy_count(struct mailbox_copy_ctx *ctx);
+/* Publish the staged messages under the target's lock. They get the
+   consecutive UIDs *first_uid_r .. + count - 1 in staging order. Frees
+   the context either way; on failure nothing stays in the target. */
+int mailbox_copy_commit(struct mailbox_copy_ctx **ctx, uint32_t *first_uid_r,
+			const char **error_r);
+void mailbox_copy_abort(struct mailbox_copy_ctx **ctx);
+
 /* ---- append (maildir-save.c) ---- */
 struct mailbox_append_ctx;
 
@@ -109,6 +161,9 @@ struct mailbox_append_ctx;
 int mailbox_append_begin(struct mailbox *box, enum mail_flags flags,
 			 time_t internal_date, struct mailbox_append_ctx **ctx_r,
 			 const char **error_r);
+/* Keywords (indexes of mailbox_keyword_get()) for the new message. */
+void mailbox_append_set_keywords(struct mailbox_append_ctx *ctx,
+				 uint32_t keywords);
 /* Write the next part of the message. Returns 0 or -1; after -1 the
    context only accepts mailbox_append_abort(). */
 int mailbox_append_write(struct mailbox_append_ctx *ctx, const void *data,

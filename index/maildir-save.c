@@ -15,6 +15,7 @@ struct mailbox_append_ctx {
 	char *tmp_path;
 	char base[MAILDIR_FILENAME_MAX + 1];
 	enum mail_flags flags;
+	char kw_letters[MAILDIR_KEYWORDS_MAX + 1];   /* keyword letters */
 	time_t internal_date;
 	uint64_t size, vsize;
 	bool last_cr, failed;
@@ -88,6 +89,12 @@ static void append_free(struct mailbox_append_ctx **_ctx, bool unlink_tmp)
 		i_error("unlink(%s) failed: %m", ctx->tmp_path);
 	i_free(ctx->tmp_path);
 	i_free(ctx);
+}
+
+void mailbox_append_set_keywords(struct mailbox_append_ctx *ctx,
+				 uint32_t keywords)
+{
+	maildir_keywords_to_letters(keywords, ctx->kw_letters);
 }
 
 void mailbox_append_abort(struct mailbox_append_ctx **ctx)
@@ -166,7 +173,7 @@ int mailbox_append_finish(struct mailbox_append_ctx **_ctx, uint32_t *uid_r,
 			   (unsigned long long)ctx->vsize);
 	if (len < 0 || (size_t)len >= sizeof(base) ||
 	    maildir_filename_make(fname, sizeof(fname), base, (size_t)len,
-				  ctx->flags, "") < 0) {
+				  ctx->flags, ctx->kw_letters) < 0) {
 		*error_r = "File name too long";
 		append_free(_ctx, true);
 		return -1;

@@ -254,6 +254,15 @@ static enum mail_flags fname_flags(const char *fname)
 	return maildir_filename_parse(fname, &fn) ? fn.flags : 0;
 }
 
+/* The keyword letters a-z of the name's flag part. */
+static uint32_t fname_keywords(const char *fname)
+{
+	struct maildir_filename fn;
+
+	return maildir_filename_parse(fname, &fn) ?
+		maildir_keywords_from_letters(fn.other_flags) : 0;
+}
+
 /* Update a message still present on disk; returns true if its flags
    changed. */
 static bool view_update_msg(struct mailbox_msg *msg,
@@ -269,9 +278,11 @@ static bool view_update_msg(struct mailbox_msg *msg,
 		msg->vsize = rec->vsize;
 	enum mail_flags flags = fname_flags(rec->fname) |
 		(msg->flags & MAIL_RECENT);
-	if (flags == msg->flags)
+	uint32_t keywords = fname_keywords(rec->fname);
+	if (flags == msg->flags && keywords == msg->keywords)
 		return false;
 	msg->flags = flags;
+	msg->keywords = keywords;
 	return true;
 }
 
@@ -331,6 +342,7 @@ static void view_append_new(struct sync_ctx *ctx, unsigned int ul_idx)
 		msg->size = rec->size;
 		msg->vsize = rec->vsize;
 		msg->flags = fname_flags(rec->fname);
+		msg->keywords = fname_keywords(rec->fname);
 		if (rec->uid >= ctx->first_new_uid)
 			msg->flags |= MAIL_RECENT;
 	}

@@ -7,7 +7,7 @@ import pwd
 
 import pytest
 
-from moatserver import IS_ROOT, proc_comm, proc_status, root_only, status_uid
+from moatserver import IS_ROOT, proc_comm, proc_status, root_only, status_uid, wait_for
 
 CAP_SYS_ADMIN = 21
 
@@ -115,6 +115,9 @@ def test_auth_privileges(moat_server):
     auth_uid = pwd.getpwnam("moat-auth").pw_uid
     pids = moat_server.child_pids("auth")
     assert len(pids) == 1, moat_server.children()
+    # The server is ready when imap-login greets; auth may still be between
+    # exec and its privilege drop for a moment.
+    wait_for(lambda: status_uid(proc_status(pids[0])) == auth_uid, 5)
     assert_dropped(proc_status(pids[0]), auth_uid, "auth")
 
 

@@ -1,0 +1,124 @@
+#ifndef BENCH_CLIENT_H
+#define BENCH_CLIENT_H
+/* One IMAP connection of imapload and the workloads it runs. */
+
+#include "imapload.h"
+
+/* Items a FETCH response must carry; a workload lists up to this many. */
+#define BENCH_MAX_FETCH_ITEMS 6
+
+enum bench_client_state {
+	BENCH_CLIENT_CONNECTING,
+	BENCH_CLIENT_GREETING,
+	BENCH_CLIENT_LOGIN,
+	BENCH_CLIENT_SETUP,	/* CREATE / SELECT after login */
+	BENCH_CLIENT_READY,	/* waiting for every client to be ready */
+	BENCH_CLIENT_RUN,	/* an operation is in flight */
+	BENCH_CLIENT_APPEND_CONT, /* waiting for "+" of an APPEND literal */
+	BENCH_CLIENT_LOGOUT,
+	BENCH_CLIENT_DONE,
+};
+
+/* What the untagged responses of the command in flight showed. */
+struct bench_reply {
+	unsigned int fetch_count, fetch_incomplete;
+	char fetch_missing[48];
+	unsigned int fetch_seq;		/* of the last FETCH response */
+	unsigned int list_count;
+	bool list_inbox;
+	bool status_seen, status_complete;
+	long status_messages;
+	bool bye, search_seen, sort_seen, thread_seen;
+	unsigned int sort_count;
+	unsigned int literal_count;
+	uint64_t literal_bytes;
+};
+
+struct bench_client;
+
+struct bench_workload {
+	const char *name;
+	const char *description;
+	bool reconnect;		/* one operation = connect, LOGIN, LOGOUT */
+	bool select;		/* SELECT the mailbox before running */
+	bool create;		/* CREATE the mailbox (unless INBOX) */
+	bool once;		/* populate/steps: no time window */
+	bool is_append;
+	/* Sends the next operation; false when the client has nothing left. */
+	bool (*send_op)(struct bench_client *c);
+	/* An untagged response line (literals left out) of the operation. */
+	void (*untagged)(struct bench_client *c, const char *line);
+	/* At the tagged OK: is the reply complete and right? */
+	bool (*check)(struct bench_client *c, const char **error_r);
+	/* Steps only: called with each finished step (status "ok", "error"
+	   or "unsupported"). */
+	void (*step_done)(struct bench_client *c, uint64_t latency_us,
+			  const char *status, const char *detail);
+	const char *fetch_items[BENCH_MAX_FETCH_ITEMS];
+};
+
+struct bench_run {
+	const struct bench_settings *set;
+	const struct bench_workload *wl;
+	int epfd;
+	struct bench_client *clients;
+	struct bench_stats stats;
+	struct bench_message *msgs;
+	unsigned int msg_count;
+	uint64_t start_us, end_us;
+	bool measuring, stopping;
+	unsigned int ready_count, done_count;
+	unsigned int synth_seq;
+};
+
+struct bench_client {
+	struct bench_run *run;
+	unsigned int idx;
+	int fd;
+	/* bumped by every close: input of a closed connection is dropped */
+	unsigned int conn_gen;
+	enum bench_client_state state;
+	unsigned int setup_step;
+	char user[BENCH_MAX_NAME];
+	char mailbox[BENCH_MAX_NAME];
+
+	char *in;
+	size_t in_used;
+	char *resp;
+	size_t resp_len;
+	uint64_t literal_left;
+
+	char *out;
+	size_t out_used, out_pos, out_size;
+	bool want_write;
+	const struct bench_message *append_msg;
+
+	unsigned int tag_seq;
+	char tag[16];
+	uint64_t cmd_start_us, cycle_start_us;
+	struct bench_reply reply;
+	uint32_t exists;
+	bool exists_seen;
+	unsigned int op_count;	/* operations sent by this client */
+	unsigned int step;	/* steps workload: the current step */
+};
+
+/* bench-client.c */
+void bench_client_init(struct bench_run *run, struct bench_client *c,
+		       unsigned int idx);
+void bench_client_start(struct bench_client *c);
+void bench_client_event(struct bench_client *c, uint32_t events);
+void bench_client_close(struct bench_client *c);
+/* Send a tagged command: "TAG " + the formatted text + CRLF. */
+void bench_client_command(struct bench_client *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Kick a READY client into running. */
+void bench_client_go(struct bench_client *c);
+
+/* bench-workload.c */
+const struct bench_workload *bench_workload_find(const char *name);
+void bench_workload_list(FILE *out);
+/* Steps workload: prints its RESULT lines. */
+void bench_workload_steps_report(const struct bench_run *run);
+
+#endif

@@ -1,0 +1,355 @@
+/* SEARCH and UID SEARCH (RFC 3501 / RFC 9051 6.4.4), with ESEARCH's
+   RETURN options (RFC 4731) and SEARCHRES (RFC 5182). The program is
+   parsed fully first (mail-search.h); the messages are then judged in
+   slices, yielding to the loop so the user's other connections are
+   served, and the answer is written in slices too, as output drains.
+   No EXPUNGE is sent meanwhile: the command is CMD_FLAG_USES_SEQS and
+   the view is only synced when the tagged reply goes out. */
+#include "imap-common.h"
+#include "imap-commands.h"
+#include "imap-search.h"
+
+#include <strings.h>
+
+/* Messages judged per slice, and file bytes read per slice: a slice of
+   header or body searching ends early so one big mailbox cannot hold
+   the process for long. */
+#define SEARCH_MSGS_PER_SLICE 1000
+#define SEARCH_BYTES_PER_SLICE (4 * 1024 * 1024)
+/* Bytes of result numbers written to the output per step. */
+#define SEARCH_OUTPUT_PIECE (16 * 1024)
+
+enum search_return {
+	SEARCH_RETURN_MIN = 0x01,
+	SEARCH_RETURN_MAX = 0x02,
+	SEARCH_RETURN_ALL = 0x04,
+	SEARCH_RETURN_COUNT = 0x08,
+	SEARCH_RETURN_SAVE = 0x10,
+};
+
+struct search_cmd {
+	struct client_command *cmd;
+	struct mailbox *box;
+	struct mail_search_ctx *search;
+	enum search_return ret;
+	bool esearch;          /* RETURN was given */
+	uint32_t next_seq;     /* next message to judge */
+	bool failed;
+
+	/* matching sequence numbers as merged ranges (grows; bounded by
+	   the message count) */
+	struct seq_range *matches;
+	unsigned int match_count, match_alloc;
+	uint32_t total;
+
+	/* writing the answer */
+	bool output_started;
+	unsigned int out_range;
+	uint32_t out_seq;
+	bool out_any;          /* a number was written (a set needs ",") */
+};
+
+static void search_add_match(struct search_cmd *ctx, uint32_t seq)
+{
+	ctx->total++;
+	if (ctx->match_count > 0 &&
+	    ctx->matches[ctx->match_count - 1].seq2 + 1 == seq) {
+		ctx->matches[ctx->match_count - 1].seq2 = seq;
+		return;
+	}
+	if (ctx->match_count == ctx->match_alloc) {
+		ctx->match_alloc = ctx->match_alloc == 0 ? 64 :
+			ctx->match_alloc * 2;
+		ctx->matches = i_realloc(ctx->matches, i_mul_size(
+			ctx->match_alloc, sizeof(*ctx->matches)));
+	}
+	ctx->matches[ctx->match_count].seq1 = seq;
+	ctx->matches[ctx->match_count].seq2 = seq;
+	ctx->match_count++;
+}
+
+static void search_cmd_free(struct search_cmd *ctx)
+{
+	if (ctx->search != NULL)
+		mail_search_deinit(&ctx->search);
+	i_free(ctx->matches);
+}
+
+static void cmd_search_cancel(struct client_command *cmd)
+{
+	search_cmd_free(cmd->context);
+}
+
+static bool search_parse_return(struct search_cmd *ctx,
+				const struct imap_arg **args)
+{
+	static const struct { const char *name; enum search_return ret; }
+	options[] = {
+		{ "MIN", SEARCH_RETURN_MIN }, { "MAX", SEARCH_RETURN_MAX },
+		{ "ALL", SEARCH_RETURN_ALL }, { "COUNT", SEARCH_RETURN_COUNT },
+		{ "SAVE", SEARCH_RETURN_SAVE },
+	};
+	const struct imap_arg *list;
+	unsigned int count;
+
+	if (!imap_arg_atom_equals(*args, "RETURN"))
+		return true;
+	if (!imap_arg_get_list(&(*args)[1], &list, &count))
+		return false;
+	*args += 2;
+	ctx->esearch = true;
+	for (unsigned int i = 0; i < count; i++) {
+		unsigned int j;
+		for (j = 0; j < N_ELEMENTS(options); j++) {
+			if (imap_arg_atom_equals(&list[i], options[j].name))
+				break;
+		}
+		if (j == N_ELEMENTS(options))
+			return false;
+		ctx->ret |= options[j].ret;
+	}
+	/* RFC 4731 3.1: RETURN () is RETURN (ALL) */
+	if (count == 0)
+		ctx->ret = SEARCH_RETURN_ALL;
+	return true;
+}
+
+/* ---- the answer ---- */
+
+static uint32_t search_number(struct search_cmd *ctx, uint32_t seq)
+{
+	return ctx->cmd->uid ? mailbox_msg_uid(ctx->box, seq) : seq;
+}
+
+/* Append the next numbers to piece: "* SEARCH" lists each one, ALL of
+   ESEARCH a sequence-set. Returns false when all were written. */
+static bool search_output_numbers(struct search_cmd *ctx, buffer_t *piece,
+				  bool as_set)
+{
+	while (ctx->out_range < ctx->match_count) {
+		const struct seq_range *r = &ctx->matches[ctx->out_range];
+		if (ctx->out_seq < r->seq1)
+			ctx->out_seq = r->seq1;
+		if (piece->used + 32 > SEARCH_OUTPUT_PIECE)
+			return true;
+		uint32_t first = ctx->out_seq, num = search_number(ctx, first);
+		uint32_t last = first;
+		/* a run of consecutive numbers is one range in a set */
+		while (as_set && last < r->seq2 &&
+		       search_number(ctx, last + 1) == num + (last - first) + 1)
+			last++;
+		const char *sep = !as_set ? " " : ctx->out_any ? "," : "";
+		ctx->out_any = true;
+		int ret = last == first ?
+			buffer_printf(piece, "%s%u", sep, num) :
+			buffer_printf(piece, "%s%u:%u", sep, num,
+				      num + (last - first));
+		i_assert(ret == 0);
+		if (last >= r->seq2) {
+			ctx->out_range++;
+			ctx->out_seq = 0;
+		} else {
+			ctx->out_seq = last + 1;
+		}
+	}
+	return false;
+}
+
+static void search_esearch_head(struct search_cmd *ctx, buffer_t *piece)
+{
+	int ret = buffer_append_str(piece, "* ESEARCH (TAG ");
+
+	ret |= imap_append_quoted(piece, ctx->cmd->tag);
+	ret |= buffer_append_str(piece, ctx->cmd->uid ? ") UID" : ")");
+	if (ctx->total > 0 && (ctx->ret & SEARCH_RETURN_MIN) != 0)
+		ret |= buffer_printf(piece, " MIN %u",
+				     search_number(ctx, ctx->matches[0].seq1));
+	if (ctx->total > 0 && (ctx->ret & SEARCH_RETURN_MAX) != 0)
+		ret |= buffer_printf(piece, " MAX %u", search_number(ctx,
+				ctx->matches[ctx->match_count - 1].seq2));
+	if ((ctx->ret & SEARCH_RETURN_COUNT) != 0)
+		ret |= buffer_printf(piece, " COUNT %u", ctx->total);
+	if (ctx->total > 0 && (ctx->ret & SEARCH_RETURN_ALL) != 0)
+		ret |= buffer_append_str(piece, " ALL ");
+	i_assert(ret == 0);
+}
+
+/* Write the untagged answer as output room allows. Returns true when
+   it is complete. */
+static bool search_output(struct search_cmd *ctx)
+{
+	struct client *client = ctx->cmd->client;
+	bool as_set = ctx->esearch;
+	buffer_t piece;
+
+	if (ctx->esearch && (ctx->ret & ~SEARCH_RETURN_SAVE) == 0)
+		return true;   /* RFC 5182 2.1: SAVE alone answers nothing */
+	if (ctx->esearch && (ctx->ret & SEARCH_RETURN_ALL) == 0)
+		ctx->out_range = ctx->match_count;   /* no list */
+	/* the ESEARCH head holds the tag (up to a line long) and numbers */
+	buffer_init(&piece, i_add_size(SEARCH_OUTPUT_PIECE +
+				       CLIENT_REPLY_LINE_MAX,
+				       2 * strlen(ctx->cmd->tag)));
+	for (;;) {
+		if (o_stream_get_buffer_avail(client->output) <
+		    CLIENT_OUTPUT_SLICE_MIN_AVAIL || client->disconnected)
+			break;
+		buffer_reset(&piece);
+		if (!ctx->output_started) {
+			ctx->output_started = true;
+			if (ctx->esearch)
+				search_esearch_head(ctx, &piece);
+			else if (buffer_append_str(&piece, "* SEARCH") < 0)
+				i_unreached();
+		}
+		bool more = search_output_numbers(ctx, &piece, as_set);
+		if (!more && buffer_append_str(&piece, "\r\n") < 0)
+			i_unreached();
+		if (o_stream_send(client->output, piece.data, piece.used) < 0) {
+			client_disconnect(client, NULL, "Output failed");
+			break;
+		}
+		if (!more) {
+			buffer_free(&piece);
+			return true;
+		}
+	}
+	buffer_free(&piece);
+	return false;
+}
+
+/* ---- SAVE ---- */
+
+/* The UIDs to save: all matches, or with MIN/MAX but neither ALL nor
+   COUNT only the lowest and/or highest (RFC 5182 2.4). */
+static void search_save(struct search_cmd *ctx)
+{
+	struct client *client = ctx->cmd->client;
+	bool only_ends = (ctx->ret & (SEARCH_RETURN_MIN | SEARCH_RETURN_MAX)) != 0 &&
+		(ctx->ret & (SEARCH_RETURN_ALL | SEARCH_RETURN_COUNT)) == 0;
+	struct mail_search_range *uids;
+	unsigned int count = 0;
+
+	if (ctx->total == 0) {
+		imap_search_saved_set(client, NULL, 0);
+		return;
+	}
+	uids = i_malloc(i_mul_size(ctx->total, sizeof(*uids)));
+	for (unsigned int i = 0; i < ctx->match_count; i++) {
+		for (uint32_t seq = ctx->matches[i].seq1;
+		     seq <= ctx->matches[i].seq2; seq++) {
+			uint32_t uid = mailbox_msg_uid(ctx->box, seq);
+			bool first = i == 0 && seq == ctx->matches[0].seq1;
+			bool last = i == ctx->match_count - 1 &&
+				seq == ctx->matches[i].seq2;
+			if (only_ends &&
+			    !(first && (ctx->ret & SEARCH_RETURN_MIN) != 0) &&
+			    !(last && (ctx->ret & SEARCH_RETURN_MAX) != 0))
+				continue;
+			if (count > 0 && uids[count - 1].hi + 1 == uid) {
+				uids[count - 1].hi = uid;
+			} else {
+				uids[count].lo = uids[count].hi = uid;
+				count++;
+			}
+		}
+	}
+	imap_search_saved_set(client, uids, count);
+	i_free(uids);
+}
+
+/* ---- running ---- */
+
+static bool search_finish(struct search_cmd *ctx)
+{
+	struct client_command *cmd = ctx->cmd;
+
+	if (!search_output(ctx)) {
+		cmd->wait = CLIENT_WAIT_OUTPUT;
+		return false;
+	}
+	if ((ctx->ret & SEARCH_RETURN_SAVE) != 0)
+		search_save(ctx);
+	search_cmd_free(ctx);
+	client_send_tagline(cmd, "OK Search completed.");
+	return true;
+}
+
+static bool cmd_search_continue(struct client_command *cmd)
+{
+	struct search_cmd *ctx = cmd->context;
+	uint32_t count = mailbox_get_count(ctx->box);
+	const char *error;
+
+	if (ctx->search == NULL)
+		return search_finish(ctx);
+	uint64_t bytes_end = mail_search_get_bytes_read(ctx->search) +
+		SEARCH_BYTES_PER_SLICE;
+	for (unsigned int n = 0; n < SEARCH_MSGS_PER_SLICE; n++) {
+		if (ctx->next_seq > count)
+			break;
+		int ret = mail_search_match(ctx->search, ctx->next_seq, &error);
+		if (ret < 0) {
+			i_error("SEARCH in %s: %s", mailbox_get_name(ctx->box),
+				error);
+			if ((ctx->ret & SEARCH_RETURN_SAVE) != 0)
+				imap_search_saved_clear(cmd->client);
+			search_cmd_free(ctx);
+			client_send_tagline(cmd, "NO [SERVERBUG] Search failed.");
+			return true;
+		}
+		if (ret > 0)
+			search_add_match(ctx, ctx->next_seq);
+		ctx->next_seq++;
+		if (mail_search_get_bytes_read(ctx->search) >= bytes_end)
+			break;
+	}
+	if (ctx->next_seq <= count) {
+		cmd->wait = CLIENT_WAIT_NONE;
+		return false;
+	}
+	mail_search_deinit(&ctx->search);
+	return search_finish(ctx);
+}
+
+static bool search_parse_error(struct client_command *cmd,
+			       struct search_cmd *ctx,
+			       enum mail_search_parse_result ret,
+			       const char *error)
+{
+	/* RFC 5182 2.1: a failed SEARCH ... SAVE empties "$" */
+	if ((ctx->ret & SEARCH_RETURN_SAVE) != 0)
+		imap_search_saved_clear(cmd->client);
+	if (ret == MAIL_SEARCH_PARSE_BADCHARSET)
+		client_send_taglinef(cmd, "NO %s", error);
+	else
+		client_send_command_error(cmd, error);
+	return true;
+}
+
+bool cmd_search(struct client_command *cmd)
+{
+	struct search_cmd *ctx = p_malloc(cmd->pool, sizeof(*ctx));
+	const struct imap_arg *args = cmd->args;
+	struct mail_search_program *program;
+	const char *error;
+
+	ctx->cmd = cmd;
+	ctx->box = cmd->client->mailbox;
+	ctx->next_seq = 1;
+	if (!search_parse_return(ctx, &args)) {
+		client_send_command_error(cmd, "Invalid RETURN options.");
+		return true;
+	}
+	enum mail_search_parse_result ret =
+		mail_search_parse(cmd->pool, args,
+				  imap_search_saved_get(cmd->client),
+				  &program, &error);
+	if (ret != MAIL_SEARCH_PARSE_OK)
+		return search_parse_error(cmd, ctx, ret, error);
+	ctx->search = mail_search_init(ctx->box, program, time(NULL));
+	cmd->context = ctx;
+	cmd->func = cmd_search_continue;
+	cmd->cancel = cmd_search_cancel;
+	return cmd_search_continue(cmd);
+}

@@ -1,0 +1,302 @@
+/* Section specifiers, the message structure and section sources
+   (imap-fetch-body.h). The byte reader is imap-body-stream.c. */
+#include "imap-common.h"
+#include "imap-fetch-body.h"
+#include "message-parser.h"
+
+#include <ctype.h>
+#include <strings.h>
+
+/* Per-message pool: the part tree of a normal message is a few KiB. */
+#define MSG_STRUCTURE_POOL_SIZE (16 * 1024)
+#define MSG_STRUCTURE_READ_SIZE (32 * 1024)
+
+/* ---- section specifiers (RFC 3501 / RFC 9051 "section") ---- */
+
+static bool is_field_char(unsigned char c)
+{
+	/* astring without quoted/literal: any CHAR except specials */
+	return c > ' ' && c < 0x7f && c != '(' && c != ')' && c != '{' &&
+		c != '"' && c != '\\' && c != '%' && c != '*' && c != ']';
+}
+
+/* One header-fld-name (atom or "quoted") at *pp. Appends its echo. */
+static const char *parse_field_name(pool_t pool, const char **pp,
+				    buffer_t *echo)
+{
+	const char *p = *pp;
+	char name[IMAP_SECTION_FIELD_NAME_MAX + 1];
+	size_t len = 0;
+	bool quoted = *p == '"';
+
+	if (quoted)
+		p++;
+	for (;; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (quoted) {
+			if (c == '"')
+				break;
+			if (c == '\\' && (p[1] == '"' || p[1] == '\\'))
+				c = (unsigned char)*++p;
+			else if (c == '\0' || c == '\\' || c >= 0x80)
+				return NULL;
+		} else if (!is_field_char(c)) {
+			break;
+		}
+		if (len == IMAP_SECTION_FIELD_NAME_MAX)
+			return NULL;
+		name[len++] = (char)toupper(c);
+	}
+	if (len == 0)
+		return NULL;
+	name[len] = '\0';
+	*pp = quoted ? p + 1 : p;
+	if (quoted) {
+		if (imap_append_quoted(echo, name) < 0)
+			return NULL;
+	} else if (buffer_append_str(echo, name) < 0) {
+		return NULL;
+	}
+	return p_strdup(pool, name);
+}
+
+/* " (NAME NAME ...)" up to the end of spec. */
+static int parse_field_list(pool_t pool, const char *p,
+			    struct imap_section *sec, buffer_t *echo)
+{
+	const char **fields = p_malloc(pool, sizeof(*fields) *
+				       (IMAP_SECTION_MAX_FIELDS + 1));
+	unsigned int count = 0;
+
+	if (strncmp(p, " (", 2) != 0 || buffer_append_str(echo, " (") < 0)
+		return -1;
+	p += 2;
+	for (;;) {
+		if (count == IMAP_SECTION_MAX_FIELDS)
+			return -1;
+		if ((fields[count++] = parse_field_name(pool, &p, echo)) == NULL)
+			return -1;
+		if (*p != ' ')
+			break;
+		p++;
+		if (buffer_append_c(echo, ' ') < 0)
+			return -1;
+	}
+	if (strcmp(p, ")") != 0 || buffer_append_c(echo, ')') < 0)
+		return -1;
+	sec->fields = fields;
+	sec->field_count = count;
+	return 0;
+}
+
+/* The section-text after the part numbers (or alone). */
+static int parse_section_text(pool_t pool, const char *p, bool have_part,
+			      struct imap_section *sec, buffer_t *echo)
+{
+	static const struct {
+		const char *name;
+		enum imap_section_text text;
+	} texts[] = {
+		{ "HEADER.FIELDS.NOT", IMAP_SECTION_HEADER_FIELDS_NOT },
+		{ "HEADER.FIELDS", IMAP_SECTION_HEADER_FIELDS },
+		{ "HEADER", IMAP_SECTION_HEADER },
+		{ "TEXT", IMAP_SECTION_TEXT },
+		{ "MIME", IMAP_SECTION_MIME },
+	};
+
+	for (unsigned int i = 0; i < N_ELEMENTS(texts); i++) {
+		size_t len = strlen(texts[i].name);
+		if (strncasecmp(p, texts[i].name, len) != 0)
+			continue;
+		sec->text = texts[i].text;
+		if (buffer_append_str(echo, texts[i].name) < 0)
+			return -1;
+		if (sec->text == IMAP_SECTION_MIME && !have_part)
+			return -1;
+		if (sec->text == IMAP_SECTION_HEADER_FIELDS ||
+		    sec->text == IMAP_SECTION_HEADER_FIELDS_NOT)
+			return parse_field_list(pool, p + len, sec, echo);
+		return p[len] == '\0' ? 0 : -1;
+	}
+	return -1;
+}
+
+int imap_section_parse(pool_t pool, const char *spec, bool binary,
+		       struct imap_section *sec_r, const char **echo_r)
+{
+	const char *p = spec;
+	buffer_t echo;
+	int ret = 0;
+
+	memset(sec_r, 0, sizeof(*sec_r));
+	sec_r->binary = binary;
+	/* section-part: nz-number *("." nz-number); a zero is accepted and
+	   names no part, as in Dovecot */
+	while (*p >= '0' && *p <= '9') {
+		while (*p >= '0' && *p <= '9')
+			p++;
+		if (*p != '.' || p[1] < '0' || p[1] > '9')
+			break;
+		p++;
+	}
+	sec_r->part = p_strndup(pool, spec, (size_t)(p - spec));
+	buffer_init(&echo, strlen(spec) * 2 + 16);
+	if (buffer_append_str(&echo, sec_r->part) < 0)
+		ret = -1;
+	else if (*p == '\0')
+		ret = 0;
+	else if (binary)
+		ret = -1;
+	else if (p != spec && (*p != '.' || buffer_append_c(&echo, '.') < 0))
+		ret = -1;
+	else
+		ret = parse_section_text(pool, p == spec ? p : p + 1,
+					 p != spec, sec_r, &echo);
+	if (ret == 0)
+		*echo_r = p_strdup(pool, echo.data);
+	buffer_free(&echo);
+	return ret;
+}
+
+bool imap_section_needs_structure(const struct imap_section *sec)
+{
+	return sec->binary || sec->part[0] != '\0' ||
+		sec->text != IMAP_SECTION_BODY;
+}
+
+/* ---- message structure ---- */
+
+void imap_msg_structure_clear(struct imap_msg_structure *ms)
+{
+	if (ms->pool != NULL)
+		pool_unref(&ms->pool);
+	ms->root = NULL;
+	ms->seq = 0;
+}
+
+static int msg_structure_parse(struct imap_msg_structure *ms, int fd)
+{
+	struct message_parser *parser = message_parser_init(ms->pool, NULL);
+	unsigned char buf[MSG_STRUCTURE_READ_SIZE];
+	uint64_t pos = 0;
+	ssize_t ret;
+
+	while ((ret = pread(fd, buf, sizeof(buf), (off_t)pos)) != 0) {
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret < 0)
+			break;
+		message_parser_feed(parser, buf, (size_t)ret);
+		pos += (uint64_t)ret;
+	}
+	ms->root = message_parser_finish(&parser);
+	return ret < 0 ? -1 : 0;
+}
+
+int imap_msg_structure_get(struct imap_msg_structure *ms,
+			   struct mailbox *box, uint32_t seq,
+			   const char **error_r)
+{
+	if (ms->pool != NULL && ms->seq == seq)
+		return 0;
+	imap_msg_structure_clear(ms);
+	int fd = mailbox_msg_open(box, seq, error_r);
+	if (fd == -1)
+		return -1;
+	ms->pool = pool_create("fetch structure", MSG_STRUCTURE_POOL_SIZE);
+	ms->seq = seq;
+	int ret = msg_structure_parse(ms, fd);
+	if (ret < 0) {
+		*error_r = "read() of the message failed";
+		imap_msg_structure_clear(ms);
+	}
+	i_close_fd(&fd);
+	return ret;
+}
+
+/* ---- where a section is ---- */
+
+/* BINARY: how to undo the part's Content-Transfer-Encoding. Returns 0,
+   or -1 for an encoding that RFC 3516 says to refuse. */
+static int cte_filter(const struct message_part *part,
+		      enum imap_body_filter *filter_r)
+{
+	const char *cte = part->fields[MPF_CONTENT_TRANSFER_ENCODING];
+	size_t len;
+
+	*filter_r = IMAP_BODY_FILTER_NONE;
+	if (cte == NULL || (part->flags & MESSAGE_PART_FLAG_IS_MIME) == 0 ||
+	    (part->flags & (MESSAGE_PART_FLAG_MULTIPART |
+			    MESSAGE_PART_FLAG_MESSAGE_RFC822)) != 0)
+		return 0;
+	while (*cte == ' ' || *cte == '\t' || *cte == '\n' || *cte == '\r')
+		cte++;
+	len = strlen(cte);
+	while (len > 0 && strchr(" \t\r\n", cte[len - 1]) != NULL)
+		len--;
+	if (len == 0)
+		return 0;
+	if ((len == 4 && strncasecmp(cte, "7bit", 4) == 0) ||
+	    (len == 4 && strncasecmp(cte, "8bit", 4) == 0) ||
+	    (len == 6 && strncasecmp(cte, "binary", 6) == 0))
+		return 0;
+	if (len == 6 && strncasecmp(cte, "base64", 6) == 0) {
+		*filter_r = IMAP_BODY_FILTER_BASE64;
+		return 0;
+	}
+	if (len == 16 && strncasecmp(cte, "quoted-printable", 16) == 0) {
+		*filter_r = IMAP_BODY_FILTER_QP;
+		return 0;
+	}
+	return -1;
+}
+
+static enum message_section_kind section_kind(const struct imap_section *sec)
+{
+	switch (sec->text) {
+	case IMAP_SECTION_BODY:
+		return sec->part[0] == '\0' ? MESSAGE_SECTION_FULL :
+			MESSAGE_SECTION_ALL;
+	case IMAP_SECTION_HEADER:
+	case IMAP_SECTION_HEADER_FIELDS:
+	case IMAP_SECTION_HEADER_FIELDS_NOT:
+		return MESSAGE_SECTION_HEADER;
+	case IMAP_SECTION_TEXT:
+		return MESSAGE_SECTION_TEXT;
+	case IMAP_SECTION_MIME:
+		return MESSAGE_SECTION_MIME;
+	}
+	i_unreached();
+}
+
+int imap_body_source_get(const struct message_part *root,
+			 const struct imap_section *sec, uint64_t msg_vsize,
+			 struct imap_body_source *src_r)
+{
+	struct message_section_range range;
+
+	memset(src_r, 0, sizeof(*src_r));
+	if (root == NULL) {
+		/* BODY[]: the whole file */
+		src_r->found = true;
+		src_r->virt_size = msg_vsize;
+		return 0;
+	}
+	struct message_part *part =
+		message_part_find_section((struct message_part *)root,
+					  sec->part);
+	if (part == NULL ||
+	    message_part_get_range(part, section_kind(sec), &range) < 0)
+		return 0;   /* no such section: empty, as Dovecot answers */
+	if (sec->binary && sec->part[0] != '\0' &&
+	    cte_filter(part, &src_r->filter) < 0)
+		return -1;
+	if (sec->text == IMAP_SECTION_HEADER_FIELDS)
+		src_r->filter = IMAP_BODY_FILTER_HEADER_FIELDS;
+	else if (sec->text == IMAP_SECTION_HEADER_FIELDS_NOT)
+		src_r->filter = IMAP_BODY_FILTER_HEADER_FIELDS_NOT;
+	src_r->found = true;
+	src_r->phys_pos = range.physical_pos;
+	src_r->virt_size = range.virtual_size;
+	return 0;
+}

@@ -1,0 +1,128 @@
+#ifndef IMAP_FETCH_BODY_H
+#define IMAP_FETCH_BODY_H
+/* The message-structure side of FETCH: section specifiers
+   (BODY[1.2.HEADER.FIELDS (A B)], BINARY[1.2]), the parsed part tree of
+   a message (ENVELOPE, BODYSTRUCTURE, section offsets), and a streaming
+   reader of one section's bytes in the CRLF form IMAP counts, optionally
+   filtered (HEADER.FIELDS) or content-transfer-decoded (BINARY, RFC
+   3516). Nothing holds a message body in memory: the part tree keeps
+   offsets and the reader works in chunks. */
+
+#include "mailbox.h"
+#include "mail-crlf.h"
+
+struct message_part;
+
+/* Header names in one HEADER.FIELDS list; more is a client error. */
+#define IMAP_SECTION_MAX_FIELDS 256
+/* A header name longer than this cannot match any listed name. */
+#define IMAP_SECTION_FIELD_NAME_MAX 256
+/* Source bytes filtered per read step. */
+#define IMAP_BODY_STREAM_CHUNK 8192
+/* Whitespace held back by the quoted-printable decoder (it is dropped at
+   a line end, RFC 2045 6.7 rule 3); a longer run is passed on. */
+#define IMAP_BODY_QP_WS_MAX 256
+
+enum imap_section_text {
+	IMAP_SECTION_BODY,    /* "": the message; "1.2": the part's body */
+	IMAP_SECTION_HEADER,
+	IMAP_SECTION_HEADER_FIELDS,
+	IMAP_SECTION_HEADER_FIELDS_NOT,
+	IMAP_SECTION_TEXT,
+	IMAP_SECTION_MIME,
+};
+
+struct imap_section {
+	const char *part;            /* "" or "1.2" */
+	enum imap_section_text text;
+	const char *const *fields;   /* HEADER.FIELDS names */
+	unsigned int field_count;
+	bool binary;                 /* BINARY[]: decode the part */
+};
+
+/* Parse the text between the brackets of BODY[...] (binary: of
+   BINARY[...], which takes part numbers only). *echo_r is the section as
+   the reply names it: header names upper-cased as Dovecot does. Returns
+   0, or -1 for a syntax error (BAD). */
+int imap_section_parse(pool_t pool, const char *spec, bool binary,
+		       struct imap_section *sec_r, const char **echo_r);
+/* False only for BODY[] (the whole message needs no parsing). */
+bool imap_section_needs_structure(const struct imap_section *sec);
+
+/* A message's parsed part tree. The one place that produces it: today it
+   parses the file; the per-message cache can serve it later without
+   FETCH changing. FETCH keeps one, so a message is parsed at most once
+   per command whatever items need it. */
+struct imap_msg_structure {
+	pool_t pool;                 /* NULL while nothing is held */
+	uint32_t seq;
+	struct message_part *root;
+};
+/* Returns 0 with ms->root set for seq (parsed unless ms holds it), or
+   -1 with *error_r. */
+int imap_msg_structure_get(struct imap_msg_structure *ms,
+			   struct mailbox *box, uint32_t seq,
+			   const char **error_r);
+void imap_msg_structure_clear(struct imap_msg_structure *ms);
+
+enum imap_body_filter {
+	IMAP_BODY_FILTER_NONE,
+	IMAP_BODY_FILTER_HEADER_FIELDS,
+	IMAP_BODY_FILTER_HEADER_FIELDS_NOT,
+	IMAP_BODY_FILTER_BASE64,
+	IMAP_BODY_FILTER_QP,
+};
+
+/* Where a section's bytes are. */
+struct imap_body_source {
+	bool found;                 /* false: the section is empty */
+	uint64_t phys_pos;          /* in the stored file */
+	uint64_t virt_size;         /* bytes of its CRLF form */
+	enum imap_body_filter filter;
+};
+/* Returns 0, or -1 when a BINARY section's Content-Transfer-Encoding is
+   unknown (NO [UNKNOWN-CTE]). root may be NULL for BODY[]; then size is
+   the message's size. */
+int imap_body_source_get(const struct message_part *root,
+			 const struct imap_section *sec, uint64_t msg_vsize,
+			 struct imap_body_source *src_r);
+
+struct imap_body_stream {
+	struct mail_crlf crlf;
+	const struct imap_section *sec;
+	struct imap_body_source src;
+	uint64_t in_left;           /* CRLF bytes of the source not read */
+	bool finished;              /* the filter's tail was produced */
+
+	/* produced, not yet returned */
+	unsigned char out[2 * IMAP_BODY_STREAM_CHUNK];
+	size_t out_pos, out_len;
+
+	/* filter state */
+	unsigned int state;
+	bool include;
+	char name[IMAP_SECTION_FIELD_NAME_MAX + 1];
+	size_t name_len;
+	uint32_t b64_bits;
+	unsigned int b64_count;
+	unsigned char qp_hi;
+	size_t ws_len;
+	unsigned char ws[IMAP_BODY_QP_WS_MAX];
+};
+
+/* Start reading src of the file fd (not owned); convert: the file has
+   bare LF line ends. */
+void imap_body_stream_init(struct imap_body_stream *s, int fd, bool convert,
+			   const struct imap_section *sec,
+			   const struct imap_body_source *src);
+/* Up to size bytes of the section; 0 at the end, -1 on error (errno). */
+ssize_t imap_body_stream_read(struct imap_body_stream *s, unsigned char *buf,
+			      size_t size);
+/* Skip count bytes (for <partial>). Returns 0 or -1. */
+int imap_body_stream_skip(struct imap_body_stream *s, uint64_t count);
+/* Size of the section's output and whether it holds a NUL: a full pass
+   for filtered sources, free otherwise. Leaves s at the start. */
+int imap_body_stream_measure(struct imap_body_stream *s, uint64_t *size_r,
+			     bool *has_nul_r);
+
+#endif

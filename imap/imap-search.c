@@ -1,0 +1,89 @@
+/* The SEARCHRES saved result (imap-search.h). */
+#include "imap-common.h"
+#include "imap-client.h"
+#include "imap-search.h"
+
+struct imap_search_saved {
+	struct mail_search_saved saved;   /* ranges point into uids */
+	struct mail_search_range *uids;
+};
+
+void imap_search_saved_set(struct client *client,
+			   const struct mail_search_range *uids,
+			   unsigned int count)
+{
+	struct imap_search_saved *s;
+
+	imap_search_saved_clear(client);
+	s = i_malloc(sizeof(*s));
+	if (count > 0) {
+		s->uids = i_malloc(i_mul_size(count, sizeof(*uids)));
+		memcpy(s->uids, uids, count * sizeof(*uids));
+	}
+	s->saved.ranges = s->uids;
+	s->saved.count = count;
+	client->search_saved = s;
+}
+
+void imap_search_saved_clear(struct client *client)
+{
+	struct imap_search_saved *s = client->search_saved;
+
+	if (s == NULL)
+		return;
+	client->search_saved = NULL;
+	i_free(s->uids);
+	i_free(s);
+}
+
+const struct mail_search_saved *imap_search_saved_get(struct client *client)
+{
+	static const struct mail_search_saved empty = { NULL, 0 };
+
+	return client->search_saved == NULL ? &empty :
+		&client->search_saved->saved;
+}
+
+/* The saved UIDs as sequence ranges of box (UIDs grow with sequence
+   numbers, so each UID range is one run of sequence numbers). */
+static void saved_to_seqs(struct client_command *cmd, struct mailbox *box,
+			  struct seq_range **ranges_r, unsigned int *count_r)
+{
+	const struct mail_search_saved *saved =
+		imap_search_saved_get(cmd->client);
+	uint32_t msgs = mailbox_get_count(box);
+	struct seq_range *ranges = p_malloc(cmd->pool,
+		i_mul_size(saved->count + 1, sizeof(*ranges)));
+	unsigned int count = 0;
+
+	for (unsigned int i = 0; i < saved->count; i++) {
+		uint32_t seq = mailbox_uid_to_seq_ge(box, saved->ranges[i].lo);
+		if (seq == 0)
+			break;
+		uint32_t last = seq - 1;
+		while (last < msgs &&
+		       mailbox_msg_uid(box, last + 1) <= saved->ranges[i].hi)
+			last++;
+		if (last < seq)
+			continue;
+		ranges[count].seq1 = seq;
+		ranges[count].seq2 = last;
+		count++;
+	}
+	*ranges_r = ranges;
+	*count_r = count;
+}
+
+int imap_search_seqset(struct client_command *cmd, const char *str,
+		       struct seq_range **ranges_r, unsigned int *count_r)
+{
+	struct mailbox *box = cmd->client->mailbox;
+
+	if (strcmp(str, "$") == 0) {
+		saved_to_seqs(cmd, box, ranges_r, count_r);
+		return 0;
+	}
+	if (imap_seqset_parse(cmd->pool, str, ranges_r, count_r) < 0)
+		return -1;
+	return imap_seqset_resolve(box, cmd->uid, *ranges_r, count_r);
+}

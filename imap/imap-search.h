@@ -1,0 +1,32 @@
+#ifndef IMAP_SEARCH_H
+#define IMAP_SEARCH_H
+/* SEARCHRES (RFC 5182): the result a SEARCH RETURN (SAVE) keeps for the
+   session, as UIDs, so "$" means the same messages however sequence
+   numbers move. It is forgotten when the mailbox is closed. Commands that
+   take a sequence set accept "$" through imap_search_seqset(). */
+
+#include "imap-common.h"
+#include "imap-seqset.h"
+#include "mail-search.h"
+
+struct client_command;
+
+/* Replace the saved result (sorted, merged UID ranges; count may be 0). */
+void imap_search_saved_set(struct client *client,
+			   const struct mail_search_range *uids,
+			   unsigned int count);
+/* Forget it (UNSELECT, CLOSE, SELECT, logout; a failed SAVE). */
+void imap_search_saved_clear(struct client *client);
+/* What "$" means now (the empty set when nothing was saved). The
+   pointer is valid until the next set or clear. */
+const struct mail_search_saved *imap_search_saved_get(struct client *client);
+
+/* A command's sequence-set argument ("$" included) as sorted, merged
+   sequence ranges of the selected mailbox (from cmd->pool): numbers
+   are UIDs when cmd->uid. Returns 0, or -1 on a syntax error or a
+   sequence number past the last message (answer BAD). "$" is never an
+   error: messages expunged since it was saved are simply absent. */
+int imap_search_seqset(struct client_command *cmd, const char *str,
+		       struct seq_range **ranges_r, unsigned int *count_r);
+
+#endif
