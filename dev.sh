@@ -285,6 +285,8 @@ cmd_test() {
 	say "fuzz targets (short runs; see doc/fuzzing.md for long ones)"
 	"$ROOT/tests/fuzz/run.sh" "$TEST_BUILD" "${MOAT_FUZZ_SECONDS:-10}" >&2 ||
 		die "a fuzz target failed"
+	say "crash tests (SIGKILL of index writers)"
+	"$ROOT/tests/crash/run.sh" "$TEST_BUILD" >&2 || die "a crash test failed"
 	say "protocol tests"
 	# Leak checking is off for the servers: chroot and setuid processes make
 	# LeakSanitizer unreliable. Any sanitizer report fails the test that saw it.
