@@ -287,6 +287,10 @@ cmd_test() {
 		die "a fuzz target failed"
 	say "crash tests (SIGKILL of index writers)"
 	"$ROOT/tests/crash/run.sh" "$TEST_BUILD" >&2 || die "a crash test failed"
+	say "benchmark smoke run (correctness of bench/, never speed)"
+	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		"$ROOT/bench/smoke.sh" "$TEST_PREFIX" "$TEST_BUILD/bench/imapload" >&2 ||
+		die "the benchmark smoke run failed"
 	say "protocol tests"
 	# Leak checking is off for the servers: chroot and setuid processes make
 	# LeakSanitizer unreliable. Any sanitizer report fails the test that saw it.

@@ -313,6 +313,42 @@ static void client_cycle_done(struct bench_client *c, bool ok,
 		bench_client_start(c);
 }
 
+static void client_login_reply(struct bench_client *c, bool ok,
+			       const char *status, const char *text)
+{
+	if (c->run->wl->reconnect) {
+		if (!ok) {
+			client_cycle_done(c, false, text);
+			return;
+		}
+		c->state = BENCH_CLIENT_LOGOUT;
+		bench_client_command(c, "LOGOUT");
+	} else if (!ok) {
+		bench_stats_error(&c->run->stats, "LOGIN %s: %s", status, text);
+		client_finish(c);
+	} else {
+		client_setup_next(c);
+	}
+}
+
+static void client_setup_reply(struct bench_client *c, bool ok,
+			       bool unsupported, const char *status,
+			       const char *text)
+{
+	/* CREATE (setup_step 1) may fail with NO [ALREADYEXISTS]: fine */
+	if (!ok && !(c->setup_step == 1 && !unsupported)) {
+		if (unsupported)
+			bench_stats_unsupported(&c->run->stats, text);
+		else
+			bench_stats_error(&c->run->stats, "setup %s: %s",
+					  status, text);
+		c->state = BENCH_CLIENT_LOGOUT;
+		bench_client_command(c, "LOGOUT");
+		return;
+	}
+	client_setup_next(c);
+}
+
 /* The tagged completion of the command in flight. */
 static void client_tagged(struct bench_client *c, const char *status,
 			  const char *text)
@@ -323,35 +359,10 @@ static void client_tagged(struct bench_client *c, const char *status,
 
 	switch (c->state) {
 	case BENCH_CLIENT_LOGIN:
-		if (!ok) {
-			if (c->run->wl->reconnect) {
-				client_cycle_done(c, false, text);
-				return;
-			}
-			bench_stats_error(&c->run->stats, "LOGIN %s: %s",
-					  status, text);
-			client_finish(c);
-		} else if (c->run->wl->reconnect) {
-			c->state = BENCH_CLIENT_LOGOUT;
-			bench_client_command(c, "LOGOUT");
-		} else {
-			client_setup_next(c);
-		}
+		client_login_reply(c, ok, status, text);
 		return;
 	case BENCH_CLIENT_SETUP:
-		if (!ok && c->setup_step == 1 && !unsupported) {
-			/* CREATE: NO [ALREADYEXISTS] is fine */
-		} else if (!ok) {
-			if (unsupported)
-				bench_stats_unsupported(&c->run->stats, text);
-			else
-				bench_stats_error(&c->run->stats,
-						  "setup %s: %s", status, text);
-			c->state = BENCH_CLIENT_LOGOUT;
-			bench_client_command(c, "LOGOUT");
-			return;
-		}
-		client_setup_next(c);
+		client_setup_reply(c, ok, unsupported, status, text);
 		return;
 	case BENCH_CLIENT_RUN:
 	case BENCH_CLIENT_APPEND_CONT:

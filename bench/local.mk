@@ -10,4 +10,4 @@ bench_imapload_SOURCES = \
 	bench/bench-workload.c \
 	bench/bench-stats.c \
 	bench/bench-source.c
-EXTRA_DIST += bench/compare.sh bench/smoke.sh bench/mkmaildir.py
+EXTRA_DIST += bench/compare.sh bench/smoke.sh bench/servers.sh bench/mkmaildir.py

@@ -123,6 +123,7 @@ static void listener_accept(void *context)
 		return;
 	}
 	lp->accepted_count++;
+	fd_set_tcp_nodelay(fd);
 	(void)login_client_create(lp, fd, (struct sockaddr *)&addr, addr_len,
 				  l->ssl);
 	/* After the client exists, so the process does not count as idle. */

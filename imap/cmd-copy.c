@@ -6,6 +6,7 @@
 #include "imap-mailbox.h"
 #include "imap-commands.h"
 #include "imap-notify.h"
+#include "imap-search.h"
 #include "imap-seqset.h"
 
 /* "[COPYUID <uidvalidity> <set> <set>]": the sets come from the view,
@@ -26,11 +27,12 @@ static bool copy_parse(struct client_command *cmd, struct copy_ctx *ctx)
 {
 	const char *set;
 
+	/* "$" is the SEARCHRES result (imap-search.h) */
 	if (!imap_arg_get_atom(&cmd->args[0], &set) ||
-	    imap_seqset_parse(cmd->pool, set, &ctx->ranges,
-			      &ctx->range_count) < 0 ||
-	    imap_seqset_resolve(cmd->client->mailbox, cmd->uid, ctx->ranges,
-				&ctx->range_count) < 0) {
+	    (strcmp(set, "$") != 0 &&
+	     imap_seqset_parse(cmd->pool, set, &ctx->ranges,
+			       &ctx->range_count) < 0) ||
+	    imap_search_seqset(cmd, set, &ctx->ranges, &ctx->range_count) < 0) {
 		client_send_command_error(cmd, "Invalid messageset.");
 		return false;
 	}

@@ -5,6 +5,7 @@
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-flags.h"
+#include "imap-search.h"
 #include "imap-seqset.h"
 #include "imap-notify.h"
 
@@ -46,9 +47,11 @@ static bool store_parse(struct client_command *cmd, struct store_ctx *ctx)
 {
 	const char *set, *item, *error;
 
+	/* "$" is the SEARCHRES result (imap-search.h) */
 	if (!imap_arg_get_atom(&cmd->args[0], &set) ||
-	    imap_seqset_parse(cmd->pool, set, &ctx->ranges,
-			      &ctx->range_count) < 0) {
+	    (strcmp(set, "$") != 0 &&
+	     imap_seqset_parse(cmd->pool, set, &ctx->ranges,
+			       &ctx->range_count) < 0)) {
 		client_send_command_error(cmd, "Invalid messageset.");
 		return false;
 	}
@@ -61,8 +64,7 @@ static bool store_parse(struct client_command *cmd, struct store_ctx *ctx)
 		client_send_command_error(cmd, error);
 		return false;
 	}
-	if (imap_seqset_resolve(cmd->client->mailbox, cmd->uid, ctx->ranges,
-				&ctx->range_count) < 0) {
+	if (imap_search_seqset(cmd, set, &ctx->ranges, &ctx->range_count) < 0) {
 		client_send_command_error(cmd, "Invalid messageset.");
 		return false;
 	}

@@ -112,8 +112,12 @@ void client_send_line(struct client *client, const char *line)
 {
 	if (client->disconnected)
 		return;
-	if (o_stream_send_str(client->output, line) < 0 ||
-	    o_stream_send(client->output, "\r\n", 2) < 0) {
+	/* One write for the line and its CRLF. */
+	o_stream_cork(client->output);
+	int ret = o_stream_send_str(client->output, line) < 0 ||
+		o_stream_send(client->output, "\r\n", 2) < 0 ? -1 : 0;
+	o_stream_uncork(client->output);
+	if (ret < 0) {
 		client_disconnect(client, NULL, o_stream_is_failed(client->output) ?
 				  o_stream_get_error(client->output) :
 				  "Output buffer full");
@@ -131,6 +135,26 @@ void client_send_linef(struct client *client, const char *fmt, ...)
 	client_send_line(client, line);
 }
 
+/* "tag text": the tag is sent as is, whatever its length (a tag is
+   bounded only by the command line limit), not through a line buffer. */
+static void client_send_tagged(struct client *client, const char *tag,
+			       const char *text)
+{
+	if (client->disconnected)
+		return;
+	o_stream_cork(client->output);
+	if (o_stream_send_str(client->output, tag) < 0 ||
+	    o_stream_send(client->output, " ", 1) < 0) {
+		o_stream_uncork(client->output);
+		client_disconnect(client, NULL, o_stream_is_failed(client->output) ?
+				  o_stream_get_error(client->output) :
+				  "Output buffer full");
+		return;
+	}
+	client_send_line(client, text);
+	o_stream_uncork(client->output);
+}
+
 void client_send_tagline(struct client_command *cmd, const char *text)
 {
 	struct client *client = cmd->client;
@@ -142,7 +166,7 @@ void client_send_tagline(struct client_command *cmd, const char *text)
 		imap_sync_send(client, allow_expunge);
 	}
 	if (cmd->tag[0] != '\0')
-		client_send_linef(client, "%s %s", cmd->tag, text);
+		client_send_tagged(client, cmd->tag, text);
 }
 
 void client_send_taglinef(struct client_command *cmd, const char *fmt, ...)
@@ -165,8 +189,9 @@ static void client_count_bad(struct client *client)
 
 void client_send_command_error(struct client_command *cmd, const char *text)
 {
-	client_send_linef(cmd->client, "%s BAD %s",
-			  cmd->tag[0] != '\0' ? cmd->tag : "*", text);
+	char line[CLIENT_REPLY_LINE_MAX];
+	snprintf(line, sizeof(line), "BAD %s", text);
+	client_send_tagged(cmd->client, cmd->tag[0] != '\0' ? cmd->tag : "*", line);
 	client_count_bad(cmd->client);
 }
 
@@ -397,6 +422,7 @@ struct client *client_create(struct imap_user *user, int fd, const char *tag,
 	client->user = user;
 	client->fd = fd;
 	client->session = p_strdup(pool, remote_ip);
+	fd_set_tcp_nodelay(fd);
 	client->input = i_stream_create_fd(fd, CLIENT_INPUT_BUFFER_MAX);
 	client->output = o_stream_create_fd(user->ioloop, fd,
 					    CLIENT_OUTPUT_BUFFER_MAX);

@@ -132,6 +132,12 @@ static int fetch_body_open(struct imap_fetch_ctx *ctx,
 
 	if (fetch_section_open(ctx, item, &size, &has_nul) < 0)
 		return -1;
+	/* RFC 3516: binary data with NULs goes as literal8; like Dovecot,
+	   so does every non-empty decoded part */
+	enum imap_body_filter filter = ctx->body.src.filter;
+	bool literal8 = has_nul || (size > 0 &&
+		(filter == IMAP_BODY_FILTER_BASE64 ||
+		 filter == IMAP_BODY_FILTER_QP));
 	uint64_t start = item->partial ? MIN(item->start, size) : 0;
 	size -= start;
 	if (item->partial)
@@ -143,11 +149,6 @@ static int fetch_body_open(struct imap_fetch_ctx *ctx,
 	ctx->body_left = size;
 	if (size == 0)
 		i_close_fd(&ctx->body_fd);
-	/* RFC 3516: binary data with NULs goes as literal8; like Dovecot,
-	   so does every decoded part */
-	enum imap_body_filter filter = ctx->body.src.filter;
-	bool literal8 = has_nul || filter == IMAP_BODY_FILTER_BASE64 ||
-		filter == IMAP_BODY_FILTER_QP;
 	return buffer_printf(buf, "%s %s{%llu}\r\n", item->name,
 			     literal8 ? "~" : "", (unsigned long long)size);
 }

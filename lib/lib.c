@@ -3,6 +3,9 @@
 #include "log.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -110,6 +113,12 @@ int fd_set_cloexec(int fd, bool cloexec)
 		return -1;
 	flags = cloexec ? (flags | FD_CLOEXEC) : (flags & ~FD_CLOEXEC);
 	return fcntl(fd, F_SETFD, flags);
+}
+
+void fd_set_tcp_nodelay(int fd)
+{
+	int one = 1;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 void safe_memset(void *data, int c, size_t size)

@@ -59,6 +59,10 @@ size_t i_add_size(size_t a, size_t b);
 void i_close_fd(int *fd);
 int fd_set_nonblock(int fd, bool nonblock);
 int fd_set_cloexec(int fd, bool cloexec);
+/* TCP_NODELAY on a client socket: IMAP replies are small and a reply
+   split over two writes must not wait for the peer's delayed ACK (Nagle).
+   Not a TCP socket (a socketpair from the TLS proxy): silently nothing. */
+void fd_set_tcp_nodelay(int fd);
 
 /* Overwrite a secret so the compiler cannot elide it. */
 void safe_memset(void *data, int c, size_t size);

@@ -473,3 +473,23 @@ def test_esearch_long_tag(box):
     # (the tagged reply line itself is bounded by imap-client.c)
     c.read_line()
     assert c.command("NOOP").ok
+
+
+def test_saved_result_in_store_copy_and_move(moat_server):
+    """SEARCHRES: "$" works in STORE, COPY and MOVE too (RFC 5182 2.1)."""
+    c = moat_server.login("testuser1")
+    for n in range(4):
+        body = f"Subject: s{n}\r\n\r\nbody {n}\r\n".encode()
+        tag = c.next_tag()
+        c.send(f"{tag} APPEND INBOX {{{len(body)}+}}\r\n".encode() + body + b"\r\n")
+        assert c.read_tagged(tag).ok
+    assert c.command("CREATE Saved").ok
+    assert c.command("SELECT INBOX").ok
+    assert c.command("SEARCH RETURN (SAVE) SUBJECT s2").ok
+    r = c.command("STORE $ +FLAGS (\\Flagged)")
+    assert r.ok and any(b"\\Flagged" in line for line in r.untagged), r
+    assert c.command("COPY $ Saved").ok
+    r = c.command("MOVE $ Saved")
+    assert r.ok and any(b"EXPUNGE" in line for line in r.untagged), r
+    r = c.command("STATUS Saved (MESSAGES)")
+    assert any(b"MESSAGES 2" in line for line in r.untagged), r
