@@ -12,6 +12,7 @@
 #include "moat-settings.h"
 
 struct auth_client;
+struct auth_workers;
 
 /* The process's state: created in main() and handed to every module, so
    nothing else in the process is global. */
@@ -25,6 +26,7 @@ struct auth {
 	struct ipc_conn *master_conn;     /* moat-auth-master */
 	struct auth_client *clients;      /* one per imap-login process */
 	unsigned int client_count;
+	struct auth_workers *workers;     /* auth-worker-client.c */
 };
 
 #endif

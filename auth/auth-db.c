@@ -23,6 +23,7 @@
 	"/wHfDyX3/CF1ZiHxsyngIDNrQOZwQ5Azb5pxV3pQLLlBwxc2MHQsPtIhtZ0jN0"
 
 struct auth_db_source {
+	struct auth_db_worker_db worker;  /* driver NULL: a passwd-file */
 	struct passwd_file *file;       /* owned by auth_db.files */
 	const char *default_scheme;
 	struct auth_fields default_fields;
@@ -38,6 +39,11 @@ struct auth_db {
 	unsigned int passdb_count;
 	struct auth_db_source userdbs[AUTH_DB_MAX_SOURCES];
 	unsigned int userdb_count;
+	/* pam/shadow passdbs and passwd userdbs, run by auth-worker */
+	struct auth_db_source worker_passdbs[AUTH_DB_MAX_SOURCES];
+	unsigned int worker_passdb_count;
+	struct auth_db_source worker_userdbs[AUTH_DB_MAX_SOURCES];
+	unsigned int worker_userdb_count;
 	const char *oauth2_path;        /* passdb oauth2-file, or NULL */
 };
 
@@ -114,12 +120,16 @@ auth_db_source_check(struct auth_db *db, const struct moat_db_settings *dbset,
 {
 	const char *error;
 
-	if (strcmp(dbset->driver, "passwd-file") != 0)
+	if (source->worker.driver != NULL) {
+		source->worker.args = p_strdup(db->pool, dbset->args == NULL ?
+					       "" : dbset->args);
+	} else if (strcmp(dbset->driver, "passwd-file") != 0) {
 		return p_strdup_printf(db->pool, "unknown driver '%s' "
 				       "(supported: passwd-file)", dbset->driver);
-	if (auth_db_parse_args(db, source, dbset->args == NULL ? "" :
-			       dbset->args, &error) < 0)
+	} else if (auth_db_parse_args(db, source, dbset->args == NULL ? "" :
+				      dbset->args, &error) < 0) {
 		return error;
+	}
 	if (auth_db_parse_fields(db->pool, dbset->default_fields,
 				 &source->default_fields, &error) < 0)
 		return p_strdup_printf(db->pool, "default_fields: %s", error);
@@ -181,6 +191,16 @@ static int auth_db_init_sources(struct auth_db *db, const char **error_r)
 				return -1;
 			continue;
 		}
+		if (strcmp(dbset->driver, "pam") == 0 ||
+		    strcmp(dbset->driver, "shadow") == 0) {
+			struct auth_db_source *src =
+				&db->worker_passdbs[db->worker_passdb_count++];
+			src->worker.driver = p_strdup(db->pool, dbset->driver);
+			if (auth_db_source_init(db, "passdb", i, dbset, src,
+						error_r) < 0)
+				return -1;
+			continue;
+		}
 		if (auth_db_source_init(db, "passdb", i, dbset,
 					&db->passdbs[db->passdb_count],
 					error_r) < 0)
@@ -188,11 +208,18 @@ static int auth_db_init_sources(struct auth_db *db, const char **error_r)
 		db->passdb_count++;
 	}
 	for (unsigned int i = 0; i < set->userdb_count; i++) {
-		if (auth_db_source_init(db, "userdb", i, &set->userdbs[i],
-					&db->userdbs[i], error_r) < 0)
+		const struct moat_db_settings *dbset = &set->userdbs[i];
+		struct auth_db_source *src;
+
+		if (strcmp(dbset->driver, "passwd") == 0) {
+			src = &db->worker_userdbs[db->worker_userdb_count++];
+			src->worker.driver = p_strdup(db->pool, dbset->driver);
+		} else {
+			src = &db->userdbs[db->userdb_count++];
+		}
+		if (auth_db_source_init(db, "userdb", i, dbset, src, error_r) < 0)
 			return -1;
 	}
-	db->userdb_count = set->userdb_count;
 	return 0;
 }
 
@@ -423,8 +450,14 @@ auth_db_userdb(struct auth_db *db, pool_t pool, const struct auth_db_entry *pass
 	if (db->userdb_count > 0)
 		ret = auth_db_lookup(db->userdbs, db->userdb_count, pool,
 				     pass->user, &entry);
+	else if (db->worker_userdb_count > 0)
+		ret = 0;
 	if (ret < 0)
 		return AUTH_DB_TEMPFAIL;
+	if (ret == 0 && db->worker_userdb_count > 0) {
+		info_r->user = pass->user;
+		return AUTH_DB_WORKER_USERDB;
+	}
 	if (ret == 0) {
 		i_error("user %s is in a passdb but in no userdb", pass->user);
 		return AUTH_DB_TEMPFAIL;
@@ -476,8 +509,10 @@ enum auth_db_result auth_db_login(struct auth_db *db, pool_t pool,
 	if (ret < 0)
 		return AUTH_DB_TEMPFAIL;
 	if (ret == 0) {
-		(void)password_verify(password, AUTH_DB_DUMMY_HASH,
-				      AUTH_DB_DEFAULT_SCHEME, &error);
+		/* Worker passdbs come next and hash on their own. */
+		if (db->worker_passdb_count == 0)
+			(void)password_verify(password, AUTH_DB_DUMMY_HASH,
+					      AUTH_DB_DEFAULT_SCHEME, &error);
 		return AUTH_DB_UNKNOWN_USER;
 	}
 	ret = password_verify(password, entry.password,
@@ -536,11 +571,71 @@ auth_db_login_verified(struct auth_db *db, pool_t pool, const char *user,
 	}
 	/* A token user that no passwd-file passdb lists: the userdb alone
 	   decides (its entry replaces this one). */
-	if (db->userdb_count == 0)
+	if (db->userdb_count == 0 && db->worker_userdb_count == 0)
 		return AUTH_DB_UNKNOWN_USER;
 	memset(&entry, 0, sizeof(entry));
 	entry.user = user;
 	return auth_db_userdb(db, pool, &entry, info_r);
+}
+
+const struct auth_db_worker_db *
+auth_db_worker_passdb(struct auth_db *db, unsigned int idx)
+{
+	return idx < db->worker_passdb_count ?
+		&db->worker_passdbs[idx].worker : NULL;
+}
+
+const struct auth_db_worker_db *
+auth_db_worker_userdb(struct auth_db *db, unsigned int idx)
+{
+	return idx < db->worker_userdb_count ?
+		&db->worker_userdbs[idx].worker : NULL;
+}
+
+enum auth_db_result
+auth_db_login_worker_passdb(struct auth_db *db, pool_t pool, const char *user,
+			    struct auth_user_info *info_r)
+{
+	struct auth_db_entry entry;
+
+	/* No passwd-file entry: a bare one with the name, so a setup
+	   without userdbs falls back to mail_uid/mail_gid. */
+	memset(&entry, 0, sizeof(entry));
+	entry.source = &db->worker_passdbs[0];
+	entry.user = p_strdup(pool, user);
+	entry.password = entry.uid = entry.gid = entry.home = "";
+	entry.extra_fields = "";
+	entry.path = "(worker)";
+	return auth_db_userdb(db, pool, &entry, info_r);
+}
+
+enum auth_db_result
+auth_db_worker_user(struct auth_db *db, pool_t pool, const char *user,
+		    unsigned int idx, uid_t uid, gid_t gid, const char *home,
+		    struct auth_user_info *info_r)
+{
+	struct auth_db_entry entry;
+	struct auth_fields fields = { .count = 0 };
+	const char *error;
+
+	i_assert(idx < db->worker_userdb_count);
+	memset(&entry, 0, sizeof(entry));
+	entry.source = &db->worker_userdbs[idx];
+	entry.user = p_strdup(pool, user);
+	entry.uid = p_strdup_printf(pool, "%lu", (unsigned long)uid);
+	entry.gid = p_strdup_printf(pool, "%lu", (unsigned long)gid);
+	entry.home = p_strdup(pool, home);
+	entry.password = entry.extra_fields = "";
+	if (auth_db_entry_fields(pool, &entry, &fields, &error) < 0) {
+		i_error("userdb %s: user %s: %s", entry.source->worker.driver,
+			user, error);
+		return AUTH_DB_TEMPFAIL;
+	}
+	info_r->user = entry.user;
+	if (auth_db_user_info(db, &fields, info_r) < 0)
+		return AUTH_DB_TEMPFAIL;
+	return auth_db_uid_valid(db, info_r) ? AUTH_DB_OK :
+		AUTH_DB_UID_OUT_OF_RANGE;
 }
 
 int auth_db_lookup_token(struct auth_db *db, pool_t pool, const char *token,
@@ -567,6 +662,8 @@ const char *auth_db_result_reason(enum auth_db_result result)
 		return "uid out of range";
 	case AUTH_DB_TEMPFAIL:
 		return "internal error";
+	case AUTH_DB_WORKER_USERDB:
+		return "userdb lookup pending";
 	}
 	i_unreached();
 }

@@ -28,6 +28,15 @@ enum auth_db_result {
 	AUTH_DB_NOLOGIN,            /* password was right; *reason_r set */
 	AUTH_DB_UID_OUT_OF_RANGE,   /* password was right; logged as error */
 	AUTH_DB_TEMPFAIL,           /* internal problem, logged as error */
+	/* The password was right (or the user verified) but only an
+	   auth-worker userdb (passwd) can tell uid/gid/home: ask it with
+	   auth_db_worker_userdb() and finish with auth_db_worker_user(). */
+	AUTH_DB_WORKER_USERDB,
+};
+
+/* A passdb/userdb that auth-worker runs (pam, shadow, passwd). */
+struct auth_db_worker_db {
+	const char *driver, *args;
 };
 
 struct auth_db;
@@ -63,6 +72,24 @@ auth_db_login_verified(struct auth_db *db, pool_t pool, const char *user,
    pool), 0 unknown/expired or no such passdb, -1 error (logged). */
 int auth_db_lookup_token(struct auth_db *db, pool_t pool, const char *token,
 			 const char **user_r);
+
+/* The idx-th passdb (pam, shadow) or userdb (passwd) that auth-worker
+   runs, in config order; NULL past the last. passwd-file passdbs and
+   userdbs are always consulted before these. */
+const struct auth_db_worker_db *
+auth_db_worker_passdb(struct auth_db *db, unsigned int idx);
+const struct auth_db_worker_db *
+auth_db_worker_userdb(struct auth_db *db, unsigned int idx);
+/* A worker passdb accepted user's password: the userdb step (may return
+   AUTH_DB_WORKER_USERDB). */
+enum auth_db_result
+auth_db_login_worker_passdb(struct auth_db *db, pool_t pool, const char *user,
+			    struct auth_user_info *info_r);
+/* Worker userdb idx found user: fields, uid range. */
+enum auth_db_result
+auth_db_worker_user(struct auth_db *db, pool_t pool, const char *user,
+		    unsigned int idx, uid_t uid, gid_t gid, const char *home,
+		    struct auth_user_info *info_r);
 
 /* Text for an auth_db_result in "auth failed" log lines. */
 const char *auth_db_result_reason(enum auth_db_result result);

@@ -5,6 +5,7 @@
 #include "auth-token.h"
 #include "auth-client.h"
 #include "auth-master.h"
+#include "auth-worker-client.h"
 
 static int parse_pid(const char *str, pid_t *pid_r)
 {
@@ -35,6 +36,21 @@ static void auth_master_login_conn(struct auth *auth, const char *const *args,
 		return;
 	}
 	(void)auth_client_create(auth, fd, pid);
+}
+
+/* WORKER-CONN <worker_pid> +fd */
+static void auth_master_worker_conn(struct auth *auth, const char *const *args,
+				    int fd)
+{
+	pid_t pid;
+
+	if (str_array_length(args) != 2 || parse_pid(args[1], &pid) < 0 ||
+	    fd < 0) {
+		i_error("master: malformed WORKER-CONN record ignored");
+		i_close_fd(&fd);
+		return;
+	}
+	auth_worker_conn_create(auth, fd, pid);
 }
 
 static void auth_master_send_user(struct auth *auth, const char *id,
@@ -86,6 +102,10 @@ void auth_master_input(void *context, const char *const *args, int fd)
 	}
 	if (strcmp(args[0], "LOGIN-CONN") == 0) {
 		auth_master_login_conn(auth, args, fd);
+		return;
+	}
+	if (strcmp(args[0], "WORKER-CONN") == 0) {
+		auth_master_worker_conn(auth, args, fd);
 		return;
 	}
 	i_close_fd(&fd);

@@ -5,6 +5,7 @@
 #include "auth-token.h"
 #include "auth-client.h"
 #include "auth-request.h"
+#include "auth-worker-client.h"
 
 #include <strings.h>
 
@@ -83,6 +84,8 @@ void auth_request_free(struct auth_request **_request)
 		timeout_remove(&request->to_idle);
 	if (request->to_delay != NULL)
 		timeout_remove(&request->to_delay);
+	if (request->worker_job != NULL)
+		auth_worker_job_abort(&request->worker_job);
 	sasl_exchange_wipe(&request->sasl);
 	pool_unref(&pool);
 }
@@ -164,27 +167,22 @@ static void auth_request_success(struct auth_request *request,
 	auth_client_request_done(request->client, request);
 }
 
-static void auth_request_verify(struct auth_request *request)
-{
-	struct auth_user_info info;
-	const char *reason = NULL;
-	enum auth_db_result result;
+static void auth_request_worker_userdb(struct auth_request *request);
 
-	memset(&info, 0, sizeof(info));
-	if (request->sasl.verified) {
-		result = auth_db_login_verified(request->auth->db,
-						request->pool,
-						request->sasl.authcid,
-						&info, &reason);
-	} else {
-		result = auth_db_login(request->auth->db, request->pool,
-				       request->sasl.authcid,
-				       request->sasl.password, &info, &reason);
-	}
+static void auth_request_finish(struct auth_request *request,
+				enum auth_db_result result,
+				const struct auth_user_info *info,
+				const char *reason)
+{
 	sasl_exchange_wipe(&request->sasl);
 	switch (result) {
+	case AUTH_DB_WORKER_USERDB:
+		request->worker_user = p_strdup(request->pool, info->user);
+		request->worker_idx = 0;
+		auth_request_worker_userdb(request);
+		return;
 	case AUTH_DB_OK:
-		auth_request_success(request, &info);
+		auth_request_success(request, info);
 		return;
 	case AUTH_DB_UNKNOWN_USER:
 	case AUTH_DB_PASSWORD_MISMATCH:
@@ -205,6 +203,146 @@ static void auth_request_verify(struct auth_request *request)
 		return;
 	}
 	i_unreached();
+}
+
+/* ---- lookups in auth-worker ---- */
+
+static void auth_request_worker_tempfail(struct auth_request *request,
+					 const char *why)
+{
+	struct auth_user_info info;
+
+	i_error("auth-worker: %s", why);
+	memset(&info, 0, sizeof(info));
+	auth_request_finish(request, AUTH_DB_TEMPFAIL, &info, NULL);
+}
+
+static void auth_request_user_done(const struct auth_worker_reply *reply,
+				   void *context)
+{
+	struct auth_request *request = context;
+	struct auth_user_info info;
+	enum auth_db_result result;
+
+	request->worker_job = NULL;
+	memset(&info, 0, sizeof(info));
+	if (reply == NULL || reply->type == AUTH_WORKER_REPLY_FAIL) {
+		auth_request_worker_tempfail(request, "userdb lookup failed");
+		return;
+	}
+	if (reply->type == AUTH_WORKER_REPLY_NOTFOUND) {
+		request->worker_idx++;
+		auth_request_worker_userdb(request);
+		return;
+	}
+	result = auth_db_worker_user(request->auth->db, request->pool,
+				     request->worker_user, request->worker_idx,
+				     reply->uid, reply->gid, reply->home, &info);
+	auth_request_finish(request, result, &info, NULL);
+}
+
+/* The userdb step in worker userdb worker_idx, and the next ones. */
+static void auth_request_worker_userdb(struct auth_request *request)
+{
+	const struct auth_db_worker_db *wdb =
+		auth_db_worker_userdb(request->auth->db, request->worker_idx);
+
+	if (wdb == NULL) {
+		i_error("user %s is in a passdb but in no userdb",
+			request->worker_user);
+		auth_request_worker_tempfail(request, "no userdb knows the user");
+		return;
+	}
+	request->worker_job = auth_worker_user(request->auth, wdb->driver,
+					       wdb->args, request->worker_user,
+					       auth_request_user_done, request);
+	if (request->worker_job == NULL)
+		auth_request_worker_tempfail(request, "no worker available "
+					     "(none running or queue full)");
+}
+
+static void auth_request_worker_passdb(struct auth_request *request);
+
+static void auth_request_passv_done(const struct auth_worker_reply *reply,
+				    void *context)
+{
+	struct auth_request *request = context;
+	struct auth_user_info info;
+	enum auth_db_result result;
+
+	request->worker_job = NULL;
+	memset(&info, 0, sizeof(info));
+	if (reply == NULL) {
+		auth_request_worker_tempfail(request, "passdb lookup failed");
+		return;
+	}
+	if (reply->type == AUTH_WORKER_REPLY_OK) {
+		sasl_exchange_wipe(&request->sasl);
+		result = auth_db_login_worker_passdb(request->auth->db,
+						     request->pool, reply->user,
+						     &info);
+		auth_request_finish(request, result, &info, NULL);
+	} else if (strcmp(reply->code, "authfailed") == 0) {
+		request->worker_idx++;
+		auth_request_worker_passdb(request);
+	} else if (strcmp(reply->code, "nologin") == 0) {
+		auth_request_finish(request, AUTH_DB_NOLOGIN, &info,
+				    "Login disabled.");
+	} else {
+		auth_request_finish(request, AUTH_DB_TEMPFAIL, &info, NULL);
+	}
+}
+
+/* The password check in worker passdb worker_idx (pam, shadow). */
+static void auth_request_worker_passdb(struct auth_request *request)
+{
+	const struct auth_db_worker_db *wdb =
+		auth_db_worker_passdb(request->auth->db, request->worker_idx);
+	struct auth_user_info info;
+
+	if (wdb == NULL) {
+		/* No passdb accepted it: which one failed is not told. */
+		memset(&info, 0, sizeof(info));
+		auth_request_finish(request, AUTH_DB_PASSWORD_MISMATCH, &info,
+				    NULL);
+		return;
+	}
+	request->worker_job = auth_worker_passv(request->auth, wdb->driver,
+						wdb->args, request->sasl.authcid,
+						request->sasl.password,
+						request->rip,
+						auth_request_passv_done, request);
+	if (request->worker_job == NULL)
+		auth_request_worker_tempfail(request, "no worker available "
+					     "(none running or queue full)");
+}
+
+static void auth_request_verify(struct auth_request *request)
+{
+	struct auth_user_info info;
+	const char *reason = NULL;
+	enum auth_db_result result;
+
+	memset(&info, 0, sizeof(info));
+	if (request->sasl.verified) {
+		result = auth_db_login_verified(request->auth->db,
+						request->pool,
+						request->sasl.authcid,
+						&info, &reason);
+	} else {
+		result = auth_db_login(request->auth->db, request->pool,
+				       request->sasl.authcid,
+				       request->sasl.password, &info, &reason);
+		/* passwd-files do not know the user: the worker passdbs
+		   (pam, shadow) get the password, asynchronously. */
+		if (result == AUTH_DB_UNKNOWN_USER &&
+		    auth_db_worker_passdb(request->auth->db, 0) != NULL) {
+			request->worker_idx = 0;
+			auth_request_worker_passdb(request);
+			return;
+		}
+	}
+	auth_request_finish(request, result, &info, reason);
 }
 
 static void auth_request_step(struct auth_request *request,

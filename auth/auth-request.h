@@ -14,6 +14,7 @@
 #define AUTH_REQUEST_IP_MAX_LEN 64
 
 struct auth_client;
+struct auth_worker_job;
 
 struct auth_request {
 	struct auth_request *prev, *next;   /* in the client's list */
@@ -31,6 +32,11 @@ struct auth_request {
 	struct timeout *to_idle;            /* the exchange's time limit */
 	struct timeout *to_delay;           /* penalty before FAIL */
 	const char *fail_code, *fail_text;  /* sent when to_delay fires */
+
+	/* A lookup in auth-worker (pam/shadow passdb, passwd userdb) */
+	struct auth_worker_job *worker_job;
+	unsigned int worker_idx;            /* which worker passdb/userdb */
+	const char *worker_user;            /* userdb step: the user */
 };
 
 struct auth_request *

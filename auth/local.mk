@@ -8,6 +8,7 @@ auth_libauthcore_a_SOURCES = \
 	auth/auth-oauth2-file.c auth/auth-oauth2-file.h \
 	auth/auth-penalty.c auth/auth-penalty.h \
 	auth/auth-token.c auth/auth-token.h \
+	auth/auth-worker-protocol.c auth/auth-worker-protocol.h \
 	auth/passwd-file.c auth/passwd-file.h \
 	auth/password-scheme.c auth/password-scheme.h \
 	auth/password-scheme-private.h auth/password-scheme-hash.c \
@@ -23,11 +24,20 @@ auth_auth_SOURCES = \
 	auth/main.c auth/auth-common.h \
 	auth/auth-client.c auth/auth-client.h \
 	auth/auth-request.c auth/auth-request.h \
-	auth/auth-master.c auth/auth-master.h
+	auth/auth-master.c auth/auth-master.h \
+	auth/auth-worker-client.c auth/auth-worker-client.h
 AUTH_CORE_LIBS = auth/libauthcore.a $(LIBMOAT) $(CRYPT_LIBS) $(ARGON2_LIBS) \
 	$(SSL_LIBS)
 auth_auth_LDADD = $(AUTH_CORE_LIBS)
 auth_libauthcore_a_CPPFLAGS = $(AM_CPPFLAGS) $(ARGON2_CFLAGS) $(SSL_CFLAGS)
+
+# Root helpers for the blocking lookups: PAM, shadow, passwd.
+pkglibexec_PROGRAMS += auth/auth-worker
+auth_auth_worker_SOURCES = \
+	auth/auth-worker-main.c \
+	auth/auth-worker-db.c auth/auth-worker-db.h
+auth_auth_worker_LDADD = auth/libauthcore.a $(LIBMOAT) $(PAM_LIBS) \
+	$(CRYPT_LIBS)
 
 # The admin's password hashing tool (doc/moat-pw.1).
 sbin_PROGRAMS += auth/moat-pw
@@ -41,7 +51,8 @@ AUTH_UNIT_TESTS = \
 	auth/test-sasl \
 	auth/test-sasl-scram \
 	auth/test-auth-token \
-	auth/test-auth-penalty
+	auth/test-auth-penalty \
+	auth/test-auth-worker-protocol
 check_PROGRAMS += $(AUTH_UNIT_TESTS)
 TESTS += $(AUTH_UNIT_TESTS)
 auth_test_password_scheme_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
@@ -66,3 +77,5 @@ EXTRA_DIST += auth/test-auth-process.sh auth/test-auth-process.py
 # at test time, through moat-pw -t.
 TESTS += auth/test-password-vectors.sh
 EXTRA_DIST += auth/test-password-vectors.sh auth/test-password-vectors.py
+auth_test_auth_worker_protocol_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+auth_test_auth_worker_protocol_LDADD = $(AUTH_UNIT_LDADD)

@@ -303,9 +303,13 @@ static void filter_finish(struct imap_body_stream *s)
 {
 	switch (s->src.filter) {
 	case IMAP_BODY_FILTER_HEADER_FIELDS:
-	case IMAP_BODY_FILTER_HEADER_FIELDS_NOT:
 		/* the selected fields end with the blank line */
 		out_data(s, "\r\n", 2);
+		break;
+	case IMAP_BODY_FILTER_HEADER_FIELDS_NOT:
+		/* only if the header had one (Dovecot does the same) */
+		if (s->state == HF_DONE)
+			out_data(s, "\r\n", 2);
 		break;
 	case IMAP_BODY_FILTER_BASE64:
 		b64_finish(s);
@@ -358,6 +362,13 @@ ssize_t imap_body_stream_read(struct imap_body_stream *s, unsigned char *buf,
 	size_t n = MIN(size, s->out_len - s->out_pos);
 	memcpy(buf, s->out + s->out_pos, n);
 	s->out_pos += n;
+	if (!s->sec->binary) {
+		/* a literal may not hold NUL (RFC 3501 4.3): like Dovecot,
+		   send 0x80 instead; BINARY has literal8 for them */
+		unsigned char *nul = buf;
+		while ((nul = memchr(nul, '\0', n - (size_t)(nul - buf))) != NULL)
+			*nul++ = 0x80;
+	}
 	return (ssize_t)n;
 }
 

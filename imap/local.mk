@@ -44,3 +44,10 @@ imap_imap_LDADD += $(LIBMIME) $(LIBMOAT)
 # FETCH sections, BINARY, ENVELOPE/BODYSTRUCTURE (needs $(LIBMIME), above)
 imap_imap_SOURCES += imap/imap-fetch-body.c imap/imap-fetch-body.h \
 	imap/imap-body-stream.c
+check_PROGRAMS += tests/unit/test-imap-fetch-body
+TESTS += tests/unit/test-imap-fetch-body
+tests_unit_test_imap_fetch_body_SOURCES = tests/unit/test-imap-fetch-body.c \
+	imap/imap-fetch-body.c imap/imap-body-stream.c
+tests_unit_test_imap_fetch_body_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
+tests_unit_test_imap_fetch_body_LDADD = tests/unit/libtest.a index/libindex.a \
+	$(LIBMIME) $(LIBMOAT)

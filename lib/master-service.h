@@ -10,7 +10,7 @@
      3      MASTER_CHANNEL_FD: SOCK_SEQPACKET socket to master (ipc.h)
      4      MASTER_CONFIG_FD: a sealed memfd with every setting, in
             moat.conf syntax, as master validated it (moat -a output)
-     5      MASTER_AUTH_FD: imap-login only: its socket to auth
+     5      MASTER_AUTH_FD: imap-login and auth-worker: its socket to auth
      6..    MASTER_LISTEN_FD_FIRST: imap-login only: listening sockets, in
             the order named by MOAT_LISTENERS
    Environment: MOAT_SERVICE (service name), MOAT_UID/MOAT_GID (what to
@@ -33,6 +33,8 @@
 #define IPC_PROTO_AUTH_CLIENT "moat-auth-client"     /* imap-login <-> auth */
 #define IPC_PROTO_AUTH_MASTER "moat-auth-master"     /* master <-> auth */
 #define IPC_PROTO_IMAP_MASTER "moat-imap-master"     /* master <-> imap */
+#define IPC_PROTO_AUTH_WORKER "moat-auth-worker"     /* auth <-> auth-worker */
+#define IPC_PROTO_WORKER_MASTER "moat-worker-master" /* auth-worker <-> master */
 #define IPC_PROTO_MAJOR 1
 #define IPC_PROTO_MINOR 0
 

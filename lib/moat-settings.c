@@ -127,10 +127,17 @@ static const struct setting_def db_defs[] = {
 static const char *const passdb_drivers[] = {
 	"passwd-file",
 	"oauth2-file",   /* bearer tokens for OAUTHBEARER/XOAUTH2 only */
-	/* "pam" joins when auth-worker implements it. */
+	"shadow",        /* system users: /etc/shadow, via auth-worker */
+#ifdef HAVE_PAM
+	"pam",           /* args = the PAM service name, via auth-worker */
+#endif
 	NULL
 };
-static const char *const userdb_drivers[] = { "passwd-file", NULL };
+static const char *const userdb_drivers[] = {
+	"passwd-file",
+	"passwd",        /* system users: getpwnam(), via auth-worker */
+	NULL
+};
 
 #define VSZ_DEFAULT (256ULL * 1024 * 1024)
 /* The listeners array is never written through: defaults are copied. */
@@ -150,6 +157,10 @@ static const struct moat_service_settings service_defaults[] = {
 	  .vsz_limit = VSZ_DEFAULT },
 	{ .name = "imap", .user = "", .chroot = "", .process_limit = 1024,
 	  .client_limit = 1000, .vsz_limit = VSZ_DEFAULT },
+	/* root helpers for PAM/shadow/passwd lookups, one request at a
+	   time each; only started when such a passdb/userdb exists */
+	{ .name = "auth-worker", .user = "", .chroot = "", .process_limit = 4,
+	  .client_limit = 1, .vsz_limit = VSZ_DEFAULT },
 };
 #define SERVICE_COUNT N_ELEMENTS(service_defaults)
 
@@ -350,7 +361,7 @@ static int service_begin(struct settings_parser *ctx, const char *name,
 	unsigned int i;
 
 	if (name == NULL) {
-		*error_r = "service needs a name (imap-login, auth or imap)";
+		*error_r = "service needs a name (imap-login, auth, imap or auth-worker)";
 		return -1;
 	}
 	for (i = 0; i < SERVICE_COUNT; i++) {
@@ -359,7 +370,7 @@ static int service_begin(struct settings_parser *ctx, const char *name,
 	}
 	if (i == SERVICE_COUNT) {
 		*error_r = p_strdup_printf(pool, "unknown service '%s' "
-			"(known: imap-login, auth, imap)", name);
+			"(known: imap-login, auth, imap, auth-worker)", name);
 		return -1;
 	}
 	if (ctx->services_seen[i]) {

@@ -8,6 +8,7 @@ master_moat_SOURCES = \
 	master/service.c \
 	master/service-login.c \
 	master/service-auth.c \
+	master/service-auth-worker.c \
 	master/service-imap.c \
 	master/handoff.c
 master_moat_LDADD = $(LIBMOAT)

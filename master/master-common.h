@@ -14,6 +14,7 @@ enum service_kind {
 	SERVICE_LOGIN = 0,
 	SERVICE_AUTH,
 	SERVICE_IMAP,
+	SERVICE_AUTH_WORKER,
 	SERVICE_KIND_COUNT
 };
 
@@ -141,6 +142,12 @@ void auth_input(void *context, const char *const *args, int fd);
 /* Give a new imap-login process (or one that lost it) a socket to auth.
    Returns the login's end, or -1 if auth is not running. */
 int auth_connect_login(struct master *master, pid_t login_pid);
+
+/* service-auth-worker.c */
+/* Start auth-worker processes up to process_limit when a passdb/userdb
+   needs them and auth is running (each hands auth its socket). */
+void auth_worker_ensure(struct master *master);
+void auth_worker_input(void *context, const char *const *args, int fd);
 
 /* handoff.c */
 void handoff_start(struct child *login, const char *const *args, int fd);

@@ -12,6 +12,7 @@ struct child *auth_spawn(struct master *master)
 		return NULL;
 	master->auth = child;
 	login_auth_available(master);
+	auth_worker_ensure(master);
 	return child;
 }
 

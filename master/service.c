@@ -31,6 +31,7 @@ void services_init(struct master *master)
 		[SERVICE_LOGIN] = { "imap-login", "imap-login" },
 		[SERVICE_AUTH] = { "auth", "auth" },
 		[SERVICE_IMAP] = { "imap", "imap" },
+		[SERVICE_AUTH_WORKER] = { "auth-worker", "auth-worker" },
 	};
 	for (unsigned int i = 0; i < SERVICE_KIND_COUNT; i++) {
 		struct service *service = &master->services[i];
@@ -234,9 +235,12 @@ struct child *child_spawn(struct service *service, const int *extra_fds,
 	child->conn = ipc_conn_create(master->ioloop, channel[0], child->log_prefix,
 		service->kind == SERVICE_LOGIN ? IPC_PROTO_LOGIN_MASTER :
 		service->kind == SERVICE_AUTH ? IPC_PROTO_AUTH_MASTER :
+		service->kind == SERVICE_AUTH_WORKER ? IPC_PROTO_WORKER_MASTER :
 		IPC_PROTO_IMAP_MASTER, IPC_PROTO_MAJOR, IPC_PROTO_MINOR,
 		service->kind == SERVICE_LOGIN ? login_input :
-		service->kind == SERVICE_AUTH ? auth_input : imap_input, child);
+		service->kind == SERVICE_AUTH ? auth_input :
+		service->kind == SERVICE_AUTH_WORKER ? auth_worker_input :
+		imap_input, child);
 	i_debug("service(%s): started process %d", service->name, (int)pid);
 	return child;
 }
@@ -277,6 +281,8 @@ static void service_restart(struct service *service)
 		return;
 	if (service->kind == SERVICE_AUTH && master->auth == NULL)
 		(void)auth_spawn(master);
+	else if (service->kind == SERVICE_AUTH_WORKER)
+		auth_worker_ensure(master);
 	else if (service->kind == SERVICE_LOGIN) {
 		while (login_count_listening(master) < MAX(service->set->process_min_avail, 1u) &&
 		       service->process_count < service->set->process_limit) {
@@ -361,8 +367,12 @@ void services_child_exited(struct master *master, pid_t pid, int status)
 			io_loop_stop(master->ioloop);
 		return;
 	}
-	if (service->kind == SERVICE_AUTH ||
-	    (service->kind == SERVICE_LOGIN && !expected))
+	/* A worker exits cleanly when its auth goes away: replace it at
+	   once for the new auth; a crash backs off like any other. */
+	if (service->kind == SERVICE_AUTH_WORKER)
+		service_schedule_restart(service, crashed);
+	else if (service->kind == SERVICE_AUTH ||
+		 (service->kind == SERVICE_LOGIN && !expected))
 		service_schedule_restart(service, crashed || !expected);
 	else if (service->kind == SERVICE_LOGIN)
 		service_schedule_restart(service, false);

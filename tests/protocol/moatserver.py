@@ -11,6 +11,8 @@ drops privileges as in production (moat-login, moat-auth from dev.sh).
 Run as anyone else, every process runs as the invoking user.
 
 Per-test settings: @pytest.mark.moat_settings(login_timeout=2, ...).
+extra_dbs="passdb {...}" (not a moat setting) is config text appended
+after the passwd-file passdb/userdb blocks (e.g. shadow/pam/passwd).
 tls=True (not a moat setting) generates a self-signed certificate (key
 mode 0600) for ssl_cert/ssl_key and adds an implicit-TLS listener on
 server.tls_port.
@@ -174,6 +176,7 @@ class MoatServer:
         self.port = free_port()
         self.settings = dict(settings)
         self.tls = bool(self.settings.pop("tls", False))
+        self.extra_dbs = str(self.settings.pop("extra_dbs", ""))
         self.tls_port = free_port() if self.tls else 0
         self.cert_path = self.tmp / "cert.pem"
         self.key_path = self.tmp / "key.pem"
@@ -282,6 +285,7 @@ class MoatServer:
             f"  args = {self.users_path}",
             f"  default_fields = home={self.mail_dir}/%u",
             "}",
+            *self.extra_dbs.splitlines(),
         ]
         return "\n".join(lines) + "\n"
 

@@ -378,3 +378,64 @@ def test_corpus_consistency(moat_server):
             elif not isinstance(cte, bytes) or cte.lower() in (
                     b"7bit", b"8bit", b"binary"):
                 assert binary == raw, (f, section)
+
+
+# ---- odd messages --------------------------------------------------------------
+
+def test_nul_and_header_only(moat_server):
+    """NUL in a BODY literal goes as 0x80 (RFC 3501 4.3 forbids NUL in a
+    literal; Dovecot does the same); BINARY keeps it, in a literal8. A
+    message that is all header (no blank line, no final CRLF) keeps its
+    last line and gets no blank line from HEADER.FIELDS.NOT, but one from
+    HEADER.FIELDS (as Dovecot)."""
+    c = moat_server.login("testuser1")
+    nul = b"Subject: nul\r\n\r\nab\0cd\r\n"
+    only = b"Subject: s\r\nTo: t@example.org\r\nX-Last: no newline"
+    for m in (nul, only):
+        assert c.append("INBOX", m).ok
+    assert c.command("SELECT INBOX").ok
+    assert fetch_items(c, 1, "BODY.PEEK[TEXT]") == \
+        lit("BODY[TEXT]", b"ab\x80cd\r\n")
+    assert fetch_items(c, 1, "BINARY.PEEK[1] BINARY.SIZE[1]") == \
+        lit("BINARY[1]", b"ab\0cd\r\n", literal8=True) + b" BINARY.SIZE[1] 7"
+    assert fetch_items(c, 2, "BODY.PEEK[HEADER] BODY.PEEK[TEXT]") == \
+        lit("BODY[HEADER]", only) + b" " + lit("BODY[TEXT]", b"")
+    assert fetch_items(c, 2, "BODY.PEEK[HEADER.FIELDS.NOT (TO)]") == \
+        lit("BODY[HEADER.FIELDS.NOT (TO)]",
+            b"Subject: s\r\nX-Last: no newline")
+    assert fetch_items(c, 2, "BODY.PEEK[HEADER.FIELDS (TO)]") == \
+        lit("BODY[HEADER.FIELDS (TO)]", b"To: t@example.org\r\n\r\n")
+
+
+def imap_hwm_kib(server):
+    pids = server.wait_children("imap", 1)
+    from moatserver import proc_status
+    return int(proc_status(pids[0])["VmHWM"].split()[0])
+
+
+def test_big_message_streams(moat_server):
+    """A 27 MB message: sections and BINARY are streamed from the file,
+    so the imap process does not grow by the message's size."""
+    raw = bytes(range(256)) * (20 * 1024 * 1024 // 256)
+    enc = base64.encodebytes(raw).replace(b"\n", b"\r\n")
+    msg = (b"From: big@example.org\r\nSubject: big\r\nMIME-Version: 1.0\r\n"
+           b"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
+           b"Content-Type: text/plain\r\n\r\nhello\r\n--b\r\n"
+           b"Content-Type: application/octet-stream\r\n"
+           b"Content-Transfer-Encoding: base64\r\n\r\n" + enc +
+           b"\r\n--b--\r\n")
+    c = moat_server.login("testuser1")
+    assert c.append("INBOX", msg).ok
+    assert c.command("SELECT INBOX").ok
+    base = imap_hwm_kib(moat_server)
+    got = fetch_items(c, 1, "BINARY.SIZE[2] BODY.PEEK[2]<1000000.100> "
+                      "BINARY.PEEK[2]<15000000.300> ENVELOPE")
+    assert got.startswith(b"BINARY.SIZE[2] %d " % len(raw)), got[:100]
+    assert literal_of(got, "BODY[2]<1000000>") == enc[1000000:1000100]
+    assert literal_of(got, "BINARY[2]<15000000>") == raw[15000000:15000300]
+    got = fetch_items(c, 1, "BINARY.PEEK[2]")
+    assert literal_of(got, "BINARY[2]") == raw
+    got = fetch_items(c, 1, "BODY.PEEK[]")
+    assert literal_of(got, "BODY[]") == msg
+    grown = imap_hwm_kib(moat_server) - base
+    assert grown < 8 * 1024, f"imap grew by {grown} KiB"

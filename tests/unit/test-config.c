@@ -108,7 +108,7 @@ static void test_defaults(void)
 	test_assert_int(set->auth_failure_delay, 2);
 	test_assert_int(set->passdb_count, 0);
 	test_assert_int(set->userdb_count, 0);
-	test_assert_int(set->service_count, 3);
+	test_assert_int(set->service_count, 4);
 
 	const struct moat_service_settings *login =
 		moat_settings_get_service(set, "imap-login");
@@ -148,6 +148,14 @@ static void test_defaults(void)
 	test_assert_int(imap->vsz_limit, 256 * 1024 * 1024);
 	test_assert_str(moat_settings_service_user(set, imap), "");
 	test_assert(moat_settings_get_service(set, "pop3") == NULL);
+
+	const struct moat_service_settings *worker =
+		moat_settings_get_service(set, "auth-worker");
+	test_assert(worker != NULL);
+	test_assert_int(worker->process_limit, 4);
+	test_assert_int(worker->client_limit, 1);
+	test_assert_str(worker->chroot, "");
+	test_assert_str(moat_settings_service_user(set, worker), "");
 
 	/* an empty file gives the defaults */
 	const char *error;
@@ -290,6 +298,19 @@ static void test_syntax_errors(void)
 		     "args");
 	assert_error("syn16.conf", "userdb {\n  driver = ldap\n"
 		     "  args = x\n}\n", 4, "unknown driver 'ldap'");
+	/* the system-user drivers, run by auth-worker */
+	const char *sys_error;
+	struct moat_settings *sys = parse_str("sys.conf",
+		"passdb {\n  driver = shadow\n}\n"
+		"userdb {\n  driver = passwd\n}\n", &sys_error);
+	test_assert(sys != NULL);
+	if (sys != NULL) {
+		test_assert_str(sys->passdbs[0].driver, "shadow");
+		test_assert_str(sys->userdbs[0].driver, "passwd");
+		moat_settings_free(&sys);
+	}
+	assert_error("syn17.conf", "userdb {\n  driver = shadow\n}\n", 3,
+		     "unknown driver 'shadow'");
 	assert_error("syn17.conf", "passdb {\n  service imap {\n  }\n}\n", 2,
 		     "not allowed here");
 	assert_error("syn18.conf", "!frob x\n", 1, "unknown directive");

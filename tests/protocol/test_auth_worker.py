@@ -1,0 +1,195 @@
+"""auth-worker: PAM and system-user (shadow/passwd) logins, run by the root
+helper processes (doc/architecture.md "moat-auth-worker", doc/security.md).
+
+Root only: the tests create a system user (useradd + chpasswd) and a PAM
+service file in /etc/pam.d, and remove both at teardown whatever happens."""
+
+import os
+import pathlib
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+
+import pytest
+
+from moatserver import (IS_ROOT, plain_ir, proc_comm, proc_status, root_only,
+                        status_uids, wait_for)
+
+pytestmark = root_only
+
+PAM_SERVICE = f"moat-test-{secrets.token_hex(4)}"
+PAM_FILE = pathlib.Path("/etc/pam.d") / PAM_SERVICE
+PASSWORD = "Sys-" + secrets.token_hex(6)
+WORKER_LIMIT = 4        # service auth-worker process_limit default
+# Capabilities auth-worker may keep: none (uid 0 reads root:shadow 0640
+# /etc/shadow as its owner).
+ALLOWED_CAPS = 0
+
+SHADOW_DBS = "passdb {\n  driver = shadow\n}\nuserdb {\n  driver = passwd\n}"
+PAM_DBS = (f"passdb {{\n  driver = pam\n  args = {PAM_SERVICE}\n}}\n"
+           "userdb {\n  driver = passwd\n}")
+
+
+@pytest.fixture
+def system_user():
+    """A fresh system user with a Maildir home; deleted afterwards."""
+    if not shutil.which("useradd") or not shutil.which("chpasswd"):
+        pytest.skip("useradd/chpasswd missing")
+    name = f"moattest{secrets.randbelow(10**6):06d}"
+    base = pathlib.Path(tempfile.mkdtemp(prefix="moat-sysuser-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    home = base / name
+    created = False
+    try:
+        subprocess.run(["useradd", "-M", "-d", str(home), "-s", "/bin/false",
+                        "-K", "UID_MIN=20000", "-K", "UID_MAX=29999",
+                        "-U", name], check=True, capture_output=True)
+        created = True
+        subprocess.run(["chpasswd"], input=f"{name}:{PASSWORD}\n", text=True,
+                       check=True, capture_output=True)
+        import pwd
+        pw = pwd.getpwnam(name)
+        assert pw.pw_uid >= 1000, pw
+        for sub in ("cur", "new", "tmp"):
+            (home / "Maildir" / sub).mkdir(parents=True)
+        for dirpath, _, _ in os.walk(home):
+            os.chown(dirpath, pw.pw_uid, pw.pw_gid)
+            os.chmod(dirpath, 0o700)
+        yield name
+    finally:
+        if created:
+            subprocess.run(["userdel", name], capture_output=True)
+            subprocess.run(["groupdel", name], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def pam_service():
+    PAM_FILE.write_text("auth required pam_unix.so\n"
+                        "account required pam_unix.so\n")
+    try:
+        yield PAM_SERVICE
+    finally:
+        PAM_FILE.unlink(missing_ok=True)
+
+
+def login_fails(server, user, password):
+    c = server.connect()
+    r = c.command(f"LOGIN {user} {password}")
+    assert not r.ok, r
+    assert r.code == "AUTHENTICATIONFAILED", r
+    return c
+
+
+def worker_statuses(server):
+    pids = server.wait_children("auth-worker", WORKER_LIMIT)
+    return {pid: proc_status(pid) for pid in pids}
+
+
+@pytest.mark.moat_settings(extra_dbs=SHADOW_DBS)
+def test_shadow_login(moat_server, system_user):
+    c = moat_server.login(system_user, PASSWORD)
+    r = c.command("SELECT INBOX")
+    assert r.ok, r
+    login_fails(moat_server, system_user, "wrong-" + PASSWORD)
+    login_fails(moat_server, "nosuchuser" + secrets.token_hex(3), PASSWORD)
+    # passwd-file users still log in, before the shadow passdb
+    moat_server.login("testuser1")
+    # AUTHENTICATE PLAIN carries the password too
+    c = moat_server.connect()
+    r = c.command("AUTHENTICATE PLAIN " + plain_ir(system_user, PASSWORD))
+    assert r.ok, r
+
+
+@pytest.mark.moat_settings(extra_dbs=SHADOW_DBS)
+def test_shadow_uid_from_passwd(moat_server, system_user):
+    import pwd
+    pw = pwd.getpwnam(system_user)
+    c = moat_server.login(system_user, PASSWORD)
+    assert c.command("NOOP").ok
+    imap = moat_server.wait_children("imap", 1)[0]
+    assert status_uids(proc_status(imap)) == [pw.pw_uid] * 4
+
+
+@pytest.mark.moat_settings(extra_dbs=PAM_DBS)
+def test_pam_login(moat_server, system_user, pam_service):
+    c = moat_server.login(system_user, PASSWORD)
+    assert c.command("SELECT INBOX").ok
+    login_fails(moat_server, system_user, "wrong-" + PASSWORD)
+
+
+@pytest.mark.moat_settings(extra_dbs=PAM_DBS,
+                           auth_mechanisms="plain login scram-sha-256")
+def test_pam_scram_fails(moat_server, system_user, pam_service):
+    """SCRAM needs the stored secret, which PAM never gives: authfailed."""
+    c = moat_server.connect()
+    client_first = f"n,,n={system_user},r=abcdefghijklmnop"
+    import base64
+    r = c.command("AUTHENTICATE SCRAM-SHA-256 " +
+                  base64.b64encode(client_first.encode()).decode())
+    assert not r.ok, r
+
+
+@pytest.mark.moat_settings(extra_dbs=SHADOW_DBS)
+def test_worker_processes(moat_server, system_user):
+    statuses = worker_statuses(moat_server)
+    for pid, status in statuses.items():
+        assert proc_comm(pid) == "auth-worker"
+        assert status_uids(status) == [0, 0, 0, 0], status["Uid"]
+        assert status["NoNewPrivs"] == "1", status
+        eff = int(status["CapEff"], 16)
+        print(f"auth-worker {pid}: CapEff={status['CapEff']} "
+              f"CapPrm={status['CapPrm']} CapBnd={status['CapBnd']}")
+        assert eff & ~ALLOWED_CAPS == 0, status["CapEff"]
+        assert int(status["CapPrm"], 16) & ~ALLOWED_CAPS == 0
+        assert int(status["CapBnd"], 16) & ~ALLOWED_CAPS == 0
+    moat_server.login(system_user, PASSWORD)
+
+
+def test_no_workers_by_default(moat_server):
+    moat_server.login("testuser1")
+    assert moat_server.child_pids("auth-worker") == []
+
+
+@pytest.mark.moat_settings(extra_dbs=SHADOW_DBS)
+def test_worker_restarted(moat_server, system_user):
+    old = set(worker_statuses(moat_server))
+    victim = sorted(old)[0]
+    os.kill(victim, signal.SIGKILL)
+    found = wait_for(lambda: (set(moat_server.child_pids("auth-worker"))
+                              if len(moat_server.child_pids("auth-worker")) ==
+                              WORKER_LIMIT and victim not in
+                              moat_server.child_pids("auth-worker") else None),
+                     10.0)
+    assert found, moat_server.children()
+    moat_server.login(system_user, PASSWORD)
+    # all of them at once
+    for pid in found:
+        os.kill(pid, signal.SIGKILL)
+    again = wait_for(lambda: (len(moat_server.child_pids("auth-worker")) ==
+                              WORKER_LIMIT and not
+                              (set(moat_server.child_pids("auth-worker")) & found)),
+                     15.0)
+    assert again, moat_server.children()
+    moat_server.login(system_user, PASSWORD)
+
+
+@pytest.mark.moat_settings(extra_dbs=SHADOW_DBS)
+def test_auth_restart_reconnects_workers(moat_server, system_user):
+    auth = moat_server.wait_children("auth", 1)[0]
+    os.kill(auth, signal.SIGKILL)
+    ok = wait_for(lambda: (moat_server.child_pids("auth") and
+                           moat_server.child_pids("auth")[0] != auth and
+                           len(moat_server.child_pids("auth-worker")) ==
+                           WORKER_LIMIT), 15.0)
+    assert ok, moat_server.children()
+    c = wait_for(lambda: try_login(moat_server, system_user), 10.0, 0.3)
+    assert c, moat_server.logs()
+
+
+def try_login(server, user):
+    c = server.connect()
+    r = c.command(f"LOGIN {user} {PASSWORD}")
+    return c if r.ok else None
