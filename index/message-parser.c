@@ -45,6 +45,9 @@ struct message_parser {
 	   to a boundary line that follows. After a header line or a
 	   boundary line it stays with the part (as Dovecot counts). */
 	bool prev_line_body;
+	/* The previous line was a header field line: a boundary right after
+	   it ends the header, and that line break is the boundary's too. */
+	bool prev_line_header;
 
 	buffer_t line;                /* kept start of the current line */
 	size_t line_keep;
@@ -366,8 +369,14 @@ static void parser_boundary(struct message_parser *p, unsigned int idx,
 	struct position eol_start = p->pos;
 
 	/* The line break before a boundary belongs to the boundary
-	   (RFC 2046 5.1.1), unless it ended a header. */
-	if (p->prev_eol_len > 0 && p->prev_line_body) {
+	   (RFC 2046 5.1.1), unless it ended a header with a blank line or
+	   was a boundary line's own. */
+	/* (A header cut off by a boundary gives its break to the boundary
+	   when the part is a multipart's child; a message/rfc822 part keeps
+	   it, as Dovecot counts.) */
+	bool header_cut = p->prev_line_header && p->part->parent != NULL &&
+		(p->part->parent->flags & MESSAGE_PART_FLAG_MULTIPART) != 0;
+	if (p->prev_eol_len > 0 && (p->prev_line_body || header_cut)) {
 		eol_start.physical -= p->prev_eol_len;
 		eol_start.virtual -= 2;
 		eol_start.lines--;
@@ -390,7 +399,7 @@ static void parser_line(struct message_parser *p, const unsigned char *line,
 			size_t len, unsigned int eol_len)
 {
 	struct position next = p->pos;
-	bool end, body_line = false;
+	bool end, body_line = false, header_line = false;
 	int idx;
 
 	next.physical += p->line_len;
@@ -408,10 +417,11 @@ static void parser_line(struct message_parser *p, const unsigned char *line,
 		struct message_header_field field;
 		if (len == 0 && !p->line_truncated) {
 			parser_header_end(p, &next, true);
-		} else if (message_header_parser_line(p->hp, line, len,
-						       p->line_truncated,
-						       &field)) {
-			parser_header_field(p, &field);
+		} else {
+			header_line = true;
+			if (message_header_parser_line(p->hp, line, len,
+						       p->line_truncated, &field))
+				parser_header_field(p, &field);
 		}
 	} else {
 		body_line = true;
@@ -419,6 +429,7 @@ static void parser_line(struct message_parser *p, const unsigned char *line,
 	p->pos = next;
 	p->prev_eol_len = eol_len;
 	p->prev_line_body = body_line;
+	p->prev_line_header = header_line;
 }
 
 static void parser_line_start(struct message_parser *p)

@@ -34,7 +34,9 @@ PAM_DBS = (f"passdb {{\n  driver = pam\n  args = {PAM_SERVICE}\n}}\n"
 
 @pytest.fixture
 def system_user():
-    """A fresh system user with a Maildir home; deleted afterwards."""
+    """A fresh system user with a Maildir home; deleted afterwards (tests
+    list it before moat_server, so the server and its imap processes of
+    that uid are gone first)."""
     if not shutil.which("useradd") or not shutil.which("chpasswd"):
         pytest.skip("useradd/chpasswd missing")
     name = f"moattest{secrets.randbelow(10**6):06d}"
@@ -60,7 +62,7 @@ def system_user():
         yield name
     finally:
         if created:
-            subprocess.run(["userdel", name], capture_output=True)
+            subprocess.run(["userdel", "-f", name], capture_output=True)
             subprocess.run(["groupdel", name], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
 
@@ -89,7 +91,7 @@ def worker_statuses(server):
 
 
 @pytest.mark.moat_settings(extra_dbs=SHADOW_DBS)
-def test_shadow_login(moat_server, system_user):
+def test_shadow_login(system_user, moat_server):
     c = moat_server.login(system_user, PASSWORD)
     r = c.command("SELECT INBOX")
     assert r.ok, r
@@ -104,7 +106,7 @@ def test_shadow_login(moat_server, system_user):
 
 
 @pytest.mark.moat_settings(extra_dbs=SHADOW_DBS)
-def test_shadow_uid_from_passwd(moat_server, system_user):
+def test_shadow_uid_from_passwd(system_user, moat_server):
     import pwd
     pw = pwd.getpwnam(system_user)
     c = moat_server.login(system_user, PASSWORD)
@@ -114,7 +116,7 @@ def test_shadow_uid_from_passwd(moat_server, system_user):
 
 
 @pytest.mark.moat_settings(extra_dbs=PAM_DBS)
-def test_pam_login(moat_server, system_user, pam_service):
+def test_pam_login(system_user, pam_service, moat_server):
     c = moat_server.login(system_user, PASSWORD)
     assert c.command("SELECT INBOX").ok
     login_fails(moat_server, system_user, "wrong-" + PASSWORD)
@@ -122,7 +124,7 @@ def test_pam_login(moat_server, system_user, pam_service):
 
 @pytest.mark.moat_settings(extra_dbs=PAM_DBS,
                            auth_mechanisms="plain login scram-sha-256")
-def test_pam_scram_fails(moat_server, system_user, pam_service):
+def test_pam_scram_fails(system_user, pam_service, moat_server):
     """SCRAM needs the stored secret, which PAM never gives: authfailed."""
     c = moat_server.connect()
     client_first = f"n,,n={system_user},r=abcdefghijklmnop"
@@ -133,7 +135,7 @@ def test_pam_scram_fails(moat_server, system_user, pam_service):
 
 
 @pytest.mark.moat_settings(extra_dbs=SHADOW_DBS)
-def test_worker_processes(moat_server, system_user):
+def test_worker_processes(system_user, moat_server):
     statuses = worker_statuses(moat_server)
     for pid, status in statuses.items():
         assert proc_comm(pid) == "auth-worker"
@@ -154,36 +156,36 @@ def test_no_workers_by_default(moat_server):
 
 
 @pytest.mark.moat_settings(extra_dbs=SHADOW_DBS)
-def test_worker_restarted(moat_server, system_user):
+def test_worker_restarted(system_user, moat_server):
     old = set(worker_statuses(moat_server))
     victim = sorted(old)[0]
     os.kill(victim, signal.SIGKILL)
-    found = wait_for(lambda: (set(moat_server.child_pids("auth-worker"))
-                              if len(moat_server.child_pids("auth-worker")) ==
-                              WORKER_LIMIT and victim not in
-                              moat_server.child_pids("auth-worker") else None),
-                     10.0)
+    def replaced():
+        pids = set(moat_server.child_pids("auth-worker"))
+        return pids if len(pids) == WORKER_LIMIT and victim not in pids else None
+    found = wait_for(replaced, 10.0)
     assert found, moat_server.children()
     moat_server.login(system_user, PASSWORD)
     # all of them at once
     for pid in found:
         os.kill(pid, signal.SIGKILL)
-    again = wait_for(lambda: (len(moat_server.child_pids("auth-worker")) ==
-                              WORKER_LIMIT and not
-                              (set(moat_server.child_pids("auth-worker")) & found)),
-                     15.0)
+    def all_replaced():
+        pids = set(moat_server.child_pids("auth-worker"))
+        return len(pids) == WORKER_LIMIT and not pids & found
+    again = wait_for(all_replaced, 15.0)
     assert again, moat_server.children()
     moat_server.login(system_user, PASSWORD)
 
 
 @pytest.mark.moat_settings(extra_dbs=SHADOW_DBS)
-def test_auth_restart_reconnects_workers(moat_server, system_user):
+def test_auth_restart_reconnects_workers(system_user, moat_server):
     auth = moat_server.wait_children("auth", 1)[0]
     os.kill(auth, signal.SIGKILL)
-    ok = wait_for(lambda: (moat_server.child_pids("auth") and
-                           moat_server.child_pids("auth")[0] != auth and
-                           len(moat_server.child_pids("auth-worker")) ==
-                           WORKER_LIMIT), 15.0)
+    def restarted():
+        pids = moat_server.child_pids("auth")
+        return (len(pids) == 1 and pids[0] != auth and
+                len(moat_server.child_pids("auth-worker")) == WORKER_LIMIT)
+    ok = wait_for(restarted, 15.0)
     assert ok, moat_server.children()
     c = wait_for(lambda: try_login(moat_server, system_user), 10.0, 0.3)
     assert c, moat_server.logs()
