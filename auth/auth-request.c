@@ -247,9 +247,12 @@ static void auth_request_worker_userdb(struct auth_request *request)
 	const struct auth_db_worker_db *wdb =
 		auth_db_worker_userdb(request->auth->db, request->worker_idx);
 
-	if (wdb == NULL) {
+	if (wdb == NULL || !auth_worker_field_valid(request->worker_user,
+						    AUTH_WORKER_USER_MAX_LEN,
+						    false)) {
 		i_error("user %s is in a passdb but in no userdb",
-			request->worker_user);
+			str_sanitize(request->pool, request->worker_user,
+				     AUTH_LOG_USER_MAX));
 		auth_request_worker_tempfail(request, "no userdb knows the user");
 		return;
 	}
@@ -300,7 +303,11 @@ static void auth_request_worker_passdb(struct auth_request *request)
 		auth_db_worker_passdb(request->auth->db, request->worker_idx);
 	struct auth_user_info info;
 
-	if (wdb == NULL) {
+	/* A name the record cannot carry (control bytes) is no system
+	   user: refused here rather than breaking the worker's channel. */
+	if (wdb == NULL || !auth_worker_field_valid(request->sasl.authcid,
+						    AUTH_WORKER_USER_MAX_LEN,
+						    false)) {
 		/* No passdb accepted it: which one failed is not told. */
 		memset(&info, 0, sizeof(info));
 		auth_request_finish(request, AUTH_DB_PASSWORD_MISMATCH, &info,

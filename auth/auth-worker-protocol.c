@@ -4,7 +4,8 @@
 #include "auth-worker-protocol.h"
 
 /* A field must be present, within max_len and free of control bytes. */
-static bool field_ok(const char *value, size_t max_len, bool allow_empty)
+bool auth_worker_field_valid(const char *value, size_t max_len,
+			     bool allow_empty)
 {
 	size_t len;
 
@@ -22,7 +23,7 @@ static bool field_ok(const char *value, size_t max_len, bool allow_empty)
 
 static int parse_id(const char *str, unsigned int *id_r)
 {
-	if (!field_ok(str, AUTH_WORKER_ID_MAX_LEN, false))
+	if (!auth_worker_field_valid(str, AUTH_WORKER_ID_MAX_LEN, false))
 		return -1;
 	return str_to_uint(str, id_r);
 }
@@ -40,17 +41,17 @@ int auth_worker_parse_request(const char *const *args,
 	else
 		return -1;
 	if (parse_id(args[1], &request_r->id) < 0 ||
-	    !field_ok(args[2], AUTH_WORKER_DRIVER_MAX_LEN, false) ||
-	    !field_ok(args[3], AUTH_WORKER_ARGS_MAX_LEN, true) ||
-	    !field_ok(args[4], AUTH_WORKER_USER_MAX_LEN, false))
+	    !auth_worker_field_valid(args[2], AUTH_WORKER_DRIVER_MAX_LEN, false) ||
+	    !auth_worker_field_valid(args[3], AUTH_WORKER_ARGS_MAX_LEN, true) ||
+	    !auth_worker_field_valid(args[4], AUTH_WORKER_USER_MAX_LEN, false))
 		return -1;
 	request_r->driver = args[2];
 	request_r->args = args[3];
 	request_r->user = args[4];
 	if (request_r->type == AUTH_WORKER_USER)
 		return 0;
-	if (!field_ok(args[5], AUTH_WORKER_PASSWORD_B64_MAX_LEN, false) ||
-	    !field_ok(args[6], AUTH_WORKER_IP_MAX_LEN, true))
+	if (!auth_worker_field_valid(args[5], AUTH_WORKER_PASSWORD_B64_MAX_LEN, false) ||
+	    !auth_worker_field_valid(args[6], AUTH_WORKER_IP_MAX_LEN, true))
 		return -1;
 	request_r->password_b64 = args[5];
 	request_r->rip = args[6];
@@ -72,7 +73,7 @@ int auth_worker_parse_reply(const char *const *args,
 	if (count < 2 || parse_id(args[1], &reply_r->id) < 0)
 		return -1;
 	if (count == 3 && strcmp(args[0], "OK") == 0 &&
-	    field_ok(args[2], AUTH_WORKER_USER_MAX_LEN, false)) {
+	    auth_worker_field_valid(args[2], AUTH_WORKER_USER_MAX_LEN, false)) {
 		reply_r->type = AUTH_WORKER_REPLY_OK;
 		reply_r->user = args[2];
 	} else if (count == 3 && strcmp(args[0], "FAIL") == 0 &&
@@ -82,7 +83,7 @@ int auth_worker_parse_reply(const char *const *args,
 	} else if (count == 5 && strcmp(args[0], "USER") == 0 &&
 		   str_to_uint(args[2], &uid) == 0 &&
 		   str_to_uint(args[3], &gid) == 0 &&
-		   field_ok(args[4], AUTH_WORKER_HOME_MAX_LEN, true)) {
+		   auth_worker_field_valid(args[4], AUTH_WORKER_HOME_MAX_LEN, true)) {
 		reply_r->type = AUTH_WORKER_REPLY_USER;
 		reply_r->uid = uid;
 		reply_r->gid = gid;

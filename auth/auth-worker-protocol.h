@@ -50,6 +50,11 @@ struct auth_worker_reply {
 	const char *home;
 };
 
+/* True if value fits max_len and holds no control byte (empty only if
+   allow_empty): what every field of these records must be. */
+bool auth_worker_field_valid(const char *value, size_t max_len,
+			     bool allow_empty);
+
 /* 0 or -1 (malformed). The results point into args. */
 int auth_worker_parse_request(const char *const *args,
 			      struct auth_worker_request *request_r);

@@ -4,16 +4,7 @@
    and UIDs. */
 
 #include "imap-common.h"
-
-struct seq_range {
-	uint32_t seq1, seq2;    /* inclusive, seq1 <= seq2 */
-};
-/* "*" while parsing: the largest number in use, resolved later. */
-#define SEQSET_STAR UINT32_MAX
-
-/* Parse str into ranges (from pool). Returns 0 or -1 on a syntax error. */
-int imap_seqset_parse(pool_t pool, const char *str,
-		      struct seq_range **ranges_r, unsigned int *count_r);
+#include "imap-seqset-parse.h"
 /* Turn parsed ranges into sorted, merged sequence ranges of box (in
    place). For UIDs, numbers not in use are simply absent; for sequence
    numbers, one past the message count is an error (-1, "BAD"). */

@@ -4,6 +4,7 @@
 #include "lib.h"
 #include "strfuncs.h"
 #include "mail-search-private.h"
+#include "imap-seqset-parse.h"
 #include "rfc2047.h"
 
 #include <strings.h>
@@ -131,27 +132,7 @@ static int next_number(struct search_parser *sp, const struct imap_arg **args,
 	return 0;
 }
 
-static int seqset_number(const char **p, uint32_t *num_r)
-{
-	const char *s = *p;
-	uint64_t num = 0;
-
-	if (*s == '*') {
-		*num_r = MAIL_SEARCH_STAR;
-		*p = s + 1;
-		return 0;
-	}
-	if (*s < '1' || *s > '9')
-		return -1;   /* nz-number */
-	for (; *s >= '0' && *s <= '9'; s++) {
-		num = num * 10 + (uint64_t)(*s - '0');
-		if (num >= MAIL_SEARCH_STAR)
-			return -1;
-	}
-	*num_r = (uint32_t)num;
-	*p = s;
-	return 0;
-}
+_Static_assert(MAIL_SEARCH_STAR == SEQSET_STAR, "one \"*\" for both range types");
 
 /* sequence-set into ranges; "$" into the saved UID ranges. */
 static int parse_set(struct search_parser *sp, const char *str,
@@ -168,31 +149,18 @@ static int parse_set(struct search_parser *sp, const char *str,
 		}
 		return 0;
 	}
-	unsigned int alloc = strlen(str) / 2 + 1, count = 0;
-	const char *p = str;
+	struct seq_range *ranges;
+	unsigned int count;
 
-	arg->ranges = p_malloc(sp->pool, i_mul_size(alloc,
-						    sizeof(*arg->ranges)));
-	for (;;) {
-		uint32_t a, b;
-		if (seqset_number(&p, &a) < 0)
-			return parse_error(sp, "Invalid sequence set: ", str);
-		b = a;
-		if (*p == ':') {
-			p++;
-			if (seqset_number(&p, &b) < 0)
-				return parse_error(sp, "Invalid sequence "
-						   "set: ", str);
-		}
-		i_assert(count < alloc);
-		arg->ranges[count].lo = MIN(a, b);
-		arg->ranges[count].hi = MAX(a, b);
-		count++;
-		if (*p == '\0')
-			break;
-		if (*p++ != ',')
-			return parse_error(sp, "Invalid sequence set: ", str);
+	if (imap_seqset_parse(sp->pool, str, &ranges, &count) < 0)
+		return parse_error(sp, "Invalid sequence set: ", str);
+	struct mail_search_range *out =
+		p_malloc(sp->pool, i_mul_size(count, sizeof(*out)));
+	for (unsigned int i = 0; i < count; i++) {
+		out[i].lo = ranges[i].seq1;
+		out[i].hi = ranges[i].seq2;
 	}
+	arg->ranges = out;
 	arg->range_count = count;
 	return 0;
 }

@@ -11,6 +11,7 @@ lib_libmoat_a_SOURCES = \
 	lib/ipc.c lib/ipc.h \
 	lib/restrict.c lib/restrict.h \
 	lib/imap-parser.c lib/imap-parser.h lib/imap-arg.c \
+	lib/imap-seqset-parse.c lib/imap-seqset-parse.h \
 	lib/config-parser.c lib/config-parser.h \
 	lib/settings-def.c lib/settings-def.h \
 	lib/moat-settings.c lib/moat-settings.h \
