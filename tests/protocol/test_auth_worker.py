@@ -103,6 +103,8 @@ def test_shadow_login(system_user, moat_server):
     c = moat_server.connect()
     r = c.command("AUTHENTICATE PLAIN " + plain_ir(system_user, PASSWORD))
     assert r.ok, r
+    # the password never reaches a log line
+    assert PASSWORD not in moat_server.logs()
 
 
 @pytest.mark.moat_settings(extra_dbs=SHADOW_DBS)
