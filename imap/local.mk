@@ -37,7 +37,7 @@ imap_imap_SOURCES = \
 	imap/cmd-logout.c \
 	imap/cmd-noop.c \
 	imap/cmd-select.c
-imap_imap_LDADD = index/libindex.a $(LIBMOAT)
+imap_imap_LDADD = index/libindex.a $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
 # SEARCH (cmd-search.c, imap-search.c: ESEARCH, SEARCHRES "$")
 imap_imap_SOURCES += imap/cmd-search.c imap/imap-search.c imap/imap-search.h
 imap_imap_LDADD += $(LIBMIME) $(LIBMOAT)

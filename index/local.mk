@@ -17,7 +17,8 @@ index_libindex_a_SOURCES = \
 	index/mailbox-list-ops.c index/mailbox-subscriptions.c
 LIBINDEX = index/libindex.a
 
-INDEX_TEST_LDADD = $(LIBINDEX) tests/unit/libtest.a $(LIBMOAT)
+INDEX_TEST_LDADD = $(LIBINDEX) $(LIBMAILINDEX) tests/unit/libtest.a $(LIBMOAT) \
+	$(ZLIB_LIBS)
 INDEX_TESTS = \
 	index/test-maildir-filename \
 	index/test-maildir-uidlist \
@@ -54,6 +55,16 @@ index_libindex_a_SOURCES += \
 	index/mail-search-fold.c
 check_PROGRAMS += index/test-mail-search
 TESTS += index/test-mail-search
-index_test_mail_search_LDADD = $(LIBINDEX) $(LIBMIME) tests/unit/libtest.a \
-	$(LIBMOAT)
+index_test_mail_search_LDADD = $(LIBINDEX) $(LIBMAILINDEX) $(LIBMIME) \
+	tests/unit/libtest.a $(LIBMOAT) $(ZLIB_LIBS)
 index_test_mail_search_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+
+# the mailbox layer on moat.index: reopen without file access, external
+# changes, rebuild of a lost index, cache wrappers; and a benchmark
+check_PROGRAMS += index/test-mailbox-index
+TESTS += index/test-mailbox-index
+index_test_mailbox_index_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_index_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+noinst_PROGRAMS += index/bench-mailbox
+index_bench_mailbox_SOURCES = index/bench-mailbox.c
+index_bench_mailbox_LDADD = $(LIBINDEX) $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)

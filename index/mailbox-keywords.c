@@ -73,37 +73,31 @@ static void kw_merge_letters(const char *other, uint32_t keywords,
 	buf[n] = '\0';
 }
 
-int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,
-				   enum mail_flags flags, uint32_t keywords,
-				   const char **error_r)
+/* Rename the file to carry flags and keywords (keeping foreign
+   letters). Returns 0 or -1 (errno ENOENT: the guessed name was not
+   there). */
+static int kw_rename(struct mailbox *box, const char *fname,
+		     enum mail_flags flags, uint32_t keywords,
+		     char *new_name, size_t new_size, const char **error_r)
 {
-	struct mailbox_msg *msg = kw_msg(box, seq);
 	struct maildir_filename fn;
 	char old_path[PATH_MAX], new_path[PATH_MAX];
-	char new_name[MAILDIR_FILENAME_MAX + 1];
 	char other[MAILDIR_OTHER_FLAGS_MAX + MAILDIR_KEYWORDS_MAX + 1];
 
-	i_assert(!mailbox_is_readonly(box));
-	flags &= MAIL_FLAGS_PERMANENT;
-	if (msg->expunged || msg->fname == NULL) {
-		errno = ENOENT;
-		*error_r = "Message was expunged";
+	if (!maildir_filename_parse(fname, &fn)) {
+		errno = EINVAL;
+		*error_r = mailbox_set_error(box, "Bad file name %s", fname);
 		return -1;
 	}
-	if ((msg->flags & MAIL_FLAGS_PERMANENT) == flags &&
-	    msg->keywords == keywords)
-		return 0;
-	if (!maildir_filename_parse(msg->fname, &fn))
-		i_unreached();   /* names in the view were parsed by sync */
 	kw_merge_letters(fn.other_flags, keywords, other, sizeof(other));
-	if (maildir_filename_make(new_name, sizeof(new_name), msg->fname,
-				  fn.base_len, flags, other) < 0 ||
+	if (maildir_filename_make(new_name, new_size, fname, fn.base_len,
+				  flags, other) < 0 ||
 	    snprintf(old_path, sizeof(old_path), "%s/%s", box->cur_dir,
-		     msg->fname) >= (int)sizeof(old_path) ||
+		     fname) >= (int)sizeof(old_path) ||
 	    snprintf(new_path, sizeof(new_path), "%s/%s", box->cur_dir,
 		     new_name) >= (int)sizeof(new_path)) {
 		errno = ENAMETOOLONG;
-		*error_r = mailbox_set_error(box, "Can't rename %s", msg->fname);
+		*error_r = mailbox_set_error(box, "Can't rename %s", fname);
 		return -1;
 	}
 	if (rename(old_path, new_path) < 0) {
@@ -112,8 +106,63 @@ int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,
 					  old_path, new_path);
 		return -1;
 	}
+	return 0;
+}
+
+/* Locked: rename (retrying once with the name read from cur/), then
+   commit the change to the index. */
+static int kw_store_locked(struct mailbox *box, uint32_t seq,
+			   enum mail_flags flags, uint32_t keywords,
+			   const char **error_r)
+{
+	struct mailbox_msg *msg = kw_msg(box, seq);
+	char new_name[MAILDIR_FILENAME_MAX + 1];
+	const char *fname;
+	int ret = -1;
+
+	for (unsigned int attempt = 0; attempt < 2 && ret < 0; attempt++) {
+		if (mailbox_msg_get_fname(box, seq, attempt > 0, &fname,
+					  error_r) < 0)
+			return -1;
+		ret = kw_rename(box, fname, flags, keywords, new_name,
+				sizeof(new_name), error_r);
+		if (ret < 0 && errno != ENOENT)
+			return -1;
+	}
+	if (ret < 0) {
+		mailbox_msg_forget_fname(box, seq);
+		return -1;
+	}
 	i_free(msg->fname);
 	msg->fname = i_strdup(new_name);
+	struct mail_index_transaction *t =
+		mail_index_transaction_begin(box->index);
+	mailbox_index_replace_flags(t, msg->uid, flags, keywords);
+	return mailbox_index_commit(box, &t, error_r);
+}
+
+int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,
+				   enum mail_flags flags, uint32_t keywords,
+				   const char **error_r)
+{
+	struct mailbox_msg *msg = kw_msg(box, seq);
+
+	i_assert(!mailbox_is_readonly(box));
+	flags &= MAIL_FLAGS_PERMANENT;
+	if (msg->expunged) {
+		errno = ENOENT;
+		*error_r = "Message was expunged";
+		return -1;
+	}
+	if ((msg->flags & MAIL_FLAGS_PERMANENT) == flags &&
+	    msg->keywords == keywords)
+		return 0;
+	if (maildir_uidlist_lock(box->uidlist, error_r) < 0)
+		return -1;
+	int ret = kw_store_locked(box, seq, flags, keywords, error_r);
+	maildir_uidlist_unlock(box->uidlist);
+	if (ret < 0)
+		return -1;
 	msg->flags = flags | (msg->flags & MAIL_RECENT);
 	msg->keywords = keywords;
 	return 0;

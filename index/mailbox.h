@@ -16,6 +16,7 @@
 
 #include "mail-flags.h"
 
+#include <stddef.h>
 #include <time.h>
 
 struct mailbox;
@@ -105,6 +106,25 @@ int mailbox_msg_set_flags(struct mailbox *box, uint32_t seq,
    gone already). */
 int mailbox_msg_expunge(struct mailbox *box, uint32_t seq,
 			const char **error_r);
+
+/* ---- cache (moat.index.cache, mail-cache.h) ----
+   Per-message values worth keeping between sessions (ENVELOPE,
+   BODYSTRUCTURE, header fields...), by short field names. Only a cache:
+   a miss is always possible. */
+
+/* Returns 1 with *data_r (valid until the next sync or cache call), 0 on
+   a miss (also for an expunged message). */
+int mailbox_msg_cache_lookup(struct mailbox *box, uint32_t seq,
+			     const char *field, const void **data_r,
+			     size_t *size_r);
+/* Queue field of seq; written by the next mailbox_cache_flush() (done by
+   mailbox_sync() and mailbox_close() too). Returns 0, or -1 if the name
+   or size is not acceptable or the message was expunged. */
+int mailbox_msg_cache_add(struct mailbox *box, uint32_t seq,
+			  const char *field, const void *data, size_t size,
+			  const char **error_r);
+/* Write the queued cache values (not fsynced). Returns 0 or -1. */
+int mailbox_cache_flush(struct mailbox *box, const char **error_r);
 
 /* ---- keywords (mailbox-keywords.c) ----
    A mailbox has up to MAILBOX_KEYWORDS_MAX keywords, numbered 0..25;

@@ -19,7 +19,9 @@ struct copy_item {
 	char base[MAILDIR_FILENAME_MAX + 1];
 	size_t base_len;
 	enum mail_flags flags;
+	uint32_t keywords;      /* the target's, set at commit */
 	uint64_t size, vsize;
+	int64_t internal_date;
 	const char *kw_names[MAILBOX_KEYWORDS_MAX];
 	unsigned int kw_count;
 	char *cur_path;         /* set once renamed into cur/ */
@@ -108,23 +110,33 @@ fail:;
 
 /* Put the file of src's seq at item->tmp_path. */
 static int copy_stage_file(struct mailbox_copy_ctx *ctx, struct mailbox *src,
-			   struct mailbox_msg *msg, struct copy_item *item,
+			   uint32_t seq, struct copy_item *item,
 			   const char **error_r)
 {
 	struct mailbox *dest = ctx->dest;
 	char src_path[PATH_MAX];
+	const char *fname;
 
-	if (snprintf(src_path, sizeof(src_path), "%s/%s", src->cur_dir,
-		     msg->fname) >= (int)sizeof(src_path)) {
-		errno = ENAMETOOLONG;
-		*error_r = "Path too long";
-		return -1;
-	}
-	if (link(src_path, item->tmp_path) == 0)
-		return 0;
-	if (errno == ENOENT) {
-		*error_r = "Message was expunged";
-		return -1;
+	/* the name is guessed from the index flags: retry once from cur/ */
+	for (unsigned int attempt = 0;; attempt++) {
+		if (mailbox_msg_get_fname(src, seq, attempt > 0, &fname,
+					  error_r) < 0)
+			return -1;
+		if (snprintf(src_path, sizeof(src_path), "%s/%s", src->cur_dir,
+			     fname) >= (int)sizeof(src_path)) {
+			errno = ENAMETOOLONG;
+			*error_r = "Path too long";
+			return -1;
+		}
+		if (link(src_path, item->tmp_path) == 0)
+			return 0;
+		if (errno != ENOENT)
+			break;
+		if (attempt > 0) {
+			mailbox_msg_forget_fname(src, seq);
+			*error_r = "Message was expunged";
+			return -1;
+		}
 	}
 	if (errno != EXDEV && errno != EPERM && errno != EMLINK) {
 		*error_r = mailbox_set_error(dest, "link(%s, %s) failed: %m",
@@ -175,15 +187,16 @@ int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
 	i_assert(seq >= 1 && seq <= src->count);
 	struct mailbox_msg *msg = &src->msgs[seq - 1];
 
-	if (msg->expunged || msg->fname == NULL) {
+	if (msg->expunged) {
 		errno = ENOENT;
 		*error_r = "Message was expunged";
 		return -1;
 	}
 	struct copy_item *item = copy_new_item(ctx);
 	item->flags = msg->flags & MAIL_FLAGS_PERMANENT;
-	item->size = msg->size;
+	item->size = mailbox_msg_phys_size(src, seq);
 	item->vsize = msg->vsize;
+	item->internal_date = msg->internal_date;
 	for (unsigned int i = 0; i < MAILBOX_KEYWORDS_MAX; i++) {
 		const char *name = (msg->keywords & (1U << i)) == 0 ? NULL :
 			maildir_keywords_name(src->keywords, i);
@@ -198,7 +211,7 @@ int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
 	}
 	item->tmp_path = p_strdup_printf(ctx->pool, "%s/%s",
 					 ctx->dest->tmp_dir, item->base);
-	if (copy_stage_file(ctx, src, msg, item, error_r) < 0) {
+	if (copy_stage_file(ctx, src, seq, item, error_r) < 0) {
 		ctx->count--;
 		return -1;
 	}
@@ -246,6 +259,26 @@ static uint32_t copy_map_keywords(struct mailbox *dest, struct copy_item *item,
 	return keywords;
 }
 
+/* One index transaction for the whole copy (under the uidlist lock). A
+   failure is logged: files and UIDs are durable, the next directory scan
+   adds what the index lacks. */
+static void copy_index(struct mailbox_copy_ctx *ctx, uint32_t first_uid)
+{
+	struct mailbox *dest = ctx->dest;
+	const char *error;
+
+	struct mail_index_transaction *t =
+		mail_index_transaction_begin(dest->index);
+	for (unsigned int i = 0; i < ctx->count; i++) {
+		struct copy_item *item = &ctx->items[i];
+		mail_index_append(t, first_uid + i, item->flags, item->keywords,
+			item->vsize == MAILDIR_SIZE_UNKNOWN ? 0 : item->vsize,
+			item->internal_date);
+	}
+	mail_index_update_header(t, 0, first_uid + ctx->count);
+	(void)mailbox_index_commit(dest, &t, &error);
+}
+
 /* Under the target's lock: rename into cur/ and record the UIDs. */
 static int copy_publish(struct mailbox_copy_ctx *ctx, uint32_t *first_uid_r,
 			const char **error_r)
@@ -262,6 +295,7 @@ static int copy_publish(struct mailbox_copy_ctx *ctx, uint32_t *first_uid_r,
 		uint32_t kw = copy_map_keywords(dest, item, error_r, &failed);
 		if (failed)
 			return -1;
+		item->keywords = kw;
 		maildir_keywords_to_letters(kw, letters);
 		if (maildir_filename_make(fname, sizeof(fname), item->base,
 					  item->base_len, item->flags,
@@ -282,7 +316,10 @@ static int copy_publish(struct mailbox_copy_ctx *ctx, uint32_t *first_uid_r,
 			item->base, item->base_len, item->size, item->vsize);
 		i_assert(rec->uid == *first_uid_r + i);
 	}
-	return maildir_uidlist_write(ul, error_r);
+	if (maildir_uidlist_write(ul, error_r) < 0)
+		return -1;
+	copy_index(ctx, *first_uid_r);
+	return 0;
 }
 
 int mailbox_copy_commit(struct mailbox_copy_ctx **_ctx, uint32_t *first_uid_r,

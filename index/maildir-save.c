@@ -17,6 +17,7 @@ struct mailbox_append_ctx {
 	enum mail_flags flags;
 	char kw_letters[MAILDIR_KEYWORDS_MAX + 1];   /* keyword letters */
 	time_t internal_date;
+	int64_t mtime;            /* the file's: INTERNALDATE in the index */
 	uint64_t size, vsize;
 	bool last_cr, failed;
 };
@@ -123,7 +124,31 @@ static int append_finish_tmp(struct mailbox_append_ctx *ctx,
 			return -1;
 		}
 	}
+	struct stat st;
+	if (fstat(ctx->fd, &st) < 0) {
+		*error_r = mailbox_set_error(box, "fstat(%s) failed: %m",
+					     ctx->tmp_path);
+		return -1;
+	}
+	ctx->mtime = st.st_mtime;
 	return 0;
+}
+
+/* Tell the index (and so the other sessions) under the uidlist lock. A
+   failure is logged: the file and its UID are durable already, and the
+   next directory scan adds what the index lacks. */
+static void append_index(struct mailbox_append_ctx *ctx, uint32_t uid)
+{
+	struct mailbox *box = ctx->box;
+	const char *error;
+
+	struct mail_index_transaction *t =
+		mail_index_transaction_begin(box->index);
+	mail_index_append(t, uid, ctx->flags,
+			  maildir_keywords_from_letters(ctx->kw_letters),
+			  ctx->vsize, ctx->mtime);
+	mail_index_update_header(t, 0, uid + 1);
+	(void)mailbox_index_commit(box, &t, &error);
 }
 
 /* Under the uidlist lock: rename into cur/ and record the UID. */
@@ -148,6 +173,7 @@ static int append_publish(struct mailbox_append_ctx *ctx, const char *fname,
 					    ctx->vsize);
 		uint32_t uid = rec->uid;
 		if (maildir_uidlist_write(ul, error_r) == 0) {
+			append_index(ctx, uid);
 			*uid_r = uid;
 			ret = 0;
 		} else if (unlink(dest) < 0) {

@@ -516,3 +516,13 @@ int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r)
 	ul->dirty = false;
 	return 0;
 }
+
+void maildir_uidlist_raise_next_uid(struct maildir_uidlist *ul,
+				    uint32_t next_uid)
+{
+	i_assert(ul->lock_fd != -1);
+	if (next_uid > ul->next_uid) {
+		ul->next_uid = next_uid;
+		ul->dirty = true;
+	}
+}

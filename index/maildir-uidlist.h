@@ -75,6 +75,10 @@ maildir_uidlist_get_sorted_by_base(struct maildir_uidlist *ul,
 struct maildir_uidlist_rec *
 maildir_uidlist_add(struct maildir_uidlist *ul, const char *base,
 		    size_t base_len, uint64_t size, uint64_t vsize);
+/* Locked only. UIDs below next_uid are never given out (the index saw
+   them: moat.index's next_uid must never be above the uidlist's). */
+void maildir_uidlist_raise_next_uid(struct maildir_uidlist *ul,
+				    uint32_t next_uid);
 /* Locked only. Drops records marked expunged and replaces the file. */
 int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r);
 /* Mark that the in-memory list differs from the file. */
