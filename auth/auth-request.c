@@ -135,8 +135,14 @@ static void auth_request_fail_delayed(struct auth_request *request,
 	unsigned int delay;
 
 	auth_request_log_failure(request, reason);
-	delay = auth_penalty_failure(request->auth->penalty, request->rip,
-				     io_loop_time_ms(request->auth->ioloop));
+	/* A trusted proxy stands for many users; when it names its client
+	   (ID x-originating-ip) rip is that client's and is penalised. */
+	if (moat_settings_net_match(request->auth->set->login_trusted_networks,
+				    request->rip))
+		delay = 0;
+	else
+		delay = auth_penalty_failure(request->auth->penalty, request->rip,
+					     io_loop_time_ms(request->auth->ioloop));
 	request->fail_code = "authfailed";
 	request->fail_text = AUTH_FAILED_TEXT;
 	request->waiting_response = false;

@@ -35,9 +35,6 @@
 #define LOGIN_MAX_LIST_DEPTH 4
 /* Decoded size of a SASL initial response or LOGIN credentials. */
 #define LOGIN_MAX_SASL_DATA 4096
-/* Failed authentications per connection before it is closed.
-   A constant for now; issue #5 makes it a setting. */
-#define LOGIN_MAX_AUTH_FAILURES 3
 /* Listening sockets master may hand one process. */
 #define LOGIN_MAX_LISTENERS 16
 /* User names are logged (sanitized) up to this length. */

@@ -6,9 +6,9 @@
 #include <ctype.h>
 #include <strings.h>
 
-/* What works before login. IMAP4rev2 joins when the imap process
-   implements it (the pre-login list must not promise more). */
-#define LOGIN_BASE_CAPABILITY "IMAP4rev1 LITERAL+ SASL-IR ID"
+/* What works before login (the pre-login list must not promise more);
+   the imap process speaks IMAP4rev2 after ENABLE IMAP4rev2. */
+#define LOGIN_BASE_CAPABILITY "IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID"
 /* Room for the base list and LOGIN_MAX_MECHS "AUTH=<20 chars>" items. */
 #define LOGIN_MAX_CAPABILITY_LEN 1024
 

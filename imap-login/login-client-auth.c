@@ -40,8 +40,11 @@ void login_client_auth_begin(struct login_client *client, const char *tag,
 	client->state = LOGIN_CLIENT_STATE_AUTH_WAIT;
 	/* Input stays unread until auth answers (client_update_io). */
 	login_client_ref(client);
+	/* A trusted proxy is as safe as TLS for plaintext (auth spares
+	   trusted addresses the penalty by itself). */
 	if (login_auth_request(lp, client->auth_id, mech, client->remote_ip,
-			       client->local_ip, client->secured, ir_b64,
+			       client->local_ip,
+			       client->secured || client->trusted, ir_b64,
 			       client->cbind_b64) < 0 &&
 	    client->state == LOGIN_CLIENT_STATE_AUTH_WAIT) {
 		/* Lost auth had no record of us yet: answer here. */
@@ -145,7 +148,7 @@ static void client_auth_failed(struct login_client *client, const char *code,
 			i_error("auth sent unknown failure code, treating as tempfail");
 		login_client_send_tagline(client, tag, TEMPFAIL_TEXT);
 	}
-	if (client->auth_failures >= LOGIN_MAX_AUTH_FAILURES) {
+	if (client->auth_failures >= client->lp->set->imap_max_auth_attempts) {
 		login_client_bye(client, "Too many authentication failures.",
 				 "Too many authentication failures");
 	}
@@ -200,7 +203,9 @@ static void client_handoff_send(struct login_client *client)
 		ret = login_master_handoff(lp, client->handoff_id,
 			client->handoff_token, client->cmd_tag, client->remote_ip,
 			client->remote_port, client->local_ip, client->local_port,
-			client->secured, client->auth_mech, data, size, fd);
+			client->secured, client->auth_mech,
+			client->ssl == NULL ? "none" :
+			login_ssl_get_version(client->ssl), data, size, fd);
 	}
 	/* The pair's other end lives on in master's message (or is gone). */
 	if (fd >= 0 && fd != client->fd)

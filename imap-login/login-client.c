@@ -106,7 +106,7 @@ static struct imap_parser *client_parser_create(const struct moat_settings *set)
 void login_client_update_auth_flags(struct login_client *client)
 {
 	const struct moat_settings *set = client->lp->set;
-	bool secured = client->secured || client->local;
+	bool secured = client->secured || client->local || client->trusted;
 	unsigned int flags = 0;
 
 	client->auth_allowed = secured || set->ssl != MOAT_SSL_REQUIRED;
@@ -150,6 +150,25 @@ void login_client_streams_create(struct login_client *client)
 	o_stream_set_flush_callback(client->output, client_output_flushed, client);
 }
 
+/* login_max_connections_per_ip: pre-auth connections of one remote IP in
+   this process (each imap-login process counts its own clients; trusted
+   networks are exempt: a webmail proxy is many users). */
+static bool client_ip_limit_exceeded(struct login_client *client)
+{
+	unsigned int max = client->lp->set->login_max_connections_per_ip;
+	unsigned int count = 0;
+
+	if (max == 0 || client->trusted || client->local)
+		return false;
+	for (const struct login_client *c = client->lp->clients; c != NULL;
+	     c = c->next) {
+		if (c != client && !c->destroyed &&
+		    strcmp(c->remote_ip, client->remote_ip) == 0)
+			count++;
+	}
+	return count >= max;
+}
+
 struct login_client *
 login_client_create(struct login_process *lp, int fd,
 		    const struct sockaddr *remote, socklen_t remote_len,
@@ -167,6 +186,9 @@ login_client_create(struct login_process *lp, int fd,
 	client_set_addresses(client, remote, remote_len);
 	client->local = strcmp(client->remote_ip, "unknown") != 0 &&
 		strcmp(client->remote_ip, client->local_ip) == 0;
+	client->trusted = lp->set->login_trusted_networks[0] != '\0' &&
+		moat_settings_net_match(lp->set->login_trusted_networks,
+					client->remote_ip);
 	login_client_update_auth_flags(client);
 	client->parser = client_parser_create(lp->set);
 	client->created_ms = io_loop_time_ms(lp->ioloop);
@@ -177,7 +199,16 @@ login_client_create(struct login_process *lp, int fd,
 
 	struct login_client *ref = client;
 	login_client_ref(ref);
-	if (implicit_tls) {
+	if (client_ip_limit_exceeded(client)) {
+		/* Said in plaintext only: a TLS port gets no answer. */
+		if (!implicit_tls) {
+			login_client_streams_create(client);
+			login_client_send_line(client, "* BYE [UNAVAILABLE] "
+				"Too many connections from your IP address.");
+		}
+		login_client_destroy(client, "Too many connections from IP "
+				     "(login_max_connections_per_ip)");
+	} else if (implicit_tls) {
 		/* The greeting follows the handshake (RFC 8314 3.2). */
 		client->state = LOGIN_CLIENT_STATE_TLS;
 		login_client_tls_start(client);

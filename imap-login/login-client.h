@@ -55,6 +55,12 @@ struct login_client {
 	/* remote IP == local IP: the same host, as trusted as TLS for
 	   disable_plaintext_auth and ssl = required */
 	bool local;
+	/* remote IP in login_trusted_networks: secured for plaintext auth,
+	   no auth penalty, may set the client address with ID
+	   x-originating-ip (then remote_ip/remote_port are the client's
+	   and penalties apply to it again) */
+	bool trusted;
+	bool ip_overridden;            /* x-originating-ip was accepted */
 	bool plaintext_allowed;        /* LOGIN, PLAIN */
 	bool auth_allowed;             /* any mechanism (ssl = required) */
 	const char *capability;        /* lp->capabilities[] entry */

@@ -6,6 +6,7 @@
 #include "login-id.h"
 
 #include <strings.h>
+#include <arpa/inet.h>
 
 /* Tags are echoed in responses and carried in the HANDOFF record; a
    longer one is a client bug or an attack on the record size. */
@@ -77,6 +78,40 @@ static void cmd_logout(struct login_client *client, const char *tag,
 	login_client_destroy(client, "Logged out");
 }
 
+/* A trusted proxy (webmail) names its client with ID x-originating-ip
+   and x-originating-port: logs, penalties and the per-user+IP limit then
+   use that address. Ignored from anyone else, and once authentication
+   began (the address must not change under a running exchange). */
+static void client_id_originating(struct login_client *client,
+				  const struct imap_arg *args)
+{
+	const char *ip = login_id_get_field(args, "x-originating-ip");
+	const char *port = login_id_get_field(args, "x-originating-port");
+	unsigned char addr[16];
+	char text[LOGIN_IP_STR_MAX];
+	unsigned int port_num;
+	int family = AF_INET;
+
+	if (!client->trusted || client->auth_attempts > 0 || ip == NULL)
+		return;
+	if (inet_pton(AF_INET, ip, addr) != 1) {
+		family = AF_INET6;
+		if (inet_pton(AF_INET6, ip, addr) != 1) {
+			i_info("ID: ignoring invalid x-originating-ip from "
+			       "trusted rip=%s", client->remote_ip);
+			return;
+		}
+	}
+	if (inet_ntop(family, addr, text, sizeof(text)) == NULL)
+		return;
+	i_info("ID: trusted rip=%s sets rip=%s", client->remote_ip, text);
+	memcpy(client->remote_ip, text, sizeof(text));
+	client->ip_overridden = true;
+	if (port != NULL && str_to_uint(port, &port_num) == 0 &&
+	    port_num <= 65535)
+		client->remote_port = port_num;
+}
+
 static void cmd_id(struct login_client *client, const char *tag,
 		   const struct imap_arg *args)
 {
@@ -86,6 +121,7 @@ static void cmd_id(struct login_client *client, const char *tag,
 		login_client_send_bad(client, tag, error);
 		return;
 	}
+	client_id_originating(client, args);
 	login_client_send_line(client, "* ID (\"name\" \"moat\")");
 	login_client_send_tagline(client, tag, "OK ID completed.");
 }

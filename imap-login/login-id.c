@@ -3,6 +3,8 @@
 #include "imap-parser.h"
 #include "login-id.h"
 
+#include <strings.h>
+
 static int id_pair_validate(const struct imap_arg *field,
 			    const struct imap_arg *value, const char **error_r)
 {
@@ -54,4 +56,21 @@ int login_id_args_validate(const struct imap_arg *args, const char **error_r)
 			return -1;
 	}
 	return 0;
+}
+
+const char *login_id_get_field(const struct imap_arg *args, const char *name)
+{
+	const struct imap_arg *list;
+	unsigned int count;
+	const char *field, *value;
+
+	if (!imap_arg_get_list(&args[0], &list, &count))
+		return NULL;
+	for (unsigned int i = 0; i + 1 < count; i += 2) {
+		if (imap_arg_get_astring(&list[i], &field) &&
+		    strcasecmp(field, name) == 0 &&
+		    imap_arg_get_nstring(&list[i + 1], &value))
+			return value;
+	}
+	return NULL;
 }

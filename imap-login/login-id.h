@@ -15,4 +15,8 @@ struct imap_arg;
    or -1 with a client-facing *error_r. */
 int login_id_args_validate(const struct imap_arg *args, const char **error_r);
 
+/* The value of field name (case-insensitive) in validated ID args, or
+   NULL if absent or NIL. */
+const char *login_id_get_field(const struct imap_arg *args, const char *name);
+
 #endif

@@ -78,7 +78,7 @@ int login_master_handoff(struct login_process *lp, unsigned int id,
 			 const char *token, const char *tag,
 			 const char *remote_ip, unsigned int remote_port,
 			 const char *local_ip, unsigned int local_port,
-			 bool secured, const char *mech,
+			 bool secured, const char *mech, const char *tls,
 			 const void *bytes, size_t bytes_size, int client_fd)
 {
 	char id_str[16], rport[16], lport[16];
@@ -92,7 +92,7 @@ int login_master_handoff(struct login_process *lp, unsigned int id,
 	snprintf(lport, sizeof(lport), "%u", local_port);
 	ret = ipc_sendv(lp->master, client_fd, "HANDOFF", id_str, token, tag,
 			remote_ip, rport, local_ip, lport, secured ? "1" : "0",
-			mech, p_base64_encode(pool, bytes, bytes_size), NULL);
+			mech, tls, p_base64_encode(pool, bytes, bytes_size), NULL);
 	pool_unref(&pool);
 	return ret;
 }

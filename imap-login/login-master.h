@@ -12,12 +12,14 @@ void login_master_connect(struct login_process *lp);
 void login_master_deinit(struct login_process *lp);
 
 /* Send the HANDOFF record with client_fd attached (we keep our copy).
+   tls: the TLS protocol version ("TLSv1.3") or "none", for master's
+   login log line.
    Returns 0 or -1 (master gone). */
 int login_master_handoff(struct login_process *lp, unsigned int id,
 			 const char *token, const char *tag,
 			 const char *remote_ip, unsigned int remote_port,
 			 const char *local_ip, unsigned int local_port,
-			 bool secured, const char *mech,
+			 bool secured, const char *mech, const char *tls,
 			 const void *bytes, size_t bytes_size, int client_fd);
 void login_master_auth_reconnect(struct login_process *lp);
 void login_master_listen_done(struct login_process *lp);

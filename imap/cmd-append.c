@@ -1,38 +1,52 @@
-/* APPEND (RFC 3501 6.3.11) with APPENDUID (RFC 4315). The message literal
-   is streamed from the connection to a file in tmp/: the line is parsed
-   with IMAP_PARSE_FLAG_LITERAL_SIZE, so the parser stops at the literal
-   and we read its bytes ourselves. */
+/* APPEND (RFC 9051 6.3.12) with MULTIAPPEND (RFC 3502), APPENDUID (RFC
+   4315) and APPENDLIMIT (RFC 7889). Each message literal is streamed
+   from the connection to a file in tmp/: the line is parsed with
+   IMAP_PARSE_FLAG_LITERAL_SIZE, so the parser stops at every literal and
+   we read its bytes ourselves. All messages of the command are staged
+   and published together (mailbox-append-multi.h): all or none. */
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-date.h"
 #include "imap-flags.h"
 #include "imap-mailbox.h"
-
-#include <strings.h>
+#include "mailbox-append-multi.h"
 
 /* tag and "APPEND" come before the command's own arguments */
 #define APPEND_ARGS_OFFSET 2
+/* Messages in one MULTIAPPEND: each is a staged file until commit. */
+#define APPEND_MESSAGES_MAX 1000
 
 struct append_ctx {
-	struct mailbox_append_ctx *save;
-	uint64_t left;            /* literal bytes still to read */
-	unsigned int msg_idx;     /* index of the literal in cmd->args */
-	bool failed;
-	bool line_end;            /* literal read; parsing the line end */
-	struct imap_flag_list flags;
+	struct mailbox_append_multi *save;
 	struct mailbox *box;      /* the selected one or client->append_box */
+	uint64_t left;            /* literal bytes still to read */
+	unsigned int next_idx;    /* first arg of the next message */
+	bool failed;              /* a write failed: answer NO at the end */
+	bool in_literal;
 	char boxname[MAILBOX_NAME_MAX + 1];
 };
 
 static void append_abort(struct append_ctx *ctx)
 {
 	if (ctx->save != NULL)
-		mailbox_append_abort(&ctx->save);
+		mailbox_append_multi_abort(&ctx->save);
 }
 
 static void cmd_append_cancel(struct client_command *cmd)
 {
 	append_abort(cmd->context);
+}
+
+/* Answer and end the command, dropping every staged message. */
+static bool append_fail(struct client_command *cmd, struct append_ctx *ctx,
+			bool bad, const char *text)
+{
+	append_abort(ctx);
+	if (bad)
+		client_send_command_error(cmd, text);
+	else
+		client_send_tagline(cmd, text);
+	return true;
 }
 
 /* The selected mailbox if it is name, else client->append_box (kept open
@@ -60,187 +74,252 @@ static int append_get_box(struct client *client, const char *name,
 	return 1;
 }
 
-static bool append_finish(struct client_command *cmd, struct append_ctx *ctx,
-			  const struct imap_arg *args)
+static bool append_commit(struct client_command *cmd, struct append_ctx *ctx)
 {
-	struct mailbox *box = ctx->box;
+	unsigned int count = mailbox_append_multi_count(ctx->save);
 	const char *error;
 	uint32_t uid;
 
-	if (!imap_arg_is_eol(&args[ctx->msg_idx + 1])) {
-		append_abort(ctx);
-		client_send_command_error(cmd, "Unexpected arguments after "
-					  "the message.");
-		return true;
-	}
-	if (ctx->failed) {
-		append_abort(ctx);
-		client_send_tagline(cmd, "NO [SERVERBUG] Saving the message failed.");
-		return true;
-	}
-	if (mailbox_append_finish(&ctx->save, &uid, &error) < 0) {
+	if (mailbox_append_multi_commit(&ctx->save, &uid, &error) < 0) {
 		i_error("APPEND failed: %s", error);
 		client_send_tagline(cmd, "NO [SERVERBUG] Saving the message failed.");
 		return true;
 	}
-	client_send_taglinef(cmd, "OK [APPENDUID %u %u] Append completed.",
-			     mailbox_get_uidvalidity(box), uid);
+	if (count == 1) {
+		client_send_taglinef(cmd, "OK [APPENDUID %u %u] Append completed.",
+				     mailbox_get_uidvalidity(ctx->box), uid);
+	} else {
+		client_send_taglinef(cmd, "OK [APPENDUID %u %u:%u] Append "
+				     "completed.", mailbox_get_uidvalidity(ctx->box),
+				     uid, uid + count - 1);
+	}
 	return true;
 }
 
-/* The literal was read: parse the rest of the line. */
-static bool append_line_end(struct client_command *cmd, struct append_ctx *ctx)
+/* Flags and date of the message at args[*idx], then its literal. Returns
+   the literal arg, or NULL after answering (and aborting). */
+static const struct imap_arg *
+append_parse_message(struct client_command *cmd, struct append_ctx *ctx,
+		     const struct imap_arg *args, unsigned int idx,
+		     struct imap_flag_list *flags, time_t *date_r)
 {
-	const struct imap_arg *args;
+	const char *date, *error;
 
-	switch (client_parse_input(cmd->client, IMAP_PARSE_FLAG_LITERAL_SIZE,
-				   &args)) {
-	case IMAP_PARSE_MORE:
-	case IMAP_PARSE_NEED_CONTINUATION:
-		cmd->wait = CLIENT_WAIT_INPUT;
-		return false;
-	case IMAP_PARSE_LITERAL_SIZE:
-		append_abort(ctx);
-		client_send_command_error(cmd, "MULTIAPPEND is not supported.");
-		return true;
-	case IMAP_PARSE_ERROR:
-		append_abort(ctx);
-		client_command_parse_error(cmd);
-		return true;
-	case IMAP_PARSE_DONE:
-		break;
+	memset(flags, 0, sizeof(*flags));
+	*date_r = (time_t)-1;
+	if (args[idx].type == IMAP_ARG_LIST) {
+		if (imap_flag_list_parse(&args[idx++], false, flags,
+					 &error) < 0) {
+			append_fail(cmd, ctx, true, error);
+			return NULL;
+		}
 	}
-	return append_finish(cmd, ctx, args + APPEND_ARGS_OFFSET);
+	if (args[idx].type == IMAP_ARG_STRING) {
+		if (!imap_arg_get_string(&args[idx++], &date) ||
+		    !imap_datetime_parse(date, date_r)) {
+			append_fail(cmd, ctx, true, "Invalid date-time.");
+			return NULL;
+		}
+	}
+	if (args[idx].type != IMAP_ARG_LITERAL_SIZE &&
+	    args[idx].type != IMAP_ARG_LITERAL) {
+		append_fail(cmd, ctx, true, "Missing message literal.");
+		return NULL;
+	}
+	if (args[idx].literal_size == 0) {
+		/* RFC 3502: an empty message cancels the APPEND */
+		append_fail(cmd, ctx, false, "NO Empty message: append cancelled.");
+		return NULL;
+	}
+	if (args[idx].literal_size > cmd->client->user->set->imap_max_append_size) {
+		append_fail(cmd, ctx, false, "NO [TOOBIG] Message too large.");
+		return NULL;
+	}
+	if (mailbox_append_multi_count(ctx->save) >= APPEND_MESSAGES_MAX) {
+		append_fail(cmd, ctx, false, "NO [LIMIT] Too many messages "
+			    "in one APPEND.");
+		return NULL;
+	}
+	ctx->next_idx = idx + 1;
+	return &args[idx];
+}
+
+/* Start staging the message whose arguments begin at args[idx]. Returns
+   the literal arg (its data is still to be written), or NULL after
+   answering. */
+static const struct imap_arg *
+append_start_message(struct client_command *cmd, struct append_ctx *ctx,
+		     const struct imap_arg *args, unsigned int idx)
+{
+	struct imap_flag_list flags;
+	const char *error;
+	uint32_t keywords = 0;
+	time_t date;
+
+	const struct imap_arg *msg =
+		append_parse_message(cmd, ctx, args, idx, &flags, &date);
+	if (msg == NULL)
+		return NULL;
+	int ret = imap_flag_list_keywords(ctx->box, &flags, true, &keywords,
+					  &error);
+	if (ret == 0) {
+		append_fail(cmd, ctx, false, "NO [LIMIT] Too many keywords in "
+			    "this mailbox.");
+		return NULL;
+	}
+	if (ret < 0 || mailbox_append_multi_next(ctx->save, flags.flags,
+						 keywords, date, &error) < 0) {
+		i_error("APPEND failed: %s", error);
+		append_fail(cmd, ctx, false,
+			    "NO [SERVERBUG] Saving the message failed.");
+		return NULL;
+	}
+	return msg;
+}
+
+static void append_write(struct append_ctx *ctx, const void *data, size_t size)
+{
+	const char *error;
+
+	if (size > 0 && !ctx->failed &&
+	    mailbox_append_multi_write(ctx->save, data, size, &error) < 0) {
+		/* read the rest anyway, then answer NO */
+		i_error("APPEND failed: %s", error);
+		ctx->failed = true;
+	}
+}
+
+static bool append_end_message(struct append_ctx *ctx)
+{
+	const char *error;
+
+	if (ctx->failed)
+		return false;
+	if (mailbox_append_multi_end(ctx->save, &error) < 0) {
+		i_error("APPEND failed: %s", error);
+		ctx->failed = true;
+		return false;
+	}
+	return true;
+}
+
+/* Walk the messages of a parsed args array from ctx->next_idx: inline
+   literals are written at once; a LITERAL_SIZE one starts streaming.
+   Returns true when the command is done. */
+static bool append_messages(struct client_command *cmd, struct append_ctx *ctx,
+			    const struct imap_arg *args, bool line_done)
+{
+	for (;;) {
+		if (line_done && imap_arg_is_eol(&args[ctx->next_idx])) {
+			if (mailbox_append_multi_count(ctx->save) == 0)
+				return append_fail(cmd, ctx, true,
+						   "Missing message literal.");
+			return append_commit(cmd, ctx);
+		}
+		const struct imap_arg *msg =
+			append_start_message(cmd, ctx, args, ctx->next_idx);
+		if (msg == NULL)
+			return true;
+		if (msg->type == IMAP_ARG_LITERAL) {
+			append_write(ctx, msg->str, msg->str_len);
+			if (!append_end_message(ctx))
+				return append_fail(cmd, ctx, false,
+					"NO [SERVERBUG] Saving the message failed.");
+			continue;
+		}
+		/* LITERAL_SIZE: always the last arg parsed so far */
+		ctx->left = msg->literal_size;
+		ctx->in_literal = true;
+		if (!msg->literal_nonsync)
+			client_send_line(cmd->client, "+ OK");
+		return false;
+	}
+}
+
+/* Copy what is buffered of the current literal. Returns false while
+   more of it is to come. */
+static bool append_read_literal(struct client_command *cmd,
+				struct append_ctx *ctx)
+{
+	struct client *client = cmd->client;
+	size_t size;
+	const unsigned char *data = i_stream_get_data(client->input, &size);
+	size_t n = (size_t)MIN((uint64_t)size, ctx->left);
+
+	append_write(ctx, data, n);
+	i_stream_skip(client->input, n);
+	ctx->left -= n;
+	if (ctx->left > 0)
+		return false;
+	ctx->in_literal = false;
+	/* before any answer: a reset now skips the rest of the line */
+	imap_parser_continue_line(client->parser);
+	(void)append_end_message(ctx);
+	return true;
 }
 
 static bool cmd_append_continue(struct client_command *cmd)
 {
 	struct append_ctx *ctx = cmd->context;
-	struct client *client = cmd->client;
-	const char *error;
-	size_t size;
+	const struct imap_arg *args;
 
-	if (!ctx->line_end) {
-		const unsigned char *data = i_stream_get_data(client->input, &size);
-		size_t n = (size_t)MIN((uint64_t)size, ctx->left);
-		if (n > 0 && !ctx->failed &&
-		    mailbox_append_write(ctx->save, data, n, &error) < 0) {
-			/* read the rest anyway, then answer NO */
-			i_error("APPEND failed: %s", error);
-			ctx->failed = true;
-		}
-		i_stream_skip(client->input, n);
-		ctx->left -= n;
-		if (ctx->left > 0) {
+	for (;;) {
+		if (ctx->in_literal && !append_read_literal(cmd, ctx)) {
 			cmd->wait = CLIENT_WAIT_INPUT;
 			return false;
 		}
-		imap_parser_continue_line(client->parser);
-		ctx->line_end = true;
-	}
-	return append_line_end(cmd, ctx);
-}
-
-/* Check everything before the literal. Returns the message arg or NULL
-   after answering. */
-static const struct imap_arg *
-append_parse(struct client_command *cmd, struct append_ctx *ctx,
-	     enum mail_flags *flags_r, time_t *date_r)
-{
-	const struct imap_arg *args = cmd->args;
-	const char *name, *date, *error;
-	unsigned int i = 1;
-
-	*flags_r = 0;
-	*date_r = (time_t)-1;
-	if (!imap_arg_get_astring(&args[0], &name)) {
-		client_send_command_error(cmd, "Invalid mailbox name.");
-		return NULL;
-	}
-	if (args[i].type == IMAP_ARG_LIST) {
-		if (imap_flag_list_parse(&args[i++], false, &ctx->flags,
-					 &error) < 0) {
-			client_send_command_error(cmd, error);
-			return NULL;
-		}
-		*flags_r = ctx->flags.flags;
-	}
-	if (args[i].type == IMAP_ARG_STRING) {
-		if (!imap_arg_get_string(&args[i++], &date) ||
-		    !imap_datetime_parse(date, date_r)) {
-			client_send_command_error(cmd, "Invalid date-time.");
-			return NULL;
+		if (ctx->failed)
+			return append_fail(cmd, ctx, false,
+				"NO [SERVERBUG] Saving the message failed.");
+		switch (client_parse_input(cmd->client,
+					   IMAP_PARSE_FLAG_LITERAL_SIZE, &args)) {
+		case IMAP_PARSE_MORE:
+		case IMAP_PARSE_NEED_CONTINUATION:
+			cmd->wait = CLIENT_WAIT_INPUT;
+			return false;
+		case IMAP_PARSE_LITERAL_SIZE:
+			if (append_messages(cmd, ctx, args + APPEND_ARGS_OFFSET,
+					    false))
+				return true;
+			break;
+		case IMAP_PARSE_ERROR:
+			append_abort(ctx);
+			client_command_parse_error(cmd);
+			return true;
+		case IMAP_PARSE_DONE:
+			return append_messages(cmd, ctx,
+					       args + APPEND_ARGS_OFFSET, true);
 		}
 	}
-	if (args[i].type != IMAP_ARG_LITERAL_SIZE &&
-	    args[i].type != IMAP_ARG_LITERAL) {
-		client_send_command_error(cmd, "Missing message literal.");
-		return NULL;
-	}
-	ctx->msg_idx = i;
-	int ret = !imap_mailbox_name_decode(name, ctx->boxname) ? 0 :
-		append_get_box(cmd->client, ctx->boxname, &ctx->box, &error);
-	if (ret == 0) {
-		client_send_tagline(cmd, "NO [TRYCREATE] Mailbox doesn't exist");
-		return NULL;
-	}
-	if (ret < 0) {
-		i_error("APPEND: opening mailbox failed: %s", error);
-		client_send_tagline(cmd, "NO [SERVERBUG] Internal error occurred. "
-				    "Refer to server log for more information.");
-		return NULL;
-	}
-	if (args[i].literal_size > cmd->client->user->set->imap_max_append_size) {
-		client_send_tagline(cmd, "NO [TOOBIG] Message too large.");
-		return NULL;
-	}
-	return &args[i];
 }
 
 bool cmd_append(struct client_command *cmd)
 {
 	struct client *client = cmd->client;
 	struct append_ctx *ctx = p_malloc(cmd->pool, sizeof(*ctx));
-	const char *error;
-	enum mail_flags flags;
-	time_t date;
+	const char *name, *error;
 
 	/* a rejected literal: for {n} the client sends nothing more, for
 	   {n+} the parser reset skips its data (RFC 7888 4) */
-	const struct imap_arg *msg = append_parse(cmd, ctx, &flags, &date);
-	if (msg == NULL)
-		return true;
-	struct mailbox *box = ctx->box;
-	uint32_t keywords = 0;
-	int ret = box == NULL ? -1 :
-		imap_flag_list_keywords(box, &ctx->flags, true, &keywords,
-					&error);
-	if (ret == 0) {
-		client_send_tagline(cmd, "NO [LIMIT] Too many keywords in "
-				    "this mailbox.");
-		return true;
+	if (!imap_arg_get_astring(&cmd->args[0], &name))
+		return append_fail(cmd, ctx, true, "Invalid mailbox name.");
+	int ret = !imap_mailbox_name_decode(name, ctx->boxname) ? 0 :
+		append_get_box(client, ctx->boxname, &ctx->box, &error);
+	if (ret == 0)
+		return append_fail(cmd, ctx, false,
+				   "NO [TRYCREATE] Mailbox doesn't exist");
+	if (ret < 0) {
+		i_error("APPEND: opening mailbox failed: %s", error);
+		return append_fail(cmd, ctx, false, "NO [SERVERBUG] Internal "
+			"error occurred. Refer to server log for more "
+			"information.");
 	}
-	if (ret < 0 ||
-	    mailbox_append_begin(box, flags, date, &ctx->save, &error) < 0) {
-		i_error("APPEND failed: %s", error);
-		client_send_tagline(cmd, "NO [SERVERBUG] Saving the message failed.");
-		return true;
-	}
-	mailbox_append_set_keywords(ctx->save, keywords);
+	ctx->save = mailbox_append_multi_begin(ctx->box);
+	ctx->next_idx = 1;
 	cmd->context = ctx;
 	cmd->cancel = cmd_append_cancel;
-	if (msg->type == IMAP_ARG_LITERAL) {
-		/* the whole line is parsed already (small literal) */
-		if (mailbox_append_write(ctx->save, msg->str, msg->str_len,
-					 &error) < 0) {
-			i_error("APPEND failed: %s", error);
-			ctx->failed = true;
-		}
-		return append_finish(cmd, ctx, cmd->args);
-	}
-	ctx->left = msg->literal_size;
-	if (!msg->literal_nonsync)
-		client_send_line(client, "+ OK");
+	if (append_messages(cmd, ctx, cmd->args, !cmd->literal_size))
+		return true;
 	cmd->func = cmd_append_continue;
 	return cmd_append_continue(cmd);
 }

@@ -1,5 +1,6 @@
 /* SEARCH and UID SEARCH (RFC 3501 / RFC 9051 6.4.4), with ESEARCH's
-   RETURN options (RFC 4731) and SEARCHRES (RFC 5182). The program is
+   RETURN options (RFC 4731) and SEARCHRES (RFC 5182); in IMAP4rev2
+   mode the answer is always ESEARCH. The program is
    parsed fully first (mail-search.h); the messages are then judged in
    slices, yielding to the loop so the user's other connections are
    served, and the answer is written in slices too, as output drains.
@@ -340,6 +341,12 @@ bool cmd_search(struct client_command *cmd)
 	if (!search_parse_return(ctx, &args)) {
 		client_send_command_error(cmd, "Invalid RETURN options.");
 		return true;
+	}
+	/* RFC 9051 6.4.4: IMAP4rev2 answers with ESEARCH; no RETURN is
+	   RETURN (ALL) */
+	if (!ctx->esearch && cmd->client->imap4rev2) {
+		ctx->esearch = true;
+		ctx->ret = SEARCH_RETURN_ALL;
 	}
 	enum mail_search_parse_result ret =
 		mail_search_parse(cmd->pool, args,

@@ -4,9 +4,12 @@
 #include "imap-sync.h"
 #include "imap-flags.h"
 #include "imap-mailbox.h"
+#include "imap-list.h"
 
-static void select_send_status(struct client *client, struct mailbox *box)
+static void select_send_status(struct client_command *cmd,
+			       struct mailbox *box)
 {
+	struct client *client = cmd->client;
 	uint32_t count = mailbox_get_count(box);
 	uint32_t recent = mailbox_get_recent_count(box);
 	uint32_t unseen = mailbox_get_first_unseen_seq(box);
@@ -14,8 +17,13 @@ static void select_send_status(struct client *client, struct mailbox *box)
 	/* FLAGS and PERMANENTFLAGS with the keywords (read-only: none) */
 	imap_send_flags_list(client);
 	client_send_linef(client, "* %u EXISTS", count);
-	client_send_linef(client, "* %u RECENT", recent);
-	if (unseen != 0)
+	/* RFC 9051 Appendix E 10-12: IMAP4rev2 gets the mailbox's LIST
+	   and neither RECENT nor the deprecated UNSEEN code */
+	if (client->imap4rev2)
+		imap_list_send_mailbox(client, cmd->pool, mailbox_get_name(box));
+	else
+		client_send_linef(client, "* %u RECENT", recent);
+	if (unseen != 0 && !client->imap4rev2)
 		client_send_linef(client, "* OK [UNSEEN %u] First unseen.", unseen);
 	client_send_linef(client, "* OK [UIDVALIDITY %u] UIDs valid",
 			  mailbox_get_uidvalidity(box));
@@ -38,7 +46,12 @@ static bool cmd_select_full(struct client_command *cmd, bool readonly)
 	}
 	/* RFC 3501: the current mailbox is deselected first, even if the
 	   new selection fails */
+	bool was_selected = client->mailbox != NULL;
 	client_unselect(client);
+	/* RFC 9051 6.3.2 (RFC 7162 CLOSED): the old mailbox is closed */
+	if (was_selected && client->imap4rev2)
+		client_send_line(client, "* OK [CLOSED] Previous mailbox "
+				 "closed.");
 
 	enum mailbox_open_flags flags = readonly ? MAILBOX_OPEN_READONLY : 0;
 	if (client->user->set->mail_fsync == MOAT_FSYNC_NEVER)
@@ -59,7 +72,7 @@ static bool cmd_select_full(struct client_command *cmd, bool readonly)
 		return true;
 	}
 	client->mailbox = box;
-	select_send_status(client, box);
+	select_send_status(cmd, box);
 	client_send_tagline(cmd, readonly ?
 		"OK [READ-ONLY] Examine completed." :
 		"OK [READ-WRITE] Select completed.");

@@ -100,10 +100,13 @@ static void store_send_fetch(struct client_command *cmd, uint32_t seq)
 
 	buffer_init(&buf, IMAP_FLAGS_STR_MAX + 64);
 	if (buffer_printf(&buf, "* %u FETCH (", seq) < 0 ||
-	    (cmd->uid && buffer_printf(&buf, "UID %u ",
-			mailbox_msg_uid(client->mailbox, seq)) < 0) ||
+	    /* RFC 9051 7.5.2: IMAP4rev2 FETCH updates carry the UID */
+	    ((cmd->uid || client->imap4rev2) &&
+	     buffer_printf(&buf, "UID %u ",
+			   mailbox_msg_uid(client->mailbox, seq)) < 0) ||
 	    buffer_append_str(&buf, "FLAGS ") < 0 ||
-	    imap_write_msg_flags(&buf, client->mailbox, seq) < 0 ||
+	    imap_write_msg_flags(&buf, client->mailbox, seq,
+				 !client->imap4rev2) < 0 ||
 	    buffer_append_c(&buf, ')') < 0)
 		i_unreached();
 	client_send_line(client, buf.data);

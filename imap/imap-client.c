@@ -442,9 +442,12 @@ struct client *client_create(struct imap_user *user, int fd, const char *tag,
 		client_disconnect(client, "Too much input.", "Handoff too large");
 		return client;
 	}
-	if (tag[0] != '\0')
-		client_send_linef(client, "%s OK [CAPABILITY " IMAP_CAPABILITY
-				  "] Logged in", tag);
+	if (tag[0] != '\0') {
+		char caps[IMAP_CAPABILITY_MAX];
+		imap_capability_get(set, caps);
+		client_send_linef(client, "%s OK [CAPABILITY %s] Logged in",
+				  tag, caps);
+	}
 	i_info("Logged in from %s", str_sanitize(pool, remote_ip, 64));
 	client_handle_input(client);
 	client_io_update(client);

@@ -73,6 +73,10 @@ struct client {
 	/* SEARCHRES "$" of the selected mailbox (imap-search.h) */
 	struct imap_search_saved *search_saved;
 
+	/* ENABLE IMAP4rev2 (RFC 9051): ESEARCH for SEARCH, no RECENT,
+	   [CLOSED] and LIST on SELECT, UID in unsolicited FETCH */
+	bool imap4rev2;
+
 	const char *session;          /* for log lines */
 	bool disconnected;
 };

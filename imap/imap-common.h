@@ -13,10 +13,14 @@
 #include "moat-settings.h"
 #include "mailbox.h"
 
-/* Only what works is advertised: no IMAP4rev2 yet (needs more). */
-#define IMAP_CAPABILITY "IMAP4rev1 LITERAL+ ID UNSELECT UIDPLUS MOVE IDLE ENABLE" \
-	" CHILDREN NAMESPACE LIST-EXTENDED LIST-STATUS SPECIAL-USE STATUS=SIZE" \
-	" ESEARCH SEARCHRES WITHIN BINARY"
+/* Only what works is advertised. IMAP4rev2 mode is per session, after
+   ENABLE IMAP4rev2 (doc/imap4rev2.md). APPENDLIMIT=<n> follows (the
+   setting's value): imap_capability_get(). */
+#define IMAP_CAPABILITY "IMAP4rev1 IMAP4rev2 LITERAL+ ID UNSELECT UIDPLUS" \
+	" MOVE IDLE ENABLE CHILDREN NAMESPACE LIST-EXTENDED LIST-STATUS" \
+	" SPECIAL-USE STATUS=SIZE ESEARCH SEARCHRES WITHIN BINARY MULTIAPPEND"
+/* IMAP_CAPABILITY plus " APPENDLIMIT=" and a 64-bit number */
+#define IMAP_CAPABILITY_MAX (sizeof(IMAP_CAPABILITY) + 40)
 
 struct client;
 
@@ -30,6 +34,11 @@ struct imap_user {
 	struct client *clients;     /* linked list */
 	unsigned int client_count;
 };
+
+/* cmd-capability.c: the post-login capability list (RFC 7889
+   APPENDLIMIT from imap_max_append_size). */
+void imap_capability_get(const struct moat_settings *set,
+			 char buf[IMAP_CAPABILITY_MAX]);
 
 /* main.c: a client was freed (linger / shutdown bookkeeping). */
 void imap_user_client_gone(struct imap_user *user);

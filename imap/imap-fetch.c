@@ -200,7 +200,8 @@ static int fetch_item_text(struct imap_fetch_ctx *ctx,
 	case IMAP_FETCH_FLAGS:
 		if (buffer_append_str(buf, "FLAGS ") < 0)
 			return -1;
-		return imap_write_msg_flags(buf, box, ctx->seq);
+		return imap_write_msg_flags(buf, box, ctx->seq,
+					    !ctx->cmd->client->imap4rev2);
 	case IMAP_FETCH_RFC822_SIZE:
 		if (mailbox_msg_vsize(box, ctx->seq, &size, &error) < 0)
 			return -1;
@@ -308,7 +309,8 @@ static void fetch_msg_begin(struct imap_fetch_ctx *ctx)
 		buffer_init(&buf, FETCH_ITEM_TEXT_MAX);
 		/* FETCH_ITEM_TEXT_MAX holds every flag name */
 		if (buffer_append_str(&buf, "FLAGS ") < 0 ||
-		    imap_write_msg_flags(&buf, ctx->box, ctx->seq) < 0)
+		    imap_write_msg_flags(&buf, ctx->box, ctx->seq,
+					 !client->imap4rev2) < 0)
 			i_unreached();
 		(void)o_stream_send(client->output, buf.data, buf.used);
 		buffer_free(&buf);

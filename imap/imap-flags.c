@@ -117,9 +117,13 @@ static int write_keyword_names(buffer_t *buf, struct mailbox *box,
 	return 0;
 }
 
-int imap_write_msg_flags(buffer_t *buf, struct mailbox *box, uint32_t seq)
+int imap_write_msg_flags(buffer_t *buf, struct mailbox *box, uint32_t seq,
+			 bool recent)
 {
 	enum mail_flags flags = mailbox_msg_flags(box, seq);
+
+	if (!recent)
+		flags &= ~MAIL_RECENT;
 	uint32_t keywords = mailbox_msg_keywords(box, seq);
 
 	if (keywords == 0)

@@ -31,9 +31,10 @@ int imap_flag_list_keywords(struct mailbox *box,
 			    const struct imap_flag_list *list, bool create,
 			    uint32_t *keywords_r, const char **error_r);
 
-/* "(\Seen ... kw1 kw2)" of message seq, \Recent included. Returns -1 if
-   buf is full. */
-int imap_write_msg_flags(buffer_t *buf, struct mailbox *box, uint32_t seq);
+/* "(\Seen ... kw1 kw2)" of message seq, \Recent included unless
+   !recent (IMAP4rev2 has no \Recent). Returns -1 if buf is full. */
+int imap_write_msg_flags(buffer_t *buf, struct mailbox *box, uint32_t seq,
+			 bool recent);
 
 /* "* FLAGS (...)" and "* OK [PERMANENTFLAGS (...)]" of the selected
    mailbox with its keywords; remembers which keywords the client knows. */

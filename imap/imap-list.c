@@ -275,3 +275,29 @@ bool imap_list_run(struct client_command *cmd,
 	cmd->func = cmd_list_continue;
 	return cmd_list_continue(cmd);
 }
+
+void imap_list_send_mailbox(struct client *client, pool_t pool,
+			    const char *name)
+{
+	struct imap_list_request req;
+	struct imap_mailbox_specials specials;
+	struct mailbox_list *list;
+	char attrs[256] = "";
+	const char *error;
+
+	memset(&req, 0, sizeof(req));
+	imap_mailbox_specials_get(client->user->set, &specials);
+	if (mailbox_list_read(client->user->mail_root, &specials.names,
+			      &list, &error) < 0) {
+		/* the mailbox was just opened: the attributes are missing */
+		i_error("LIST of %s: %s", name, error);
+	} else {
+		const struct mailbox_list_node *node =
+			mailbox_list_lookup(list, name);
+		if (node != NULL)
+			list_attrs(&req, node, true, attrs, sizeof(attrs));
+		mailbox_list_free(&list);
+	}
+	client_send_linef(client, "* LIST (%s) \"/\" %s", attrs,
+			  imap_mailbox_name_to_wire(pool, name));
+}

@@ -52,4 +52,9 @@ bool imap_list_match(const char *pattern, const char *name);
 bool imap_list_run(struct client_command *cmd,
 		   const struct imap_list_request *req);
 
+/* "* LIST (<attributes>) "/" <name>" of one normalized name, as a plain
+   LIST would show it (RFC 9051 6.3.2: IMAP4rev2 SELECT sends it). */
+void imap_list_send_mailbox(struct client *client, pool_t pool,
+			    const char *name);
+
 #endif

@@ -16,6 +16,7 @@ static const struct {
 	{ "DELETED", IMAP_STATUS_DELETED },
 	{ "SIZE", IMAP_STATUS_SIZE },
 	{ "RECENT", IMAP_STATUS_RECENT },
+	{ "APPENDLIMIT", IMAP_STATUS_APPENDLIMIT },
 };
 
 bool imap_status_parse_items(const struct imap_arg *arg,
@@ -103,6 +104,10 @@ static void status_send_line(struct client *client, struct mailbox *box,
 		   (unsigned long long)counts->size);
 	STATUS_ADD(IMAP_STATUS_RECENT, "RECENT %u",
 		   mailbox_get_recent_count(box));
+	/* the same for every mailbox: the CAPABILITY's APPENDLIMIT */
+	STATUS_ADD(IMAP_STATUS_APPENDLIMIT, "APPENDLIMIT %llu",
+		   (unsigned long long)MIN(client->user->set->imap_max_append_size,
+					   (uint64_t)UINT32_MAX));
 #undef STATUS_ADD
 	client_send_linef(client, "%s)", line);
 	pool_unref(&pool);

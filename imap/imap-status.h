@@ -1,7 +1,8 @@
 #ifndef IMAP_STATUS_H
 #define IMAP_STATUS_H
-/* The STATUS data items (RFC 9051 6.3.11, RFC 8438 SIZE), shared by
-   STATUS and LIST RETURN (STATUS ...) (RFC 5819). */
+/* The STATUS data items (RFC 9051 6.3.11, RFC 8438 SIZE, RFC 7889
+   APPENDLIMIT), shared by STATUS and LIST RETURN (STATUS ...) (RFC
+   5819). */
 
 #include "imap-client.h"
 
@@ -13,6 +14,7 @@ enum imap_status_items {
 	IMAP_STATUS_DELETED = 0x10,
 	IMAP_STATUS_SIZE = 0x20,
 	IMAP_STATUS_RECENT = 0x40,
+	IMAP_STATUS_APPENDLIMIT = 0x80,     /* RFC 7889 3.1 */
 };
 
 /* A parenthesized list of item names; false if empty or unknown. */

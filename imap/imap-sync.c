@@ -44,14 +44,21 @@ static void sync_expunge(void *context, uint32_t seq)
 static void sync_flags_changed(void *context, uint32_t seq)
 {
 	struct client *client = context;
+	char uid[32] = "";
 	buffer_t buf;
 
 	/* a message the client was not told about yet needs no FETCH */
 	if (seq > client->exists_sent)
 		return;
+	/* RFC 9051 7.5.2: in IMAP4rev2 an unsolicited FETCH has the UID */
+	if (client->imap4rev2)
+		snprintf(uid, sizeof(uid), "UID %u ",
+			 mailbox_msg_uid(client->mailbox, seq));
 	buffer_init(&buf, IMAP_FLAGS_STR_MAX);
-	if (imap_write_msg_flags(&buf, client->mailbox, seq) == 0)
-		client_send_linef(client, "* %u FETCH (FLAGS %s)", seq, buf.data);
+	if (imap_write_msg_flags(&buf, client->mailbox, seq,
+				 !client->imap4rev2) == 0)
+		client_send_linef(client, "* %u FETCH (%sFLAGS %s)", seq, uid,
+				  (const char *)buf.data);
 	buffer_free(&buf);
 }
 
@@ -79,7 +86,8 @@ void imap_sync_send(struct client *client, bool allow_expunge)
 		client->exists_sent = count;
 	}
 	uint32_t recent = mailbox_get_recent_count(box);
-	if (recent != client->recent_sent) {
+	/* RFC 9051 Appendix E 12: no RECENT response in IMAP4rev2 */
+	if (recent != client->recent_sent && !client->imap4rev2) {
 		client_send_linef(client, "* %u RECENT", recent);
 		client->recent_sent = recent;
 	}

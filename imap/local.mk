@@ -50,4 +50,4 @@ tests_unit_test_imap_fetch_body_SOURCES = tests/unit/test-imap-fetch-body.c \
 	imap/imap-fetch-body.c imap/imap-body-stream.c
 tests_unit_test_imap_fetch_body_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
 tests_unit_test_imap_fetch_body_LDADD = tests/unit/libtest.a index/libindex.a \
-	$(LIBMIME) $(LIBMOAT)
+	$(LIBMAILINDEX) $(LIBMIME) $(LIBMOAT) $(ZLIB_LIBS)

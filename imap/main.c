@@ -17,6 +17,8 @@
 /* CONN <id> <tag> <remote_ip> <remote_port> <local_ip> <local_port>
    <secured> <mech> <b64:bytes> */
 #define CONN_RECORD_ARGS 10
+/* A limit refusal's text. */
+#define CONN_LIMIT_TEXT_MAX 160
 
 struct imap_process {
 	struct imap_user user;
@@ -62,6 +64,70 @@ void imap_user_client_gone(struct imap_user *user)
 		linger_start(proc);
 }
 
+/* The limit a new connection from rip would exceed (its refusal text), or
+   NULL. This process sees every connection of its user, so the per-user
+   limits are exact here. The imap service's client_limit caps the user's
+   connections too. */
+static const char *conn_limit_exceeded(struct imap_process *proc,
+				       const char *rip)
+{
+	const struct moat_settings *set = proc->user.set;
+	const struct moat_service_settings *service =
+		master_service_get_service_settings(proc->service);
+	unsigned int user_max = set->mail_max_user_connections, same_ip = 0;
+	static char text[CONN_LIMIT_TEXT_MAX];
+
+	if (set->mail_max_userip_connections != 0) {
+		for (const struct client *c = proc->user.clients; c != NULL;
+		     c = c->next) {
+			if (!c->disconnected && strcmp(c->session, rip) == 0)
+				same_ip++;
+		}
+		if (same_ip >= set->mail_max_userip_connections) {
+			snprintf(text, sizeof(text), "Maximum number of "
+				 "connections from user+IP exceeded "
+				 "(mail_max_userip_connections=%u)",
+				 set->mail_max_userip_connections);
+			return text;
+		}
+	}
+	if (service != NULL && service->client_limit != 0 &&
+	    (user_max == 0 || service->client_limit < user_max)) {
+		snprintf(text, sizeof(text), "Maximum number of connections "
+			 "of user exceeded (client_limit=%u)",
+			 service->client_limit);
+		user_max = service->client_limit;
+	} else {
+		snprintf(text, sizeof(text), "Maximum number of connections "
+			 "of user exceeded (mail_max_user_connections=%u)",
+			 user_max);
+	}
+	if (user_max != 0 && proc->user.client_count >= user_max)
+		return text;
+	return NULL;
+}
+
+/* Refuse a handed-over connection: the LOGIN's tagged reply is ours to
+   write, so the client hears NO [LIMIT] instead of OK. The socket is new
+   and empty: one short write fits. */
+static void conn_refuse(int fd, const char *tag, const char *rip,
+			const char *text)
+{
+	char line[CONN_LIMIT_TEXT_MAX * 2 + 64];
+	int len;
+
+	if (tag[0] != '\0')
+		len = snprintf(line, sizeof(line), "* BYE [UNAVAILABLE] %s\r\n"
+			       "%s NO [LIMIT] %s\r\n", text, tag, text);
+	else
+		len = snprintf(line, sizeof(line), "* BYE [UNAVAILABLE] %s\r\n",
+			       text);
+	if (len > 0 && (size_t)len < sizeof(line))
+		(void)write(fd, line, (size_t)len);
+	i_warning("connection refused: rip=%s, reason=%s", rip, text);
+	close(fd);
+}
+
 static void master_conn(struct imap_process *proc, const char *const *args,
 			int fd)
 {
@@ -75,6 +141,12 @@ static void master_conn(struct imap_process *proc, const char *const *args,
 		i_fatal("master sent an invalid CONN record");
 	if (fd_set_nonblock(fd, true) < 0)
 		i_fatal("fcntl(O_NONBLOCK) failed: %m");
+	const char *limit = conn_limit_exceeded(proc, args[3]);
+	if (limit != NULL) {
+		conn_refuse(fd, args[2], args[3], limit);
+		pool_unref(&pool);
+		return;
+	}
 	timeout_remove(&proc->to_linger);
 	(void)client_create(&proc->user, fd, args[2], prefix, prefix_size,
 			    args[3]);

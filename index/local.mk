@@ -7,6 +7,7 @@ index_libindex_a_SOURCES = \
 	index/maildir-uidlist.c index/maildir-uidlist.h \
 	index/maildir-sync.c \
 	index/maildir-save.c \
+	index/maildir-save-multi.c index/mailbox-append-multi.h \
 	index/maildir-keywords.c index/maildir-keywords.h \
 	index/maildir-copy.c \
 	index/mailbox-keywords.c \
@@ -24,7 +25,8 @@ INDEX_TESTS = \
 	index/test-maildir-uidlist \
 	index/test-mailbox \
 	index/test-maildir-keywords \
-	index/test-mailbox-copy
+	index/test-mailbox-copy \
+	index/test-mailbox-append-multi
 check_PROGRAMS += $(INDEX_TESTS)
 TESTS += $(INDEX_TESTS)
 index_test_maildir_filename_LDADD = $(INDEX_TEST_LDADD)
@@ -37,6 +39,8 @@ index_test_maildir_keywords_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_copy_LDADD = $(INDEX_TEST_LDADD)
 index_test_maildir_keywords_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_mailbox_copy_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+index_test_mailbox_append_multi_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_append_multi_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 
 # mailbox names and the mailbox list (LIST, CREATE, DELETE, RENAME)
 INDEX_TESTS_LIST = index/test-mailbox-name index/test-mailbox-list

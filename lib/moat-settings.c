@@ -32,6 +32,8 @@ static int check_mail_location(pool_t pool, const char *value,
 			       const char **error_r);
 static int check_address(pool_t pool, const char *value, const char **error_r);
 static int check_pem(pool_t pool, const char *value, const char **error_r);
+static int check_networks(pool_t pool, const char *value,
+			  const char **error_r);
 static int check_mailbox_name(pool_t pool, const char *value,
 			      const char **error_r);
 
@@ -82,6 +84,14 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(auth_mechanisms, SET_STRING, "plain login",
 	       .flags = SET_FLAG_NONEMPTY, .check = check_mechanisms),
 	GLOBAL(auth_failure_delay, SET_TIME, "2 secs"),
+	/* A household or office behind one NAT: phones, desktops and webmail
+	   of one user share an address; 0 = unlimited. */
+	GLOBAL(mail_max_userip_connections, SET_UINT, "50"),
+	GLOBAL(mail_max_user_connections, SET_UINT, "200"),
+	GLOBAL(login_max_connections_per_ip, SET_UINT, "100"),
+	GLOBAL(imap_max_auth_attempts, SET_UINT, "3", .min = 1),
+	GLOBAL(login_trusted_networks, SET_STRING, "",
+	       .check = check_networks),
 	GLOBAL(ssl, SET_ENUM, "yes", .enum_values = ssl_values),
 	GLOBAL(ssl_cert, SET_STRING, "", .check = check_pem),
 	GLOBAL(ssl_key, SET_STRING, "", .flags = SET_FLAG_SECRET,
@@ -291,6 +301,106 @@ static int check_pem(pool_t pool ATTR_UNUSED, const char *value,
 		return 0;
 	*error_r = "not PEM data (write NAME = </path/to/file.pem)";
 	return -1;
+}
+
+/* One "ADDR" or "ADDR/BITS" word of a network list. */
+struct net_word {
+	int family;
+	unsigned char addr[16];
+	unsigned int bits;
+};
+
+static int net_word_parse(const char *word, size_t len, struct net_word *net_r)
+{
+	char text[MOAT_SETTINGS_NET_WORD_MAX + 1];
+	const char *slash;
+	unsigned int max_bits;
+
+	if (len == 0 || len > MOAT_SETTINGS_NET_WORD_MAX)
+		return -1;
+	memcpy(text, word, len);
+	text[len] = '\0';
+	slash = strchr(text, '/');
+	if (slash != NULL)
+		text[slash - text] = '\0';
+	if (inet_pton(AF_INET, text, net_r->addr) == 1) {
+		net_r->family = AF_INET;
+		max_bits = 32;
+	} else if (inet_pton(AF_INET6, text, net_r->addr) == 1) {
+		net_r->family = AF_INET6;
+		max_bits = 128;
+	} else {
+		return -1;
+	}
+	net_r->bits = max_bits;
+	if (slash != NULL &&
+	    (str_to_uint(slash + 1, &net_r->bits) < 0 || net_r->bits > max_bits))
+		return -1;
+	return 0;
+}
+
+static bool net_word_match(const struct net_word *net, int family,
+			   const unsigned char *addr)
+{
+	unsigned int full = net->bits / 8, rest = net->bits % 8;
+
+	if (family != net->family || memcmp(net->addr, addr, full) != 0)
+		return false;
+	if (rest == 0)
+		return true;
+	unsigned char mask = (unsigned char)(0xff << (8 - rest));
+	return (net->addr[full] & mask) == (addr[full] & mask);
+}
+
+static int check_networks(pool_t pool, const char *value,
+			  const char **error_r)
+{
+	const char *p = value;
+	unsigned int count = 0;
+	struct net_word net;
+
+	while (*p != '\0') {
+		size_t len = strcspn(p, " \t,");
+		if (len > 0 && (net_word_parse(p, len, &net) < 0 ||
+				++count > MOAT_SETTINGS_NETWORKS_MAX)) {
+			*error_r = count > MOAT_SETTINGS_NETWORKS_MAX ?
+				"too many networks" :
+				p_strdup_printf(pool, "'%.*s' is not ADDRESS or "
+						"ADDRESS/BITS", (int)len, p);
+			return -1;
+		}
+		p += len + (p[len] != '\0' ? 1 : 0);
+	}
+	return 0;
+}
+
+bool moat_settings_net_match(const char *networks, const char *ip)
+{
+	unsigned char addr[16];
+	int family = AF_INET;
+	struct net_word net;
+	const char *p = networks;
+
+	if (inet_pton(AF_INET, ip, addr) != 1) {
+		if (inet_pton(AF_INET6, ip, addr) != 1)
+			return false;
+		family = AF_INET6;
+		/* ::ffff:a.b.c.d matches IPv4 networks as a.b.c.d */
+		static const unsigned char mapped[12] =
+			{ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+		if (memcmp(addr, mapped, sizeof(mapped)) == 0) {
+			memmove(addr, addr + 12, 4);
+			family = AF_INET;
+		}
+	}
+	while (*p != '\0') {
+		size_t len = strcspn(p, " \t,");
+		if (len > 0 && net_word_parse(p, len, &net) == 0 &&
+		    net_word_match(&net, family, addr))
+			return true;
+		p += len + (p[len] != '\0' ? 1 : 0);
+	}
+	return false;
 }
 
 /* Grow a pool-allocated array by one zeroed element; returns it. */

@@ -95,6 +95,18 @@ struct moat_settings {
 	bool disable_plaintext_auth;        /* loopback counts as secured */
 	const char *auth_mechanisms;        /* "plain login" */
 	unsigned int auth_failure_delay;    /* seconds, first failure */
+	/* Connection limits (0 = unlimited, except imap_max_auth_attempts):
+	   per user and remote IP, per user (both in the user's imap
+	   process), pre-auth per remote IP in each imap-login process, and
+	   failed authentications per connection. */
+	unsigned int mail_max_userip_connections;
+	unsigned int mail_max_user_connections;
+	unsigned int login_max_connections_per_ip;
+	unsigned int imap_max_auth_attempts;
+	/* "10.0.0.0/8 2001:db8::/32 192.0.2.1": clients there count as
+	   secured, are not penalised, and may pass the real client address
+	   in ID x-originating-ip (proxies, webmail). */
+	const char *login_trusted_networks;
 
 	/* TLS (imap-login). ssl_cert, ssl_key and ssl_ca hold PEM text (the
 	   config says "ssl_cert = </path": master reads the file). ssl_key is
@@ -125,6 +137,9 @@ struct moat_settings {
    buffer of this size: valid until the next failing moat_settings_*()
    call in the same thread (copy it to keep it). Longer ones are cut. */
 #define MOAT_SETTINGS_ERROR_MAX 1024
+/* login_trusted_networks: words in the list, length of one word. */
+#define MOAT_SETTINGS_NETWORKS_MAX 64
+#define MOAT_SETTINGS_NET_WORD_MAX 64
 
 /* Master's entry point: moat_settings_parse() + moat_settings_validate().
    On error returns -1 and *error_r is "FILE:LINE: message" (for
@@ -172,5 +187,10 @@ moat_settings_get_service(const struct moat_settings *set, const char *name);
    imap, which runs as the mail user. */
 const char *moat_settings_service_user(const struct moat_settings *set,
 				       const struct moat_service_settings *service);
+
+/* True if ip (text IPv4 or IPv6; ::ffff:a.b.c.d counts as IPv4) is in
+   networks, a list in login_trusted_networks' syntax (space or comma
+   separated ADDRESS or ADDRESS/BITS; malformed words never match). */
+bool moat_settings_net_match(const char *networks, const char *ip);
 
 #endif

@@ -10,11 +10,14 @@
    temporary failure (auth is stuck or flooded). */
 #define HANDOFF_MAX_PENDING 10000
 
-/* HANDOFF <id> <token> <tag> <rip> <rport> <lip> <lport> <secured> <mech> <b64> */
+/* HANDOFF <id> <token> <tag> <rip> <rport> <lip> <lport> <secured> <mech>
+   <tls> <b64> */
 enum {
 	HF_ID = 1, HF_TOKEN, HF_TAG, HF_RIP, HF_RPORT, HF_LIP, HF_LPORT,
-	HF_SECURED, HF_MECH, HF_DATA, HF_COUNT
+	HF_SECURED, HF_MECH, HF_TLS, HF_DATA, HF_COUNT
 };
+/* The tls field is logged: "none" or a short protocol name. */
+#define HF_TLS_MAX_LEN 32
 
 struct handoff {
 	struct handoff *next;
@@ -52,12 +55,27 @@ static struct handoff *handoff_unlink(struct master *master, unsigned int id)
 	return NULL;
 }
 
+static bool tls_field_ok(const char *value)
+{
+	size_t len = strlen(value);
+
+	if (len == 0 || len > HF_TLS_MAX_LEN)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = value[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
 void handoff_start(struct child *login, const char *const *args, int fd)
 {
 	struct master *master = login->master;
 	unsigned int pending = 0;
 
-	if (str_array_length(args) != HF_COUNT) {
+	if (str_array_length(args) != HF_COUNT || !tls_field_ok(args[HF_TLS])) {
 		i_error("imap-login %d sent a malformed HANDOFF, killing it", (int)login->pid);
 		close(fd);
 		child_kill(login, SIGKILL);
@@ -162,9 +180,9 @@ static void handoff_route(struct master *master, struct handoff *handoff,
 		handoff_reply(handoff, "HANDOFF-FAIL", "Internal error: mail process unavailable");
 		return;
 	}
-	i_info("login: user=<%s>, method=%s, rip=%s, lip=%s, pid=%d", args[2],
-	       handoff->fields[HF_MECH], handoff->fields[HF_RIP],
-	       handoff->fields[HF_LIP], (int)imap->pid);
+	i_info("login: user=<%s>, method=%s, rip=%s, lip=%s, tls=%s, pid=%d",
+	       args[2], handoff->fields[HF_MECH], handoff->fields[HF_RIP],
+	       handoff->fields[HF_LIP], handoff->fields[HF_TLS], (int)imap->pid);
 	handoff_reply(handoff, "HANDOFF-OK", NULL);
 }
 

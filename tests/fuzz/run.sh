@@ -1,35 +1,102 @@
 #!/usr/bin/env bash
 # Builds every libFuzzer target in tests/fuzz/ with clang and runs each for
 # a short time (./dev.sh test uses this; longer runs: see doc/fuzzing.md).
-# Usage: tests/fuzz/run.sh BUILD_DIR [SECONDS_PER_TARGET]
+# Usage: tests/fuzz/run.sh BUILD_DIR [SECONDS_PER_TARGET [TARGET...]]
+# With TARGET names (e.g. fuzz-imap-session) only those are built and run.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "$1" && pwd)
 secs=${2:-15}
+shift $(($# < 2 ? $# : 2))
 out="$build/fuzz"
-mkdir -p "$out"
+obj="$out/obj"
+mkdir -p "$obj"
 cd "$top"
 
-# Sources each target needs besides its own file.
+# Every .c of a directory but programs' main files and unit tests.
+srcs() {
+	local dir=$1; shift
+	ls "$dir"/*.c | grep -v -e '/test-[^/]*$' -e '/main\.c$' "$@" | tr '\n' ' '
+}
+
+# Sources and flags each target needs besides its own file. The sources are
+# compiled once into BUILD/fuzz/obj/ (in parallel, rebuilt when they or a
+# header they include change) and shared by the targets.
 LIB="lib/mempool.c lib/buffer.c lib/lib.c lib/log.c lib/strfuncs.c"
+# lib/ without master-service.c: the session targets stand in for master.
+LIB_ALL=$(srcs lib -e '/master-service\.c$')
+INDEX_ALL=$(srcs index -e '/bench-' -e '/mime-dump\.c$')
+SESSION="tests/fuzz/session-feed.c"
 declare -A deps=(
 	[fuzz-imap-parser]="lib/imap-parser.c lib/imap-arg.c $LIB"
 	[fuzz-sasl]="-I auth auth/sasl-mech.c auth/sasl-plain.c auth/sasl-login.c auth/sasl-scram.c auth/sasl-cram-md5.c auth/sasl-oauth.c auth/password-scheme.c auth/password-scheme-hash.c auth/password-crypto.c auth/password-scram.c $LIB -lcrypto -lcrypt -largon2"
 	[fuzz-index-files]="index/mail-index.c index/mail-index-map.c index/mail-index-view.c index/mail-index-transaction.c index/mail-transaction-log.c index/mail-cache.c $LIB -lz"
 	[fuzz-message-parser]="$(ls index/message-*.c index/rfc2047.c index/rfc2231.c index/imap-envelope.c index/imap-bodystructure.c 2>/dev/null | tr '\n' ' ') lib/imap-parser.c lib/imap-arg.c $LIB"
+	[fuzz-login-session]="-I imap-login $(srcs imap-login) $SESSION $LIB_ALL -lssl -lcrypto -lcap"
+	[fuzz-imap-session]="-I imap $(srcs imap) $INDEX_ALL $SESSION $LIB_ALL -lz -lcap"
 )
-fail=0
-for src in tests/fuzz/fuzz-*.c; do
-	name=$(basename "$src" .c)
-	[ -n "${deps[$name]:-}" ] || { echo "fuzz: no dependency list for $name" >&2; exit 1; }
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+CFLAGS="-std=gnu11 -g -O1 $SAN -I $build -I lib -I index"
+# Makefile.am's path defines (defaults only; no target uses the paths).
+# The quotes are for the shell make runs the compiler with.
+DEFS=""
+for d in SYSCONFDIR PKGLIBEXECDIR RUNDIR STATEDIR; do
+	DEFS+=" -DMOAT_$d='\"/nonexistent/moat\"'"
+done
+jobs=$(nproc 2>/dev/null || echo 2)
+
+# Compile the sources (arguments ending in .c) of one target to objects
+# with make, so unchanged ones are not compiled again.
+compile_objs() {
+	local includes=$1; shift
+	[ $# -gt 0 ] || return 0
+	local objs=() src
+	for src in "$@"; do
+		objs+=("$obj/${src%.c}.o")
+	done
 	# shellcheck disable=SC2086
-	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -I "$build" -I lib -I index \
-		"$src" ${deps[$name]} -o "$out/$name"
+	make -s -j"$jobs" -f - all OBJ="$obj" OBJS="${objs[*]}" \
+		CFLAGS="$CFLAGS -fsanitize=fuzzer-no-link $DEFS $includes" <<'EOF'
+all: $(OBJS)
+$(OBJ)/%.o: %.c
+	@mkdir -p $(@D)
+	clang $(CFLAGS) -MMD -MP -c $< -o $@
+-include $(OBJS:.o=.d)
+EOF
+}
+
+build_target() {
+	local name=$1 src=$2 word includes="" libs="" srcs=() objs=()
+	for word in ${deps[$name]}; do
+		case $word in
+		*.c) srcs+=("$word"); objs+=("$obj/${word%.c}.o") ;;
+		-I) includes+=" -I" ;;
+		-l*) libs+=" $word" ;;
+		*) includes+=" $word" ;;
+		esac
+	done
+	compile_objs "$includes" "${srcs[@]}"
+	# shellcheck disable=SC2086
+	clang $CFLAGS -fsanitize=fuzzer $includes -I tests/fuzz "$src" \
+		"${objs[@]}" $libs -o "$out/$name"
+}
+
+fail=0
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=($(ls tests/fuzz/fuzz-*.c | xargs -n1 basename | sed 's/\.c$//'))
+for name in "${targets[@]}"; do
+	src=tests/fuzz/$name.c
+	[ -f "$src" ] || { echo "fuzz: no such target $name" >&2; exit 1; }
+	[ -n "${deps[$name]:-}" ] || { echo "fuzz: no dependency list for $name" >&2; exit 1; }
+	build_target "$name" "$src"
 	mkdir -p "$out/$name.corpus"
+	# Seeds kept in the source tree (tests/fuzz/seeds/NAME/) start the corpus.
+	if [ -d "tests/fuzz/seeds/$name" ]; then
+		cp -n "tests/fuzz/seeds/$name"/* "$out/$name.corpus/" 2>/dev/null || true
+	fi
 	echo "fuzz: running $name for ${secs}s"
 	if ! (cd "$out" && "./$name" -max_total_time="$secs" -rss_limit_mb=1024 \
-		-print_final_stats=1 "$name.corpus" >"$name.log" 2>&1); then
+		-timeout=30 -print_final_stats=1 "$name.corpus" >"$name.log" 2>&1); then
 		echo "fuzz: $name FAILED, see $out/$name.log" >&2
 		tail -40 "$out/$name.log" >&2
 		fail=1

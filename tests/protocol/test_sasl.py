@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from moatserver import IS_ROOT, MoatServer
+from moatserver import IS_ROOT, MoatServer, wait_for
 
 SCRAM_MECHS = "plain login scram-sha-256 scram-sha-1 cram-md5 " \
     "oauthbearer xoauth2"
@@ -156,7 +156,8 @@ def test_scram_wrong_password(moat_server, mech, algo):
     set_passwords(moat_server, {})
     r, _ = scram_login(moat_server, mech, "testuser1", "wrong", algo)
     assert r.status == "NO", r
-    assert "auth failed" in moat_server.logs()
+    # The log line travels auth -> master's relay: it may trail the reply.
+    assert wait_for(lambda: "auth failed" in moat_server.logs(), 5), moat_server.logs()
 
 
 @pytest.mark.moat_settings(auth_mechanisms=SCRAM_MECHS)

@@ -241,7 +241,8 @@ def test_bad_tls_peers_do_not_disturb_others(moat_server):
     assert time.monotonic() - start < 5
     assert moat_server.child_pids("imap-login") == [pid]
     stall.close()
-    assert "TLS handshake failed" in moat_server.logs()
+    assert wait_for(lambda: "TLS handshake failed" in moat_server.logs(), 5), \
+        moat_server.logs()
 
 
 @pytest.mark.moat_settings(tls=True, login_timeout=1)

@@ -106,6 +106,22 @@ static void test_defaults(void)
 	test_assert(set->disable_plaintext_auth);
 	test_assert_str(set->auth_mechanisms, "plain login");
 	test_assert_int(set->auth_failure_delay, 2);
+	test_assert_int(set->mail_max_userip_connections, 50);
+	test_assert_int(set->mail_max_user_connections, 200);
+	test_assert_int(set->login_max_connections_per_ip, 100);
+	test_assert_int(set->imap_max_auth_attempts, 3);
+	test_assert_str(set->login_trusted_networks, "");
+	test_assert(moat_settings_net_match("10.0.0.0/8, 2001:db8::/32 192.0.2.1",
+					    "10.1.2.3"));
+	test_assert(moat_settings_net_match("10.0.0.0/8 192.0.2.1", "::ffff:10.0.0.1"));
+	test_assert(moat_settings_net_match("2001:db8::/32", "2001:db8:1::5"));
+	test_assert(moat_settings_net_match("192.0.2.1", "192.0.2.1"));
+	test_assert(!moat_settings_net_match("192.0.2.1", "192.0.2.2"));
+	test_assert(!moat_settings_net_match("10.0.0.0/8", "11.0.0.1"));
+	test_assert(moat_settings_net_match("10.128.0.0/9", "10.200.0.1"));
+	test_assert(!moat_settings_net_match("10.128.0.0/9", "10.100.0.1"));
+	test_assert(!moat_settings_net_match("", "10.0.0.1"));
+	test_assert(moat_settings_net_match("0.0.0.0/0", "203.0.113.9"));
 	test_assert_int(set->passdb_count, 0);
 	test_assert_int(set->userdb_count, 0);
 	test_assert_int(set->service_count, 4);
@@ -252,6 +268,11 @@ static void test_bad_values(void)
 	assert_error("bad9.conf", "mail_location = mbox:~/mail\n", 1, "maildir");
 	assert_error("bad10.conf", "base_dir = relative/dir\n", 1, "absolute");
 	assert_error("bad11.conf", "default_login_user =\n", 1, "empty");
+	assert_error("badnet1.conf", "login_trusted_networks = 10.0.0.0/33\n", 1,
+		     "not ADDRESS or ADDRESS/BITS");
+	assert_error("badnet2.conf", "login_trusted_networks = 10.0.0.0/8 foo\n", 1,
+		     "'foo' is not ADDRESS");
+	assert_error("badmaxauth.conf", "imap_max_auth_attempts = 0\n", 1, "");
 	assert_error("bad12.conf", "imap_max_bad_commands = 0\n", 1,
 		     "at least 1");
 	assert_error("bad13.conf", "auth_mechanisms = plain gssapi\n", 1,

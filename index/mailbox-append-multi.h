@@ -1,0 +1,36 @@
+#ifndef MAILBOX_APPEND_MULTI_H
+#define MAILBOX_APPEND_MULTI_H
+/* Appending several messages as one unit (MULTIAPPEND, RFC 3502): each
+   message is written to tmp/ and made durable there; commit then moves
+   them all into cur/ under one uidlist lock with consecutive UIDs. Either
+   all of them become visible or none: a failure removes the ones already
+   moved, and abort removes every staged file. One message is the plain
+   APPEND case. */
+
+#include "mailbox.h"
+
+struct mailbox_append_multi;
+
+struct mailbox_append_multi *mailbox_append_multi_begin(struct mailbox *box);
+/* Start the next message. internal_date (time_t)-1 = now; keywords are
+   indexes of mailbox_keyword_get(). Returns 0 or -1. */
+int mailbox_append_multi_next(struct mailbox_append_multi *ctx,
+			      enum mail_flags flags, uint32_t keywords,
+			      time_t internal_date, const char **error_r);
+/* Write the next part of the current message. Returns 0 or -1; after -1
+   the context only accepts mailbox_append_multi_abort(). */
+int mailbox_append_multi_write(struct mailbox_append_multi *ctx,
+			       const void *data, size_t size,
+			       const char **error_r);
+/* The current message is complete: fsync it, set its INTERNALDATE. */
+int mailbox_append_multi_end(struct mailbox_append_multi *ctx,
+			     const char **error_r);
+/* Messages staged (ended) so far. */
+unsigned int mailbox_append_multi_count(struct mailbox_append_multi *ctx);
+/* Publish every staged message: UIDs *first_uid_r .. + count - 1 in
+   staging order. Frees the context either way. */
+int mailbox_append_multi_commit(struct mailbox_append_multi **ctx,
+				uint32_t *first_uid_r, const char **error_r);
+void mailbox_append_multi_abort(struct mailbox_append_multi **ctx);
+
+#endif

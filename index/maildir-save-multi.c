@@ -1,0 +1,289 @@
+/* MULTIAPPEND staging (mailbox-append-multi.h): each message goes to its
+   own file in tmp/ with its final name already computed; commit renames
+   them all into cur/ under the uidlist lock and records their UIDs with
+   one uidlist write and one index transaction. A failed commit unlinks
+   what it moved, so the mailbox never shows part of the set. */
+#include "lib.h"
+#include "log.h"
+#include "mempool.h"
+#include "mailbox-private.h"
+#include "mailbox-append-multi.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+struct multi_item {
+	char *tmp_path;
+	char *cur_path;            /* set once renamed into cur/ */
+	char base[MAILDIR_FILENAME_MAX + 1];
+	size_t base_len;
+	char fname[MAILDIR_FILENAME_MAX + 1];
+	enum mail_flags flags;
+	uint32_t keywords;
+	char kw_letters[MAILDIR_KEYWORDS_MAX + 1];
+	time_t internal_date;
+	int64_t mtime;             /* the file's: INTERNALDATE in the index */
+	uint64_t size, vsize;
+	bool last_cr;
+};
+
+struct mailbox_append_multi {
+	struct mailbox *box;
+	pool_t pool;
+	struct multi_item *items;
+	unsigned int count, alloc;  /* count includes the open one */
+	struct multi_item *cur;     /* being written, or NULL */
+	int fd;
+	bool failed;
+};
+
+struct mailbox_append_multi *mailbox_append_multi_begin(struct mailbox *box)
+{
+	pool_t pool = pool_create("mailbox multiappend", 1024);
+	struct mailbox_append_multi *ctx = p_malloc(pool, sizeof(*ctx));
+
+	ctx->box = box;
+	ctx->pool = pool;
+	ctx->fd = -1;
+	return ctx;
+}
+
+unsigned int mailbox_append_multi_count(struct mailbox_append_multi *ctx)
+{
+	return ctx->cur == NULL ? ctx->count : ctx->count - 1;
+}
+
+static struct multi_item *multi_new_item(struct mailbox_append_multi *ctx)
+{
+	if (ctx->count == ctx->alloc) {
+		ctx->alloc = ctx->alloc == 0 ? 8 : ctx->alloc * 2;
+		ctx->items = i_realloc(ctx->items,
+				       i_mul_size(ctx->alloc, sizeof(*ctx->items)));
+	}
+	struct multi_item *item = &ctx->items[ctx->count++];
+	memset(item, 0, sizeof(*item));
+	return item;
+}
+
+int mailbox_append_multi_next(struct mailbox_append_multi *ctx,
+			      enum mail_flags flags, uint32_t keywords,
+			      time_t internal_date, const char **error_r)
+{
+	struct mailbox *box = ctx->box;
+
+	i_assert(ctx->cur == NULL && !ctx->failed);
+	struct multi_item *item = multi_new_item(ctx);
+	item->flags = flags & MAIL_FLAGS_PERMANENT;
+	item->internal_date = internal_date;
+	item->keywords = keywords;
+	maildir_keywords_to_letters(keywords, item->kw_letters);
+	if (maildir_unique_next(&box->unique, item->base,
+				sizeof(item->base)) < 0) {
+		ctx->count--;
+		ctx->failed = true;
+		*error_r = "Can't generate a file name";
+		return -1;
+	}
+	item->tmp_path = p_strdup_printf(ctx->pool, "%s/%s", box->tmp_dir,
+					 item->base);
+	ctx->fd = open(item->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		       0600);
+	if (ctx->fd == -1) {
+		*error_r = mailbox_set_error(box, "open(%s) failed: %m",
+					     item->tmp_path);
+		ctx->count--;
+		ctx->failed = true;
+		return -1;
+	}
+	ctx->cur = item;
+	return 0;
+}
+
+int mailbox_append_multi_write(struct mailbox_append_multi *ctx,
+			       const void *data, size_t size,
+			       const char **error_r)
+{
+	struct multi_item *item = ctx->cur;
+	const unsigned char *p = data;
+
+	i_assert(item != NULL && !ctx->failed);
+	/* the virtual size counts a CR for every bare LF */
+	for (size_t i = 0; i < size; i++) {
+		if (p[i] == '\n' && !item->last_cr)
+			item->vsize++;
+		item->last_cr = p[i] == '\r';
+	}
+	item->size += size;
+	item->vsize += size;
+	while (size > 0) {
+		ssize_t ret = write(ctx->fd, p, size);
+		if (ret < 0) {
+			if (errno == EINTR)
+				continue;
+			*error_r = mailbox_set_error(ctx->box,
+				"write(%s) failed: %m", item->tmp_path);
+			ctx->failed = true;
+			return -1;
+		}
+		p += ret;
+		size -= (size_t)ret;
+	}
+	return 0;
+}
+
+/* The final name (sizes and flags) of an ended message. */
+static int multi_make_fname(struct multi_item *item)
+{
+	char base[MAILDIR_FILENAME_MAX + 1];
+	int len = snprintf(base, sizeof(base), "%s,S=%llu,W=%llu", item->base,
+			   (unsigned long long)item->size,
+			   (unsigned long long)item->vsize);
+
+	if (len < 0 || (size_t)len >= sizeof(base))
+		return -1;
+	memcpy(item->base, base, (size_t)len + 1);
+	item->base_len = (size_t)len;
+	return maildir_filename_make(item->fname, sizeof(item->fname),
+				     item->base, item->base_len, item->flags,
+				     item->kw_letters);
+}
+
+int mailbox_append_multi_end(struct mailbox_append_multi *ctx,
+			     const char **error_r)
+{
+	struct multi_item *item = ctx->cur;
+	struct mailbox *box = ctx->box;
+	int ret = 0;
+
+	i_assert(item != NULL && !ctx->failed);
+	if ((box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 && fsync(ctx->fd) < 0) {
+		*error_r = mailbox_set_error(box, "fsync(%s) failed: %m",
+					     item->tmp_path);
+		ret = -1;
+	}
+	if (ret == 0 && item->internal_date != (time_t)-1) {
+		struct timespec ts[2] = {
+			{ item->internal_date, 0 }, { item->internal_date, 0 }
+		};
+		if (futimens(ctx->fd, ts) < 0) {
+			*error_r = mailbox_set_error(box, "futimens(%s) failed: %m",
+						     item->tmp_path);
+			ret = -1;
+		}
+	}
+	struct stat st;
+	if (ret == 0 && fstat(ctx->fd, &st) < 0) {
+		*error_r = mailbox_set_error(box, "fstat(%s) failed: %m",
+					     item->tmp_path);
+		ret = -1;
+	}
+	if (ret == 0)
+		item->mtime = st.st_mtime;
+	if (ret == 0 && multi_make_fname(item) < 0) {
+		*error_r = "File name too long";
+		ret = -1;
+	}
+	i_close_fd(&ctx->fd);
+	ctx->cur = NULL;
+	if (ret < 0)
+		ctx->failed = true;
+	return ret;
+}
+
+static void multi_free(struct mailbox_append_multi **_ctx, bool failed)
+{
+	struct mailbox_append_multi *ctx = *_ctx;
+
+	*_ctx = NULL;
+	if (ctx->fd != -1)
+		i_close_fd(&ctx->fd);
+	for (unsigned int i = 0; i < ctx->count && failed; i++) {
+		const char *path = ctx->items[i].cur_path != NULL ?
+			ctx->items[i].cur_path : ctx->items[i].tmp_path;
+		if (unlink(path) < 0 && errno != ENOENT)
+			i_error("unlink(%s) failed: %m", path);
+	}
+	i_free(ctx->items);
+	pool_unref(&ctx->pool);
+}
+
+void mailbox_append_multi_abort(struct mailbox_append_multi **ctx)
+{
+	multi_free(ctx, true);
+}
+
+/* One index transaction for all of them (under the uidlist lock). A
+   failure is logged: files and UIDs are durable, and the next directory
+   scan adds what the index lacks. */
+static void multi_index(struct mailbox_append_multi *ctx, uint32_t first_uid)
+{
+	struct mailbox *box = ctx->box;
+	const char *error;
+
+	struct mail_index_transaction *t =
+		mail_index_transaction_begin(box->index);
+	for (unsigned int i = 0; i < ctx->count; i++) {
+		struct multi_item *item = &ctx->items[i];
+		mail_index_append(t, first_uid + i, item->flags, item->keywords,
+				  item->vsize, item->mtime);
+	}
+	mail_index_update_header(t, 0, first_uid + ctx->count);
+	(void)mailbox_index_commit(box, &t, &error);
+}
+
+/* Under the lock: rename each into cur/, then one uidlist write. */
+static int multi_publish(struct mailbox_append_multi *ctx,
+			 uint32_t *first_uid_r, const char **error_r)
+{
+	struct mailbox *box = ctx->box;
+	struct maildir_uidlist *ul = box->uidlist;
+
+	*first_uid_r = maildir_uidlist_get_next_uid(ul);
+	for (unsigned int i = 0; i < ctx->count; i++) {
+		struct multi_item *item = &ctx->items[i];
+		char *dest = p_strdup_printf(ctx->pool, "%s/%s", box->cur_dir,
+					     item->fname);
+		if (rename(item->tmp_path, dest) < 0) {
+			*error_r = mailbox_set_error(box,
+				"rename(%s, %s) failed: %m", item->tmp_path,
+				dest);
+			return -1;
+		}
+		item->cur_path = dest;
+		struct maildir_uidlist_rec *rec = maildir_uidlist_add(ul,
+			item->base, item->base_len, item->size, item->vsize);
+		i_assert(rec->uid == *first_uid_r + i);
+	}
+	if (maildir_uidlist_write(ul, error_r) < 0)
+		return -1;
+	multi_index(ctx, *first_uid_r);
+	return 0;
+}
+
+int mailbox_append_multi_commit(struct mailbox_append_multi **_ctx,
+				uint32_t *first_uid_r, const char **error_r)
+{
+	struct mailbox_append_multi *ctx = *_ctx;
+	struct mailbox *box = ctx->box;
+
+	i_assert(ctx->cur == NULL && !ctx->failed);
+	if (ctx->count == 0) {
+		*first_uid_r = 0;
+		multi_free(_ctx, false);
+		return 0;
+	}
+	if (maildir_uidlist_lock(box->uidlist, error_r) < 0) {
+		multi_free(_ctx, true);
+		return -1;
+	}
+	int ret = multi_publish(ctx, first_uid_r, error_r);
+	maildir_uidlist_unlock(box->uidlist);
+	if (ret == 0 && (box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 &&
+	    maildir_fsync_dir(box->cur_dir) < 0) {
+		*error_r = mailbox_set_error(box, "fsync(%s) failed: %m",
+					     box->cur_dir);
+		ret = -1;
+	}
+	multi_free(_ctx, ret < 0);
+	return ret;
+}

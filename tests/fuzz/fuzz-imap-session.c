@@ -1,0 +1,348 @@
+/* libFuzzer target: arbitrary bytes as a logged-in client's whole session
+   with the imap process (imap-client.c, imap-commands.c, every cmd-*.c,
+   the index/ storage below them: every imap source but main.c is linked
+   in; tests/fuzz/run.sh builds it).
+
+   The user's Maildir lives in a temporary directory (fuzz_tmpdir(), one
+   per fuzzer process, removed at exit) and is rebuilt for every input: the default folders and
+   FUZZ_SEED_COUNT small messages in INBOX, so SELECT, FETCH, SEARCH,
+   STORE, COPY and EXPUNGE have something to work on. Commands that write
+   (APPEND, CREATE, RENAME, ...) are fine: the next input starts afresh.
+
+   Per input, the imap user state is built on a fresh ioloop as main.c
+   does, and one client is created as for master's CONN record, on a
+   socketpair that session-feed.c writes the input into, then EOF, while
+   it drains the replies. The loop runs until the client is gone, bounded
+   by FUZZ_IMAP_DEADLINE_MSECS: a session still alive then is stuck (it
+   would never notice its client left) and aborts. Everything is then
+   freed; LeakSanitizer and the descriptor count check that nothing
+   stays.
+
+   Input layout: byte 0 selects options (FUZZ_MODE_* below); the rest is
+   the client's bytes. */
+
+#include "imap-common.h"
+#include "imap-client.h"
+#include "imap-mailbox.h"
+#include "mailbox-list.h"
+#include "session-feed.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+/* Sessions end within milliseconds; generous for loaded sanitizer runs. */
+#define FUZZ_IMAP_DEADLINE_MSECS 5000
+/* Small limits keep every input fast: an APPEND is at most this big. */
+#define FUZZ_MAX_APPEND_SIZE (64 * 1024)
+#define FUZZ_MAX_LINE_LENGTH 8192
+/* Bytes given to client_create() as what imap-login read after LOGIN. */
+#define FUZZ_PREFIX_MAX 512
+/* Open descriptors nftw() may use while removing the Maildir. */
+#define FUZZ_NFTW_FDS 16
+/* Copying the template Maildir: its files are small. */
+#define FUZZ_COPY_BUF 4096
+
+/* byte 0 */
+#define FUZZ_MODE_PREFIX 0x01     /* first bytes come as handoff prefix */
+#define FUZZ_MODE_NO_TAG 0x02     /* no tagged LOGIN reply */
+#define FUZZ_MODE_NO_SEED 0x04    /* INBOX starts empty */
+#define FUZZ_MODE_NO_BAD_LIMIT 0x08  /* imap_max_bad_commands = 0 */
+
+#define FUZZ_SEED_COUNT 3
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static struct moat_settings *fuzz_set;
+static char *fuzz_dir;
+static char *fuzz_root, *fuzz_template_seeded, *fuzz_template_empty;
+
+/* Maildir file name (without ",S=") and contents of each seed message. */
+static const char *const fuzz_seeds[FUZZ_SEED_COUNT][2] = {
+	{ "1700000001.M1P1.fuzz", "From: Alice <alice@example.org>\r\n"
+	  "To: bob@example.org, \"Carol\" <carol@example.org>\r\n"
+	  "Subject: =?UTF-8?Q?caf=C3=A9?= hello\r\n"
+	  "Date: Tue, 14 Nov 2023 22:13:20 +0000\r\n"
+	  "Message-ID: <1@example.org>\r\n"
+	  "\r\n"
+	  "Hello Bob,\r\nsee you at the cafe.\r\n" },
+	{ "1700000002.M2P1.fuzz", "From: bob@example.org\r\n"
+	  "To: alice@example.org\r\n"
+	  "Subject: Re: hello\r\n"
+	  "Date: Wed, 15 Nov 2023 08:00:00 +0100\r\n"
+	  "MIME-Version: 1.0\r\n"
+	  "Content-Type: multipart/mixed; boundary=\"b1\"\r\n"
+	  "\r\n"
+	  "preamble\r\n"
+	  "--b1\r\n"
+	  "Content-Type: text/plain; charset=utf-8\r\n"
+	  "Content-Transfer-Encoding: quoted-printable\r\n"
+	  "\r\n"
+	  "caf=C3=A9 at noon\r\n"
+	  "--b1\r\n"
+	  "Content-Type: message/rfc822\r\n"
+	  "\r\n"
+	  "Subject: inner\r\n"
+	  "\r\n"
+	  "inner body\r\n"
+	  "--b1\r\n"
+	  "Content-Type: application/octet-stream; name=\"a.bin\"\r\n"
+	  "Content-Disposition: attachment; filename*=utf-8''a%20b.bin\r\n"
+	  "Content-Transfer-Encoding: base64\r\n"
+	  "\r\n"
+	  "AAECAwQFBgcICQ==\r\n"
+	  "--b1--\r\n" },
+	{ "1700000003.M3P1.fuzz", "Subject: no body\r\n" },
+};
+/* Flags of the seeds: seen, flagged+answered, none. */
+static const char *const fuzz_seed_flags[FUZZ_SEED_COUNT] = { "S", "FR", "" };
+
+static const char *const fuzz_maildir_subdirs[] = { "cur", "new", "tmp" };
+
+struct fuzz_session {
+	struct ioloop *ioloop;
+	struct imap_user user;
+	struct session_feed *feed;
+	struct timeout *to_deadline;
+};
+
+static struct fuzz_session *fuzz_current;
+
+/* Stands in for main.c: the process ends with its last client, once its
+   replies were all read. */
+void imap_user_client_gone(struct imap_user *user)
+{
+	struct fuzz_session *s = fuzz_current;
+
+	if (user->client_count == 0 && s != NULL &&
+	    (s->feed == NULL || session_feed_done(s->feed)))
+		io_loop_stop(user->ioloop);
+}
+
+static void fuzz_feed_done(void *context)
+{
+	struct fuzz_session *s = context;
+
+	if (s->user.client_count == 0)
+		io_loop_stop(s->ioloop);
+}
+
+static int remove_one(const char *path, const struct stat *st, int type,
+		      struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	if (remove(path) < 0 && errno != ENOENT)
+		i_fatal("fuzz: remove(%s) failed: %s", path, strerror(errno));
+	return 0;
+}
+
+static void fuzz_remove_tree(const char *path)
+{
+	if (nftw(path, remove_one, FUZZ_NFTW_FDS, FTW_DEPTH | FTW_PHYS) < 0 &&
+	    errno != ENOENT)
+		i_fatal("fuzz: removing %s failed: %s", path, strerror(errno));
+}
+
+static void fuzz_cleanup(void)
+{
+	fuzz_remove_tree(fuzz_dir);
+}
+
+static void fuzz_write_file(const char *path, const char *contents)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	size_t len = strlen(contents);
+
+	if (fd < 0 || write(fd, contents, len) != (ssize_t)len)
+		i_fatal("fuzz: writing %s failed: %s", path, strerror(errno));
+	close(fd);
+}
+
+/* A Maildir as login leaves it (mailbox_list_autocreate()), with the
+   seed messages in INBOX if seed. */
+static void fuzz_template_create(const char *root, bool seed)
+{
+	struct imap_mailbox_specials specials;
+	const char *error;
+	char path[PATH_MAX];
+
+	imap_mailbox_specials_get(fuzz_set, &specials);
+	if (mailbox_list_autocreate(root, &specials.names, &error) < 0)
+		i_fatal("fuzz: creating the Maildir failed: %s", error);
+	if (!seed)
+		return;
+	/* INBOX's own directories, as the first delivery would make them */
+	for (unsigned int i = 0; i < N_ELEMENTS(fuzz_maildir_subdirs); i++) {
+		snprintf(path, sizeof(path), "%s/%s", root,
+			 fuzz_maildir_subdirs[i]);
+		if (mkdir(path, 0700) < 0)
+			i_fatal("fuzz: mkdir(%s) failed: %s", path, strerror(errno));
+	}
+	for (unsigned int i = 0; i < FUZZ_SEED_COUNT; i++) {
+		snprintf(path, sizeof(path), "%s/cur/%s,S=%zu:2,%s", root,
+			 fuzz_seeds[i][0], strlen(fuzz_seeds[i][1]),
+			 fuzz_seed_flags[i]);
+		fuzz_write_file(path, fuzz_seeds[i][1]);
+	}
+}
+
+/* nftw() has no context argument. */
+static const char *copy_src;
+
+static void copy_file(const char *src, const char *dest)
+{
+	char buf[FUZZ_COPY_BUF];
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	int out = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ssize_t ret;
+
+	if (in < 0 || out < 0)
+		i_fatal("fuzz: copying %s failed: %s", src, strerror(errno));
+	while ((ret = read(in, buf, sizeof(buf))) > 0) {
+		if (write(out, buf, (size_t)ret) != ret)
+			i_fatal("fuzz: write(%s) failed: %s", dest, strerror(errno));
+	}
+	if (ret < 0)
+		i_fatal("fuzz: read(%s) failed: %s", src, strerror(errno));
+	close(in);
+	close(out);
+}
+
+static int copy_one(const char *path, const struct stat *st, int type,
+		    struct FTW *ftw)
+{
+	char dest[PATH_MAX];
+
+	(void)st;
+	(void)ftw;
+	snprintf(dest, sizeof(dest), "%s%s", fuzz_root,
+		 path + strlen(copy_src));
+	if (type == FTW_D) {
+		if (mkdir(dest, 0700) < 0)
+			i_fatal("fuzz: mkdir(%s) failed: %s", dest, strerror(errno));
+	} else if (type == FTW_F) {
+		copy_file(path, dest);
+	}
+	return 0;
+}
+
+/* A fresh Maildir for each input, copied from a template: the same
+   names and UIDVALIDITY every time, and without the fsync() calls
+   mailbox_list_autocreate() makes (they cost ~20 ms per input). */
+static void fuzz_maildir_reset(bool seed)
+{
+	fuzz_remove_tree(fuzz_root);
+	copy_src = seed ? fuzz_template_seeded : fuzz_template_empty;
+	if (nftw(copy_src, copy_one, FUZZ_NFTW_FDS, FTW_PHYS) < 0)
+		i_fatal("fuzz: copying %s failed: %s", copy_src, strerror(errno));
+}
+
+/* $MOAT_FUZZ_TMPDIR, else tmpfs (/dev/shm) if there is one: on a disk
+   file system the per-input rebuild of the Maildir costs more than the
+   session itself. Else /tmp. */
+static const char *fuzz_tmpdir(void)
+{
+	const char *dir = getenv("MOAT_FUZZ_TMPDIR");
+
+	if (dir != NULL && dir[0] != '\0')
+		return dir;
+	if (access("/dev/shm", W_OK | X_OK) == 0)
+		return "/dev/shm";
+	return "/tmp";
+}
+
+static void fuzz_init_once(void)
+{
+	log_init("", false);
+	session_feed_quiet_log();
+	signal(SIGPIPE, SIG_IGN);
+	umask(0077);
+	fuzz_dir = i_strdup_printf("%s/moat-fuzz-imap.XXXXXX", fuzz_tmpdir());
+	if (mkdtemp(fuzz_dir) == NULL)
+		i_fatal("fuzz: mkdtemp(%s) failed: %s", fuzz_dir, strerror(errno));
+	atexit(fuzz_cleanup);
+	fuzz_root = i_strdup_printf("%s/Maildir", fuzz_dir);
+	fuzz_template_seeded = i_strdup_printf("%s/template-seeded", fuzz_dir);
+	fuzz_template_empty = i_strdup_printf("%s/template-empty", fuzz_dir);
+
+	fuzz_set = moat_settings_defaults();
+	fuzz_set->imap_max_line_length = FUZZ_MAX_LINE_LENGTH;
+	fuzz_set->imap_max_literal_size = FUZZ_MAX_APPEND_SIZE;
+	fuzz_set->imap_max_append_size = FUZZ_MAX_APPEND_SIZE;
+	/* tmpfs or not, a sync per message only costs time here */
+	fuzz_set->mail_fsync = MOAT_FSYNC_NEVER;
+	fuzz_template_create(fuzz_template_seeded, true);
+	fuzz_template_create(fuzz_template_empty, false);
+	session_feed_fds_baseline();
+}
+
+static void fuzz_deadline(void *context)
+{
+	(void)context;
+	fprintf(stderr, "fuzz: the imap session did not end within %u ms\n",
+		FUZZ_IMAP_DEADLINE_MSECS);
+	abort();
+}
+
+static void fuzz_session_run(struct fuzz_session *s, unsigned int mode,
+			     const uint8_t *data, size_t size)
+{
+	size_t prefix_size = 0;
+	int fds[2];
+
+	if ((mode & FUZZ_MODE_PREFIX) != 0)
+		prefix_size = size < FUZZ_PREFIX_MAX ? size : FUZZ_PREFIX_MAX;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+		       fds) < 0)
+		i_fatal("socketpair() failed: %s", strerror(errno));
+	s->feed = session_feed_create(s->ioloop, fds[1], data + prefix_size,
+				      size - prefix_size, fuzz_feed_done, s);
+	(void)client_create(&s->user, fds[0],
+			    (mode & FUZZ_MODE_NO_TAG) != 0 ? "" : "L1",
+			    data, prefix_size, "192.0.2.7");
+	s->to_deadline = timeout_add(s->ioloop, FUZZ_IMAP_DEADLINE_MSECS,
+				     fuzz_deadline, s);
+	if (s->user.client_count > 0 || !session_feed_done(s->feed))
+		io_loop_run(s->ioloop);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static bool initialized = false;
+	struct fuzz_session s;
+
+	if (!initialized) {
+		fuzz_init_once();
+		initialized = true;
+	}
+	if (size < 1)
+		return 0;
+	unsigned int mode = data[0];
+	fuzz_set->imap_max_bad_commands =
+		(mode & FUZZ_MODE_NO_BAD_LIMIT) != 0 ? 0 : 20;
+	fuzz_maildir_reset((mode & FUZZ_MODE_NO_SEED) == 0);
+
+	memset(&s, 0, sizeof(s));
+	s.ioloop = io_loop_create();
+	s.user.ioloop = s.ioloop;
+	s.user.set = fuzz_set;
+	s.user.username = "fuzzuser";
+	s.user.mail_root = fuzz_root;
+	fuzz_current = &s;
+	fuzz_session_run(&s, mode, data + 1, size - 1);
+
+	/* A stopped loop may leave the client mid-command (the deadline
+	   aborts first, so this is only for safety). */
+	while (s.user.clients != NULL)
+		client_destroy(s.user.clients);
+	session_feed_destroy(&s.feed);
+	timeout_remove(&s.to_deadline);
+	io_loop_destroy(&s.ioloop);
+	fuzz_current = NULL;
+	session_feed_fds_check();
+	return 0;
+}
