@@ -43,20 +43,24 @@ static void test_capability_build(void)
 	test_assert(login_mechs_parse("plain login", &mechs, &error) == 0);
 	test_assert_str(login_capability_build(pool, &mechs,
 		LOGIN_CAP_AUTH | LOGIN_CAP_PLAINTEXT_AUTH),
-		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID AUTH=PLAIN AUTH=LOGIN");
+		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID AUTH=PLAIN "
+		"AUTH=LOGIN");
 	test_assert_str(login_capability_build(pool, &mechs, LOGIN_CAP_AUTH),
 		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID LOGINDISABLED");
 	test_assert_str(login_capability_build(pool, &mechs,
 		LOGIN_CAP_AUTH | LOGIN_CAP_STARTTLS),
-		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID STARTTLS LOGINDISABLED");
+		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID STARTTLS "
+		"LOGINDISABLED");
 	test_assert(login_mechs_parse("plain scram-sha-1", &mechs, &error) == 0);
 	test_assert_str(login_capability_build(pool, &mechs, LOGIN_CAP_AUTH),
-		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID AUTH=SCRAM-SHA-1 LOGINDISABLED");
+		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID AUTH=SCRAM-SHA-1 "
+		"LOGINDISABLED");
 	/* -PLUS mechanisms only with TLS channel binding */
 	test_assert(login_mechs_parse("scram-sha-256 scram-sha-256-plus oauthbearer",
 				      &mechs, &error) == 0);
 	test_assert_str(login_capability_build(pool, &mechs, LOGIN_CAP_AUTH),
-		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID AUTH=SCRAM-SHA-256 LOGINDISABLED");
+		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID AUTH=SCRAM-SHA-256 "
+		"LOGINDISABLED");
 	test_assert_str(login_capability_build(pool, &mechs, LOGIN_CAP_AUTH |
 		LOGIN_CAP_PLAINTEXT_AUTH | LOGIN_CAP_CHANNEL_BINDING),
 		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID AUTH=SCRAM-SHA-256 "
@@ -64,7 +68,8 @@ static void test_capability_build(void)
 	test_assert(login_mechs_parse("plain scram-sha-1", &mechs, &error) == 0);
 	/* ssl = required before TLS: no mechanism at all */
 	test_assert_str(login_capability_build(pool, &mechs, LOGIN_CAP_STARTTLS),
-		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID STARTTLS LOGINDISABLED");
+		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID STARTTLS "
+		"LOGINDISABLED");
 	pool_unref(&pool);
 }
 

@@ -53,14 +53,14 @@ enum fuzz_auth_answer {
 	FUZZ_AUTH_OTHER,        /* the other FAIL codes in turn */
 };
 
+struct fuzz_session;
+
 /* Stands in for lib/master-service.c (not linked): imap-login calls only
    these three functions of it outside main.c. */
 struct master_service {
 	struct fuzz_session *s;
 	int master_fd;
 };
-
-struct fuzz_session;
 
 /* Our end of one auth connection. */
 struct fuzz_auth_conn {
