@@ -26,4 +26,4 @@ tests_unit_test_ipc_LDADD = $(UNIT_LDADD)
 tests_unit_test_imap_parser_LDADD = $(UNIT_LDADD)
 tests_unit_test_config_LDADD = $(UNIT_LDADD)
 
-EXTRA_DIST += tests/protocol
+EXTRA_DIST += tests/protocol tests/fuzz tests/compare tests/crash/run-imap.sh tests/crash/crash_imap.py
