@@ -288,6 +288,8 @@ cmd_test() {
 		die "a fuzz target failed"
 	say "crash tests (SIGKILL of index writers)"
 	"$ROOT/tests/crash/run.sh" "$TEST_BUILD" >&2 || die "a crash test failed"
+	say "crash test through the server (SIGKILL of the user's imap process)"
+	"$ROOT/tests/crash/run-imap.sh" "$TEST_PREFIX" >&2 || die "the imap crash test failed"
 	say "benchmark smoke run (correctness of bench/, never speed)"
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		"$ROOT/bench/smoke.sh" "$TEST_PREFIX" "$TEST_BUILD/bench/imapload" >&2 ||

@@ -261,6 +261,8 @@ class Worker(threading.Thread):
             self.conn.send(data)
         except OSError as e:
             raise Killed() from e
+        if self.runner.hot_armed:
+            self.runner.hot.set()
 
     def tagged(self, tag):
         try:
@@ -607,8 +609,12 @@ class Runner:
         self.id_lock = threading.Lock()
         self.log_pos = 0
         self.round = 0
-        self.kinds = {"random": 0, "literal": 0, "move": 0}
+        self.kinds = {"random": 0, "hot": 0, "literal": 0, "move": 0}
         self.log_errors = {}
+        # "hot" rounds: the kill follows a command's bytes by 0-2 ms, so it
+        # lands while the server works on it
+        self.hot = threading.Event()
+        self.hot_armed = False
 
     def new_id(self, idx):
         with self.id_lock:
@@ -686,7 +692,8 @@ class Runner:
         self.round += 1
         r = self.rng.random()
         special = "literal" if r < 0.08 else "move" if r < 0.16 else None
-        self.kinds[special or "random"] += 1
+        hot = special is None and r < 0.5
+        self.kinds["hot" if hot else special or "random"] += 1
         workers = []
         for i in range(self.clients):
             rng = random.Random(self.rng.getrandbits(64))
@@ -703,6 +710,13 @@ class Runner:
             if not workers[0].fire.wait(SOCKET_TIMEOUT):
                 self.fail(f"worker 0 never reached the {special} kill point")
             time.sleep(self.rng.random() * 0.004)
+        elif hot:
+            time.sleep(0.01 + self.rng.random() * self.args.max_delay / 2)
+            self.hot.clear()
+            self.hot_armed = True
+            self.hot.wait(SOCKET_TIMEOUT)
+            self.hot_armed = False
+            time.sleep(self.rng.random() * 0.002)
         else:
             time.sleep(0.01 + self.rng.random() * self.args.max_delay)
         for w in workers:
@@ -1020,7 +1034,8 @@ def main():
     for line, n in sorted(runner.log_errors.items())[:10]:
         print(f"crash_imap: logged {n}x: {line}")
     k = runner.kinds
-    print(f"crash_imap: {runner.round} kills ({k['literal']} mid-literal, "
+    print(f"crash_imap: {runner.round} kills ({k['hot']} just after a command, "
+          f"{k['literal']} mid-literal, "
           f"{k['move']} during MOVE) in {elapsed:.1f}s: {runner.stats.summary()}; "
           f"{leftovers} files left in tmp/")
     return 0
