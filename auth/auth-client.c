@@ -150,13 +150,16 @@ static bool mech_enabled(const struct moat_settings *set,
 	return false;
 }
 
+/* AUTH's optional fields: cbind= and cert_user=, each at most once. */
+#define AUTH_CLIENT_MAX_OPTIONAL 2
+
 /* Checked fields of AUTH; returns an error for the log or NULL. */
 static const char *auth_client_check_auth(const char *const *args)
 {
 	unsigned int count = str_array_length(args);
 
-	if (count != 7 && !(count == 8 && str_begins(args[7], "cbind=", NULL)))
-		return "AUTH needs 6 arguments and an optional cbind=";
+	if (count < 7 || count > 7 + AUTH_CLIENT_MAX_OPTIONAL)
+		return "AUTH needs 6 arguments and optional fields";
 	if (args[1][0] == '\0' || strlen(args[1]) > AUTH_REQUEST_ID_MAX_LEN)
 		return "AUTH with an empty or too long id";
 	if (strlen(args[3]) > AUTH_REQUEST_IP_MAX_LEN ||
@@ -190,8 +193,59 @@ static int auth_client_cbind(struct auth_client *client,
 	return 0;
 }
 
+/* cert_user=<user>: the user named by the connection's verified TLS
+   client certificate; imap-login already refused control characters. */
+static bool auth_client_cert_user_valid(const char *user)
+{
+	size_t len = strlen(user);
+
+	if (len == 0 || len > SASL_MAX_USERNAME)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if ((unsigned char)user[i] < 0x20 || user[i] == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/* The optional fields after the initial response; an error for the log
+   (imap-login's bug) or NULL. */
+static const char *
+auth_client_optional(struct auth_client *client, struct auth_request *request,
+		     const char *const *args)
+{
+	bool have_cbind = false, have_cert = false;
+	const char *value;
+
+	for (; *args != NULL; args++) {
+		if (str_begins(*args, "cbind=", NULL) && !have_cbind) {
+			have_cbind = true;
+			if (auth_client_cbind(client, request, *args) < 0)
+				return "AUTH with a bad cbind=";
+		} else if (str_begins(*args, "cert_user=", &value) &&
+			   !have_cert) {
+			have_cert = true;
+			if (!auth_client_cert_user_valid(value))
+				return "AUTH with a bad cert_user=";
+			/* imap-login sends it only after verifying a
+			   certificate; where our settings say it cannot
+			   have (or an old process during a reload), the
+			   claim is not believed: EXTERNAL then fails. */
+			if (client->auth->set->ssl_verify_client_cert)
+				auth_request_set_cert_user(request, value);
+			else
+				i_warning("%s: cert_user= ignored: "
+					  "ssl_verify_client_cert = no",
+					  ipc_conn_get_name(client->conn));
+		} else {
+			return "AUTH with an unknown or repeated optional field";
+		}
+	}
+	return NULL;
+}
+
 /* AUTH <id> <mech> <remote_ip> <local_ip> <secured> <b64:initial>
-   [cbind=<b64:tls-exporter data>] */
+   [cbind=<b64:tls-exporter data>] [cert_user=<user>] */
 static void auth_client_auth(struct auth_client *client, const char *const *args)
 {
 	const struct sasl_mech *mech;
@@ -220,8 +274,9 @@ static void auth_client_auth(struct auth_client *client, const char *const *args
 	request = auth_request_create(client->auth, client, args[1], mech,
 				      args[3], args[4], args[5][0] == '1');
 	auth_client_link(client, request);
-	if (args[7] != NULL && auth_client_cbind(client, request, args[7]) < 0) {
-		auth_client_protocol_error(client, "AUTH with a bad cbind=");
+	error = auth_client_optional(client, request, args + 7);
+	if (error != NULL) {
+		auth_client_protocol_error(client, error);
 		return;
 	}
 	auth_request_start(request, args[6]);

@@ -569,10 +569,20 @@ auth_db_login_verified(struct auth_db *db, pool_t pool, const char *user,
 			return result;
 		return auth_db_userdb(db, pool, &entry, info_r);
 	}
-	/* A token user that no passwd-file passdb lists: the userdb alone
-	   decides (its entry replaces this one). */
+	/* A token or certificate user that no passwd-file passdb lists:
+	   the userdb alone decides (its entry replaces this one). */
 	if (db->userdb_count == 0 && db->worker_userdb_count == 0)
 		return AUTH_DB_UNKNOWN_USER;
+	if (db->worker_userdb_count == 0) {
+		/* Here a user in no userdb is unknown, not a configuration
+		   error as after a passdb hit. */
+		ret = auth_db_lookup(db->userdbs, db->userdb_count, pool, user,
+				     &entry);
+		if (ret <= 0)
+			return ret < 0 ? AUTH_DB_TEMPFAIL : AUTH_DB_UNKNOWN_USER;
+		/* The same file may be the passdb: no hash copies linger. */
+		safe_memset((char *)entry.password, 0, strlen(entry.password));
+	}
 	memset(&entry, 0, sizeof(entry));
 	entry.user = user;
 	return auth_db_userdb(db, pool, &entry, info_r);

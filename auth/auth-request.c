@@ -433,6 +433,12 @@ void auth_request_set_cbind(struct auth_request *request,
 	request->sasl.cbind_offered = plus_offered;
 }
 
+void auth_request_set_cert_user(struct auth_request *request,
+				const char *user)
+{
+	request->sasl.cert_user = p_strdup(request->pool, user);
+}
+
 void auth_request_start(struct auth_request *request, const char *b64)
 {
 	const struct moat_settings *set = request->auth->set;
@@ -449,6 +455,8 @@ void auth_request_start(struct auth_request *request, const char *b64)
 	}
 	if (b64[0] == '\0')
 		auth_request_step(request, NULL, 0);
+	else if (strcmp(b64, "=") == 0)   /* an empty initial response */
+		auth_request_input(request, "");
 	else
 		auth_request_input(request, b64);
 }

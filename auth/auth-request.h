@@ -52,7 +52,11 @@ void auth_request_free(struct auth_request **request);
 void auth_request_set_cbind(struct auth_request *request,
 			    const unsigned char *data, size_t size,
 			    bool plus_offered);
-/* First step: b64 is the initial response ("" = none). */
+/* The user of the connection's verified TLS client certificate (from
+   AUTH's cert_user= field), for EXTERNAL; before auth_request_start(). */
+void auth_request_set_cert_user(struct auth_request *request,
+				const char *user);
+/* First step: b64 is the initial response ("" = none, "=" = empty). */
 void auth_request_start(struct auth_request *request, const char *b64);
 /* A CONT response (base64, or "*" to cancel). */
 void auth_request_continue(struct auth_request *request, const char *b64);

@@ -17,7 +17,7 @@ auth_libauthcore_a_SOURCES = \
 	auth/password-generate.c auth/password-generate.h \
 	auth/sasl-mech.c auth/sasl-mech.h \
 	auth/sasl-plain.c auth/sasl-login.c auth/sasl-scram.c \
-	auth/sasl-cram-md5.c auth/sasl-oauth.c
+	auth/sasl-cram-md5.c auth/sasl-oauth.c auth/sasl-external.c
 
 pkglibexec_PROGRAMS += auth/auth
 auth_auth_SOURCES = \

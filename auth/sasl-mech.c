@@ -14,6 +14,7 @@ static const struct sasl_mech *const sasl_mechs[] = {
 	&sasl_mech_cram_md5,
 	&sasl_mech_oauthbearer,
 	&sasl_mech_xoauth2,
+	&sasl_mech_external,
 };
 
 const struct sasl_mech *sasl_mech_find(const char *name)

@@ -3,7 +3,8 @@
 /* Server side of the SASL mechanisms (RFC 4422). PLAIN (RFC 4616) and
    LOGIN only turn client responses into a user name and a password that
    auth-db checks. SCRAM-* (RFC 5802, 7677, 9266), CRAM-MD5 (RFC 2195),
-   OAUTHBEARER (RFC 7628) and XOAUTH2 check the credentials themselves,
+   OAUTHBEARER (RFC 7628), XOAUTH2 and EXTERNAL (RFC 4422 appendix A,
+   trusting the TLS client certificate) check the credentials themselves,
    with the stored secret or token the caller's lookup functions give
    them, and end with ex->verified set. Responses here are already
    base64-decoded. */
@@ -91,6 +92,9 @@ struct sasl_exchange {
 	   client that says "y" (it could bind but thinks we cannot) is then
 	   a downgrade (RFC 5802 section 6). */
 	bool cbind_offered;
+	/* The user named by the connection's verified TLS client
+	   certificate (imap-login's cert_user=), NULL without one. */
+	const char *cert_user;
 	const struct sasl_test_params *test;
 
 	void *mech_state;      /* the mechanism's, from pool */
@@ -105,6 +109,7 @@ extern const struct sasl_mech sasl_mech_scram_sha256_plus;
 extern const struct sasl_mech sasl_mech_cram_md5;
 extern const struct sasl_mech sasl_mech_oauthbearer;
 extern const struct sasl_mech sasl_mech_xoauth2;
+extern const struct sasl_mech sasl_mech_external;
 
 /* Case-insensitive; NULL if unsupported. */
 const struct sasl_mech *sasl_mech_find(const char *name);

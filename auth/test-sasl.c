@@ -1,4 +1,5 @@
-/* Unit tests for the SASL mechanisms (sasl-plain.c, sasl-login.c). */
+/* Unit tests for the SASL mechanisms (sasl-plain.c, sasl-login.c,
+   sasl-external.c). */
 #include "test-common.h"
 #include "sasl-mech.h"
 
@@ -154,6 +155,68 @@ static void test_login_nul(void)
 	pool_unref(&pool);
 }
 
+static void external_init(pool_t pool, struct sasl_exchange *ex,
+			  const char *cert_user)
+{
+	sasl_exchange_init(ex, sasl_mech_find("external"), pool);
+	ex->cert_user = cert_user;
+}
+
+static void test_external(void)
+{
+	pool_t pool = pool_create("test", 1024);
+	struct sasl_exchange ex;
+	const char *challenge = NULL, *error = NULL;
+
+	test_assert(sasl_mech_find("EXTERNAL") == &sasl_mech_external);
+	test_assert(!sasl_mech_is_plaintext(&sasl_mech_external));
+	/* empty authzid: the certificate's user */
+	external_init(pool, &ex, "alice");
+	test_assert_int(login_step(&ex, "", &challenge), SASL_RESULT_DONE);
+	test_assert_str(ex.authcid, "alice");
+	test_assert(ex.verified);
+	test_assert(ex.password == NULL);
+	/* the same user named explicitly */
+	external_init(pool, &ex, "alice");
+	test_assert_int(login_step(&ex, "alice", &challenge), SASL_RESULT_DONE);
+	test_assert_str(ex.authcid, "alice");
+	/* no initial response: an empty challenge, then the authzid */
+	external_init(pool, &ex, "alice");
+	test_assert_int(login_step(&ex, NULL, &challenge), SASL_RESULT_CONTINUE);
+	test_assert_str(challenge, "");
+	test_assert_int(login_step(&ex, "", &challenge), SASL_RESULT_DONE);
+	test_assert(ex.verified);
+	/* a second missing response */
+	external_init(pool, &ex, "alice");
+	test_assert_int(login_step(&ex, NULL, &challenge), SASL_RESULT_CONTINUE);
+	test_assert_int(login_step(&ex, NULL, &challenge), SASL_RESULT_FAIL);
+	test_assert(!ex.verified);
+	/* another user (proxy authorization) is refused, also by case */
+	external_init(pool, &ex, "alice");
+	test_assert_int(login_step(&ex, "bob", &challenge),
+			SASL_RESULT_AUTHFAILED);
+	test_assert(!ex.verified);
+	external_init(pool, &ex, "alice");
+	test_assert_int(login_step(&ex, "Alice", &challenge),
+			SASL_RESULT_AUTHFAILED);
+	external_init(pool, &ex, "alice");
+	test_assert_int(login_step(&ex, "alice2", &challenge),
+			SASL_RESULT_AUTHFAILED);
+	/* binary authzid */
+	external_init(pool, &ex, "alice");
+	test_assert_int(sasl_exchange_step(&ex, (const unsigned char *)"al\0ice",
+					   6, &challenge, &error),
+			SASL_RESULT_FAIL);
+	/* no verified certificate: refused whatever the client says */
+	external_init(pool, &ex, NULL);
+	test_assert_int(login_step(&ex, "", &challenge), SASL_RESULT_AUTHFAILED);
+	test_assert(!ex.verified);
+	external_init(pool, &ex, NULL);
+	test_assert_int(login_step(&ex, NULL, &challenge),
+			SASL_RESULT_AUTHFAILED);
+	pool_unref(&pool);
+}
+
 TEST_MAIN(TEST(test_plain_ok), TEST(test_plain_bad),
 	  TEST(test_plain_no_initial_response), TEST(test_plain_limits),
-	  TEST(test_login), TEST(test_login_nul))
+	  TEST(test_login), TEST(test_login_nul), TEST(test_external))

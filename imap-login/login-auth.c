@@ -144,19 +144,29 @@ static int auth_send(struct login_process *lp, const char *const *args)
 int login_auth_request(struct login_process *lp, unsigned int id,
 		       const char *mech, const char *remote_ip,
 		       const char *local_ip, bool secured, const char *ir_b64,
-		       const char *cbind_b64)
+		       const char *cbind_b64, const char *cert_user)
 {
 	char id_str[16];
 	char *cbind_field = cbind_b64 == NULL ? NULL :
 		i_strdup_printf("cbind=%s", cbind_b64);
+	char *cert_field = cert_user == NULL ? NULL :
+		i_strdup_printf("cert_user=%s", cert_user);
+	unsigned int n = 7;
 
 	snprintf(id_str, sizeof(id_str), "%u", id);
 	const char *args[] = {
 		"AUTH", id_str, mech, remote_ip, local_ip, secured ? "1" : "0",
-		ir_b64, cbind_field, NULL
+		ir_b64, NULL, NULL, NULL
 	};
+	/* The optional fields follow in any order; absent ones leave no
+	   gap. */
+	if (cbind_field != NULL)
+		args[n++] = cbind_field;
+	if (cert_field != NULL)
+		args[n++] = cert_field;
 	int ret = auth_send(lp, args);
 	free(cbind_field);
+	free(cert_field);
 	return ret;
 }
 

@@ -13,13 +13,15 @@ void login_auth_connect(struct login_process *lp, int fd);
 void login_auth_deinit(struct login_process *lp);
 bool login_auth_is_connected(struct login_process *lp);
 
-/* AUTH <id> <mech> <remote_ip> <local_ip> <secured> <b64 ir>. Returns 0,
-   or -1 if there is no connection (then it was lost: the caller answers
-   its client with tempfail; other clients were already answered). */
+/* AUTH <id> <mech> <remote_ip> <local_ip> <secured> <b64 ir>
+   [cbind=<cbind_b64>] [cert_user=<cert_user>] (NULL: field left out).
+   Returns 0, or -1 if there is no connection (then it was lost: the
+   caller answers its client with tempfail; other clients were already
+   answered). */
 int login_auth_request(struct login_process *lp, unsigned int id,
 		       const char *mech, const char *remote_ip,
 		       const char *local_ip, bool secured, const char *ir_b64,
-		       const char *cbind_b64);
+		       const char *cbind_b64, const char *cert_user);
 /* CONT <id> <b64 response or "*">. Same return values. */
 int login_auth_continue(struct login_process *lp, unsigned int id,
 			const char *response);

@@ -59,6 +59,7 @@ static int mechs_add(struct login_mechs *mechs, const char *word, size_t len,
 	}
 	mech.plaintext = mech_is_plaintext(mech.name);
 	mech.channel_binding = len > 5 && strcmp(mech.name + len - 5, "-PLUS") == 0;
+	mech.client_cert = strcmp(mech.name, "EXTERNAL") == 0;
 	mechs->mechs[mechs->count++] = mech;
 	return 0;
 }
@@ -111,7 +112,9 @@ const char *login_capability_build(pool_t pool, const struct login_mechs *mechs,
 		if ((flags & LOGIN_CAP_AUTH) == 0 ||
 		    (mechs->mechs[i].plaintext && !plaintext_allowed) ||
 		    (mechs->mechs[i].channel_binding &&
-		     (flags & LOGIN_CAP_CHANNEL_BINDING) == 0))
+		     (flags & LOGIN_CAP_CHANNEL_BINDING) == 0) ||
+		    (mechs->mechs[i].client_cert &&
+		     (flags & LOGIN_CAP_CLIENT_CERT) == 0))
 			continue;
 		ret |= buffer_printf(&buf, " AUTH=%s", mechs->mechs[i].name);
 	}

@@ -17,6 +17,9 @@ struct login_mech {
 	bool plaintext;
 	/* SCRAM-*-PLUS: offered only where TLS channel binding data exists. */
 	bool channel_binding;
+	/* EXTERNAL: offered only where a verified client certificate
+	   names the user. */
+	bool client_cert;
 };
 
 struct login_mechs {
@@ -44,8 +47,10 @@ enum login_cap_flags {
 	LOGIN_CAP_STARTTLS = 0x04,
 	/* TLS channel binding (tls-exporter) is available: -PLUS mechanisms */
 	LOGIN_CAP_CHANNEL_BINDING = 0x08,
+	/* a verified TLS client certificate names the user: EXTERNAL */
+	LOGIN_CAP_CLIENT_CERT = 0x10,
 };
-#define LOGIN_CAP_VARIANTS 16
+#define LOGIN_CAP_VARIANTS 32
 
 /* The pre-auth capability list (without "* CAPABILITY "): the base
    capabilities, STARTTLS if offered, then AUTH=<mech> for each usable

@@ -45,7 +45,7 @@ void login_client_auth_begin(struct login_client *client, const char *tag,
 	if (login_auth_request(lp, client->auth_id, mech, client->remote_ip,
 			       client->local_ip,
 			       client->secured || client->trusted, ir_b64,
-			       client->cbind_b64) < 0 &&
+			       client->cbind_b64, client->cert_user) < 0 &&
 	    client->state == LOGIN_CLIENT_STATE_AUTH_WAIT) {
 		/* Lost auth had no record of us yet: answer here. */
 		login_client_auth_fail(client, "tempfail", NULL);

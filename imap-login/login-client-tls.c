@@ -37,6 +37,11 @@ static void client_tls_done(struct login_client *client)
 	if (login_ssl_get_channel_binding(client->ssl, cbind) == 0)
 		client->cbind_b64 = p_base64_encode(client->pool, cbind, sizeof(cbind));
 	safe_memset(cbind, 0, sizeof(cbind));
+	/* Without ssl_verify_client_cert no certificate is asked for. */
+	if (client->lp->set->ssl_verify_client_cert) {
+		client->cert_user = login_ssl_get_cert_user(client->ssl,
+			client->pool, client->lp->set->ssl_cert_username_field);
+	}
 	login_client_update_auth_flags(client);
 	login_client_streams_create(client);
 	client->state = LOGIN_CLIENT_STATE_CMD;

@@ -120,6 +120,8 @@ void login_client_update_auth_flags(struct login_client *client)
 		flags |= LOGIN_CAP_STARTTLS;
 	if (client->cbind_b64 != NULL)
 		flags |= LOGIN_CAP_CHANNEL_BINDING;
+	if (client->cert_user != NULL)
+		flags |= LOGIN_CAP_CLIENT_CERT;
 	client->capability = client->lp->capabilities[flags];
 }
 

@@ -71,6 +71,10 @@ struct login_client {
 	   handshake, or NULL (no TLS, or TLS 1.2 without extended master
 	   secret) */
 	const char *cbind_b64;
+	/* The user named by a client certificate that verified against
+	   ssl_ca (ssl_cert_username_field), or NULL: sent to auth as
+	   cert_user= and enables EXTERNAL. */
+	const char *cert_user;
 	struct io *io_tls;
 	struct timeout *to_handshake;
 	struct timeout *to_pending;    /* decrypted bytes await reading */

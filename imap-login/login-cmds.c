@@ -188,12 +188,11 @@ static void cmd_authenticate(struct login_client *client, const char *tag,
 				      "Invalid arguments to AUTHENTICATE");
 		return;
 	}
-	/* "=" is an empty initial response. The AUTH record has no way to
-	   say "empty" apart from "none", so auth then asks with an empty
-	   challenge: equivalent for every mechanism we offer. */
-	if (strcmp(ir, "=") == 0)
-		ir = "";
-	else if (!login_base64_is_valid(ir, LOGIN_MAX_SASL_DATA)) {
+	/* "=" is an empty initial response (RFC 4959); it goes to auth as
+	   it is ("" there means no initial response). EXTERNAL's usual
+	   message is an empty one. */
+	if (strcmp(ir, "=") != 0 &&
+	    !login_base64_is_valid(ir, LOGIN_MAX_SASL_DATA)) {
 		login_client_send_bad(client, tag,
 				      "Invalid base64 data in initial response");
 		return;

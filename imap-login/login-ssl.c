@@ -344,6 +344,65 @@ int login_ssl_get_channel_binding(struct login_ssl *ssl,
 	return 0;
 }
 
+static int cert_field_nid(enum moat_ssl_cert_username_field field)
+{
+	switch (field) {
+	case MOAT_SSL_CERT_USERNAME_COMMONNAME:
+		return NID_commonName;
+	case MOAT_SSL_CERT_USERNAME_EMAILADDRESS:
+		return NID_pkcs9_emailAddress;
+	case MOAT_SSL_CERT_USERNAME_X500UNIQUEIDENTIFIER:
+		return NID_x500UniqueIdentifier;
+	}
+	i_unreached();
+}
+
+/* The UTF-8 text of an ASN.1 string if it is a usable user name. */
+static const char *cert_string_user(pool_t pool, const ASN1_STRING *value)
+{
+	unsigned char *utf8 = NULL;
+	const char *user = NULL;
+	int len = ASN1_STRING_to_UTF8(&utf8, value);
+
+	if (len <= 0 || len > LOGIN_SSL_CERT_USER_MAX) {
+		OPENSSL_free(utf8);
+		ERR_clear_error();
+		return NULL;
+	}
+	for (int i = 0; i < len; i++) {
+		/* NUL, control bytes and DEL could forge log lines or
+		   break records; no real user name has them. */
+		if (utf8[i] < 0x20 || utf8[i] == 0x7f) {
+			OPENSSL_free(utf8);
+			return NULL;
+		}
+	}
+	user = p_strndup(pool, utf8, (size_t)len);
+	OPENSSL_free(utf8);
+	return user;
+}
+
+const char *login_ssl_get_cert_user(struct login_ssl *ssl, pool_t pool,
+				    enum moat_ssl_cert_username_field field)
+{
+	X509 *cert = SSL_get0_peer_certificate(ssl->ssl);
+	const X509_NAME *subject;
+	const X509_NAME_ENTRY *entry;
+	int nid = cert_field_nid(field), idx;
+
+	/* ssl_verify_client_cert makes a bad certificate fail the
+	   handshake; the result is checked anyway, as the second lock. */
+	if (cert == NULL || SSL_get_verify_result(ssl->ssl) != X509_V_OK)
+		return NULL;
+	subject = X509_get_subject_name(cert);
+	idx = X509_NAME_get_index_by_NID(subject, nid, -1);
+	/* Two values of the field: which one is the user is ambiguous. */
+	if (idx < 0 || X509_NAME_get_index_by_NID(subject, nid, idx) >= 0)
+		return NULL;
+	entry = X509_NAME_get_entry(subject, idx);
+	return cert_string_user(pool, X509_NAME_ENTRY_get_data(entry));
+}
+
 const char *login_ssl_get_version(struct login_ssl *ssl)
 {
 	return SSL_get_version(ssl->ssl);

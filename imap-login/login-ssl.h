@@ -53,6 +53,17 @@ void login_ssl_shutdown(struct login_ssl *ssl);
    extended master secret). */
 int login_ssl_get_channel_binding(struct login_ssl *ssl,
 				  unsigned char out[LOGIN_SSL_CBIND_SIZE]);
+/* Longest user name taken from a client certificate (auth's
+   SASL_MAX_USERNAME). */
+#define LOGIN_SSL_CERT_USER_MAX 256
+/* The user named by the client certificate of an established session
+   (for EXTERNAL): the subject's field (ssl_cert_username_field), if the
+   client sent a certificate that verified against ssl_ca. NULL without
+   one, or when the subject has the field not exactly once, or its value
+   is empty, longer than LOGIN_SSL_CERT_USER_MAX or holds control
+   characters. The result is from pool. */
+const char *login_ssl_get_cert_user(struct login_ssl *ssl, pool_t pool,
+				    enum moat_ssl_cert_username_field field);
 /* "TLSv1.3" etc., for log lines. */
 const char *login_ssl_get_version(struct login_ssl *ssl);
 

@@ -65,6 +65,15 @@ static void test_capability_build(void)
 		LOGIN_CAP_PLAINTEXT_AUTH | LOGIN_CAP_CHANNEL_BINDING),
 		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID AUTH=SCRAM-SHA-256 "
 		"AUTH=SCRAM-SHA-256-PLUS AUTH=OAUTHBEARER");
+	/* EXTERNAL only with a verified client certificate */
+	test_assert(login_mechs_parse("plain external", &mechs, &error) == 0);
+	test_assert_str(login_capability_build(pool, &mechs, LOGIN_CAP_AUTH |
+		LOGIN_CAP_PLAINTEXT_AUTH | LOGIN_CAP_CHANNEL_BINDING),
+		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID AUTH=PLAIN");
+	test_assert_str(login_capability_build(pool, &mechs, LOGIN_CAP_AUTH |
+		LOGIN_CAP_PLAINTEXT_AUTH | LOGIN_CAP_CLIENT_CERT),
+		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID AUTH=PLAIN "
+		"AUTH=EXTERNAL");
 	test_assert(login_mechs_parse("plain scram-sha-1", &mechs, &error) == 0);
 	/* ssl = required before TLS: no mechanism at all */
 	test_assert_str(login_capability_build(pool, &mechs, LOGIN_CAP_STARTTLS),

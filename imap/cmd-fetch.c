@@ -26,9 +26,13 @@ static bool fetch_add(struct imap_fetch_ctx *ctx, enum imap_fetch_item_type type
 	item->section.part = "";
 	if (type == IMAP_FETCH_FLAGS)
 		ctx->flags_requested = true;
-	if (type == IMAP_FETCH_ENVELOPE || type == IMAP_FETCH_BODYSTRUCTURE)
-		ctx->need_structure = true;
 	item->extended = strcmp(name, "BODYSTRUCTURE") == 0;
+	/* from the cache when it has them (imap-fetch-cache.h) */
+	if (type == IMAP_FETCH_ENVELOPE)
+		ctx->need_texts |= 1U << IMAP_MSG_TEXT_ENVELOPE;
+	else if (type == IMAP_FETCH_BODYSTRUCTURE)
+		ctx->need_texts |= 1U << (item->extended ?
+			IMAP_MSG_TEXT_BODYSTRUCTURE : IMAP_MSG_TEXT_BODY);
 	return true;
 }
 
@@ -128,6 +132,7 @@ static bool fetch_parse_item(struct imap_fetch_ctx *ctx, const char *atom)
 		{ "FLAGS", IMAP_FETCH_FLAGS },
 		{ "RFC822.SIZE", IMAP_FETCH_RFC822_SIZE },
 		{ "INTERNALDATE", IMAP_FETCH_INTERNALDATE },
+		{ "SAVEDATE", IMAP_FETCH_SAVEDATE },
 		{ "ENVELOPE", IMAP_FETCH_ENVELOPE },
 		{ "BODY", IMAP_FETCH_BODYSTRUCTURE },
 		{ "BODYSTRUCTURE", IMAP_FETCH_BODYSTRUCTURE },

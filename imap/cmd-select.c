@@ -53,7 +53,9 @@ static bool cmd_select_full(struct client_command *cmd, bool readonly)
 		client_send_line(client, "* OK [CLOSED] Previous mailbox "
 				 "closed.");
 
-	enum mailbox_open_flags flags = readonly ? MAILBOX_OPEN_READONLY : 0;
+	/* SELECT takes \Recent; EXAMINE leaves it (RFC 3501 6.3.2) */
+	enum mailbox_open_flags flags = readonly ? MAILBOX_OPEN_READONLY :
+		MAILBOX_OPEN_SELECT;
 	if (client->user->set->mail_fsync == MOAT_FSYNC_NEVER)
 		flags |= MAILBOX_OPEN_NO_FSYNC;
 	char boxname[MAILBOX_NAME_MAX + 1];

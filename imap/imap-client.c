@@ -24,9 +24,11 @@ static void client_idle_timeout(void *context)
 static void client_io_update(struct client *client)
 {
 	/* Level-triggered reads: stop reading while a command runs that
-	   does not want input, or pipelined input would spin the loop. */
+	   does not want input, or pipelined input would spin the loop, and
+	   while the client does not read its replies (backpressure). */
 	bool want = !client->disconnected &&
-		(client->cmd == NULL || client->cmd->wait == CLIENT_WAIT_INPUT);
+		(client->cmd == NULL ? !client->pipeline_blocked :
+		 client->cmd->wait == CLIENT_WAIT_INPUT);
 
 	if (want && client->io == NULL)
 		client->io = io_add(client->user->ioloop, client->fd, IO_READ,
@@ -42,6 +44,7 @@ static void client_command_free(struct client_command **_cmd)
 
 	*_cmd = NULL;
 	client->cmd = NULL;
+	client->unread_replies++;
 	pool_unref(&cmd->pool);
 	imap_parser_reset(client->parser);
 	client->line_head_len = 0;
@@ -106,6 +109,11 @@ static void client_output_flushed(void *context)
 		timeout_reset(client->to_idle);
 	if (client->cmd != NULL && client->cmd->wait == CLIENT_WAIT_OUTPUT)
 		client_resume(client);
+	else if (client->cmd == NULL && client->pipeline_blocked) {
+		/* the client read its replies: take the next commands */
+		client->pipeline_blocked = false;
+		client_resume(client);
+	}
 }
 
 void client_send_line(struct client *client, const char *line)
@@ -207,6 +215,7 @@ static void client_parse_error(struct client *client)
 		return;
 	}
 	client_send_linef(client, "%s BAD %s", tag != NULL ? tag : "*", error);
+	client->unread_replies++;
 	client_count_bad(client);
 }
 
@@ -367,6 +376,24 @@ static bool client_handle_line(struct client *client)
 	i_unreached();
 }
 
+/* Whether the client left too many replies unread to start another
+   command (imap_max_pipelined_commands, CLIENT_OUTPUT_PIPELINE_MAX).
+   Pipelined input then waits in the input buffer and the socket until
+   the output drained (client_output_flushed), which bounds what one
+   connection can queue without failing a client that is merely slow. */
+static bool client_pipeline_full(struct client *client)
+{
+	size_t used = o_stream_get_buffer_used(client->output);
+
+	if (used == 0) {
+		client->unread_replies = 0;
+		return false;
+	}
+	return client->unread_replies >=
+		client->user->set->imap_max_pipelined_commands ||
+		used >= CLIENT_OUTPUT_PIPELINE_MAX;
+}
+
 static void client_handle_input(struct client *client)
 {
 	while (!client->disconnected) {
@@ -381,6 +408,10 @@ static void client_handle_input(struct client *client)
 				break;
 			client_command_run(cmd);
 			continue;
+		}
+		if (client_pipeline_full(client)) {
+			client->pipeline_blocked = true;
+			break;
 		}
 		if (!client_handle_line(client))
 			break;

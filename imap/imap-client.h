@@ -15,6 +15,9 @@
 #define CLIENT_OUTPUT_BUFFER_MAX (1024 * 1024)
 /* A sliced command continues only when this much room is left. */
 #define CLIENT_OUTPUT_SLICE_MIN_AVAIL (64 * 1024)
+/* No new command starts while this much output waits for the client
+   (besides imap_max_pipelined_commands): the next reply must fit. */
+#define CLIENT_OUTPUT_PIPELINE_MAX (CLIENT_OUTPUT_BUFFER_MAX / 4)
 /* Enough of a line to see "tag SP command" (decides literal streaming). */
 #define CLIENT_LINE_HEAD_MAX 128
 /* Our own reply lines (tagged replies, untagged data) are short. */
@@ -64,6 +67,11 @@ struct client {
 
 	struct client_command *cmd;
 	unsigned int bad_counter;
+	/* Commands answered since the output buffer was last empty; at
+	   imap_max_pipelined_commands input waits (pipeline_blocked) until
+	   the client has read them. */
+	unsigned int unread_replies;
+	bool pipeline_blocked;
 
 	struct mailbox *mailbox;      /* selected, or NULL */
 	uint32_t exists_sent;         /* EXISTS count the client knows */

@@ -2,6 +2,7 @@
    (imap-fetch-body.h). The byte reader is imap-body-stream.c. */
 #include "imap-common.h"
 #include "imap-fetch-body.h"
+#include "imap-fetch-cache.h"
 #include "message-parser.h"
 
 #include <ctype.h>
@@ -200,7 +201,7 @@ int imap_msg_structure_get(struct imap_msg_structure *ms,
 	if (ms->pool != NULL && ms->seq == seq)
 		return 0;
 	imap_msg_structure_clear(ms);
-	int fd = mailbox_msg_open(box, seq, error_r);
+	int fd = imap_fetch_msg_open(box, seq, error_r);
 	if (fd == -1)
 		return -1;
 	ms->pool = pool_create("fetch structure", MSG_STRUCTURE_POOL_SIZE);

@@ -49,14 +49,18 @@ int imap_section_parse(pool_t pool, const char *spec, bool binary,
 /* False only for BODY[] (the whole message needs no parsing). */
 bool imap_section_needs_structure(const struct imap_section *sec);
 
-/* A message's parsed part tree. The one place that produces it: today it
-   parses the file; the per-message cache can serve it later without
-   FETCH changing. FETCH keeps one, so a message is parsed at most once
-   per command whatever items need it. */
+/* A message's parsed part tree. The one place that produces it: it
+   parses the file. ENVELOPE, BODY and BODYSTRUCTURE come from the mail
+   cache when they can (imap-fetch-cache.h), which parses only on a miss.
+   FETCH keeps one, so a message is parsed at most once per command
+   whatever items need it. */
 struct imap_msg_structure {
 	pool_t pool;                 /* NULL while nothing is held */
 	uint32_t seq;
 	struct message_part *root;
+	/* cache values this FETCH queued since its last flush (not reset
+	   by imap_msg_structure_clear()) */
+	unsigned int cache_pending;
 };
 /* Returns 0 with ms->root set for seq (parsed unless ms holds it), or
    -1 with *error_r. */

@@ -8,6 +8,7 @@
 #include "imap-seqset.h"
 #include "mail-crlf.h"
 #include "imap-fetch-body.h"
+#include "imap-fetch-cache.h"
 
 /* The items of one FETCH; more than this is a client error. */
 #define IMAP_FETCH_MAX_ITEMS 256
@@ -21,6 +22,7 @@ enum imap_fetch_item_type {
 	IMAP_FETCH_FLAGS,
 	IMAP_FETCH_RFC822_SIZE,
 	IMAP_FETCH_INTERNALDATE,
+	IMAP_FETCH_SAVEDATE,      /* RFC 8514 */
 	IMAP_FETCH_BODY,          /* BODY[...], BINARY[...], RFC822[.*] */
 	IMAP_FETCH_BINARY_SIZE,   /* BINARY.SIZE[part] */
 	IMAP_FETCH_ENVELOPE,
@@ -45,6 +47,7 @@ struct imap_fetch_ctx {
 	bool set_seen;            /* a BODY[] without PEEK or RFC822 */
 	bool flags_requested;
 	bool need_structure;      /* some item needs the part tree */
+	unsigned int need_texts;  /* bit per enum imap_msg_text */
 	bool unknown_cte;         /* a BINARY part had an unknown encoding */
 
 	struct seq_range *ranges;
@@ -59,6 +62,12 @@ struct imap_fetch_ctx {
 	uint64_t body_left;
 	/* the message's part tree, parsed once per message */
 	struct imap_msg_structure structure;
+	/* its ENVELOPE/BODY/BODYSTRUCTURE (need_texts), got before the
+	   message's response starts: from the cache or the part tree */
+	buffer_t msg_texts[IMAP_MSG_TEXT_COUNT];
+	/* imap_fetch_counters when the command started (debug line) */
+	struct imap_fetch_counters counters_start;
+	uint32_t msgs_sent;
 	/* text of the current item not yet sent (ENVELOPE, BODYSTRUCTURE
 	   and literal announcements), sent as the output drains */
 	buffer_t text;

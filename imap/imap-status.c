@@ -43,43 +43,9 @@ bool imap_status_parse_items(const struct imap_arg *arg,
 	return true;
 }
 
-struct status_counts {
-	uint32_t unseen, deleted;
-	uint64_t size;
-};
-
-static int status_count(struct mailbox *box, enum imap_status_items items,
-			struct status_counts *counts)
-{
-	uint32_t count = mailbox_get_count(box);
-	const char *error;
-
-	memset(counts, 0, sizeof(*counts));
-	for (uint32_t seq = 1; seq <= count; seq++) {
-		if (mailbox_msg_is_expunged(box, seq))
-			continue;
-		enum mail_flags flags = mailbox_msg_flags(box, seq);
-		if ((flags & MAIL_SEEN) == 0)
-			counts->unseen++;
-		if ((flags & MAIL_DELETED) != 0)
-			counts->deleted++;
-		uint64_t vsize;
-		if ((items & IMAP_STATUS_SIZE) == 0)
-			continue;
-		if (mailbox_msg_vsize(box, seq, &vsize, &error) < 0) {
-			if (errno == ENOENT)
-				continue;   /* expunged meanwhile */
-			i_error("STATUS: %s", error);
-			return -1;
-		}
-		counts->size += vsize;
-	}
-	return 0;
-}
-
-static void status_send_line(struct client *client, struct mailbox *box,
-			     const char *name, enum imap_status_items items,
-			     const struct status_counts *counts)
+static void status_send_line(struct client *client, const char *name,
+			     enum imap_status_items items,
+			     const struct mailbox_status *st)
 {
 	char line[CLIENT_REPLY_LINE_MAX];
 	pool_t pool = pool_create("status", 1024);
@@ -94,16 +60,13 @@ static void status_send_line(struct client *client, struct mailbox *box,
 		pos += len < 0 ? 0 : (size_t)len; \
 		sep = " "; \
 	}
-	STATUS_ADD(IMAP_STATUS_MESSAGES, "MESSAGES %u", mailbox_get_count(box));
-	STATUS_ADD(IMAP_STATUS_UIDNEXT, "UIDNEXT %u", mailbox_get_next_uid(box));
-	STATUS_ADD(IMAP_STATUS_UIDVALIDITY, "UIDVALIDITY %u",
-		   mailbox_get_uidvalidity(box));
-	STATUS_ADD(IMAP_STATUS_UNSEEN, "UNSEEN %u", counts->unseen);
-	STATUS_ADD(IMAP_STATUS_DELETED, "DELETED %u", counts->deleted);
-	STATUS_ADD(IMAP_STATUS_SIZE, "SIZE %llu",
-		   (unsigned long long)counts->size);
-	STATUS_ADD(IMAP_STATUS_RECENT, "RECENT %u",
-		   mailbox_get_recent_count(box));
+	STATUS_ADD(IMAP_STATUS_MESSAGES, "MESSAGES %u", st->messages);
+	STATUS_ADD(IMAP_STATUS_UIDNEXT, "UIDNEXT %u", st->uidnext);
+	STATUS_ADD(IMAP_STATUS_UIDVALIDITY, "UIDVALIDITY %u", st->uidvalidity);
+	STATUS_ADD(IMAP_STATUS_UNSEEN, "UNSEEN %u", st->unseen);
+	STATUS_ADD(IMAP_STATUS_DELETED, "DELETED %u", st->deleted);
+	STATUS_ADD(IMAP_STATUS_SIZE, "SIZE %llu", (unsigned long long)st->size);
+	STATUS_ADD(IMAP_STATUS_RECENT, "RECENT %u", st->recent);
 	/* the same for every mailbox: the CAPABILITY's APPENDLIMIT */
 	STATUS_ADD(IMAP_STATUS_APPENDLIMIT, "APPENDLIMIT %llu",
 		   (unsigned long long)MIN(client->user->set->imap_max_append_size,
@@ -117,24 +80,25 @@ int imap_status_send(struct client *client, const char *name,
 		     enum imap_status_items items)
 {
 	struct mailbox *box = client->mailbox;
-	struct status_counts counts;
+	enum mailbox_status_items mitems =
+		(items & IMAP_STATUS_SIZE) != 0 ? MAILBOX_STATUS_SIZE : 0;
+	struct mailbox_status st;
 	const char *error;
 	int ret;
 
-	if (box == NULL || strcmp(mailbox_get_name(box), name) != 0) {
-		ret = mailbox_open(client->user->mail_root, name,
-				   imap_mailbox_open_flags(client, true),
-				   &box, &error);
-		if (ret <= 0) {
-			if (ret < 0)
-				i_error("STATUS: opening mailbox failed: %s", error);
-			return ret;
-		}
+	if (box != NULL && strcmp(mailbox_get_name(box), name) == 0) {
+		/* the selected mailbox: the session's own view */
+		ret = mailbox_status_from_box(box, mitems, &st, &error) < 0 ?
+			-1 : 1;
+	} else {
+		/* usually from the index alone (mailbox-status.c) */
+		ret = mailbox_status_get(client->user->mail_root, name,
+					 imap_mailbox_open_flags(client, true),
+					 mitems, &st, &error);
 	}
-	ret = status_count(box, items, &counts);
-	if (ret == 0)
-		status_send_line(client, box, name, items, &counts);
-	if (box != client->mailbox)
-		mailbox_close(&box);
-	return ret < 0 ? -1 : 1;
+	if (ret < 0)
+		i_error("STATUS: %s", error);
+	else if (ret > 0)
+		status_send_line(client, name, items, &st);
+	return ret;
 }

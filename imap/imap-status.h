@@ -21,10 +21,11 @@ enum imap_status_items {
 bool imap_status_parse_items(const struct imap_arg *arg,
 			     enum imap_status_items *items_r);
 /* Send "* STATUS <name> (...)" for a normalized name. Uses the client's
-   selected view when it is that mailbox, else opens it read-only (a
-   directory scan of the folder and its uidlist; SIZE reads a message
-   only when its file name carries no size). Returns 1, 0 if the mailbox
-   doesn't exist, -1 on error (logged). */
+   selected view when it is that mailbox, else mailbox_status_get(): the
+   folder's moat.index alone when its directories did not change since
+   the last scan, or one read-only open + sync (SIZE reads a message only
+   when neither its file name nor the cache carries its size). Returns 1,
+   0 if the mailbox doesn't exist, -1 on error (logged). */
 int imap_status_send(struct client *client, const char *name,
 		     enum imap_status_items items);
 

@@ -44,10 +44,21 @@ imap_imap_LDADD += $(LIBMIME) $(LIBMOAT)
 # FETCH sections, BINARY, ENVELOPE/BODYSTRUCTURE (needs $(LIBMIME), above)
 imap_imap_SOURCES += imap/imap-fetch-body.c imap/imap-fetch-body.h \
 	imap/imap-body-stream.c
+# ENVELOPE/BODY/BODYSTRUCTURE through the mail cache, stored deflated
+imap_imap_SOURCES += imap/imap-fetch-cache.c imap/imap-fetch-cache.h \
+	imap/imap-cache-text.c imap/imap-cache-text.h
+check_PROGRAMS += tests/unit/test-imap-cache-text
+TESTS += tests/unit/test-imap-cache-text
+tests_unit_test_imap_cache_text_SOURCES = tests/unit/test-imap-cache-text.c \
+	imap/imap-cache-text.c
+tests_unit_test_imap_cache_text_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
+tests_unit_test_imap_cache_text_LDADD = tests/unit/libtest.a $(LIBMOAT) \
+	$(ZLIB_LIBS)
 check_PROGRAMS += tests/unit/test-imap-fetch-body
 TESTS += tests/unit/test-imap-fetch-body
 tests_unit_test_imap_fetch_body_SOURCES = tests/unit/test-imap-fetch-body.c \
-	imap/imap-fetch-body.c imap/imap-body-stream.c
+	imap/imap-fetch-body.c imap/imap-body-stream.c \
+	imap/imap-fetch-cache.c imap/imap-cache-text.c
 tests_unit_test_imap_fetch_body_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
 tests_unit_test_imap_fetch_body_LDADD = tests/unit/libtest.a index/libindex.a \
 	$(LIBMAILINDEX) $(LIBMIME) $(LIBMOAT) $(ZLIB_LIBS)

@@ -13,6 +13,8 @@ index_libindex_a_SOURCES = \
 	index/mailbox-keywords.c \
 	index/mail-crlf.c index/mail-crlf.h \
 	index/mailbox.c index/mailbox.h index/mailbox-private.h \
+	index/mailbox-uidset.c index/mailbox-uidset.h \
+	index/maildir-uidlist-lookup.c index/maildir-uidlist-lookup.h \
 	index/mailbox-name.c index/mailbox-name.h \
 	index/mailbox-list.c index/mailbox-list.h index/mailbox-list-private.h \
 	index/mailbox-list-ops.c index/mailbox-subscriptions.c
@@ -69,6 +71,20 @@ check_PROGRAMS += index/test-mailbox-index
 TESTS += index/test-mailbox-index
 index_test_mailbox_index_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_index_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+# a session's view over the index: pending expunges, hidden appends,
+# \Recent across sessions, the uid sets and the sparse uidlist lookup
+check_PROGRAMS += index/test-mailbox-view
+TESTS += index/test-mailbox-view
+index_test_mailbox_view_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_view_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 noinst_PROGRAMS += index/bench-mailbox
 index_bench_mailbox_SOURCES = index/bench-mailbox.c
 index_bench_mailbox_LDADD = $(LIBINDEX) $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
+
+# STATUS from the index alone (mailbox-status.c) and the cached folder list
+# of LIST (mailbox-list-cache.c)
+index_libindex_a_SOURCES += index/mailbox-status.c index/mailbox-list-cache.c
+check_PROGRAMS += index/test-mailbox-status
+TESTS += index/test-mailbox-status
+index_test_mailbox_status_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_status_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit

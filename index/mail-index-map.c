@@ -530,6 +530,13 @@ static void apply_small_op(struct mail_index_map *map,
 		if (hu.next_uid > map->hdr.next_uid)
 			map->hdr.next_uid = hu.next_uid;
 		break;
+	case MAIL_TRANSACTION_FIRST_RECENT:
+		if (op->size < sizeof(u32))
+			break;
+		memcpy(&u32, payload, sizeof(u32));
+		if (u32 > map->hdr.first_recent_uid)
+			map->hdr.first_recent_uid = u32;
+		break;
 	case MAIL_TRANSACTION_CACHE_RESET:
 		if (op->size < sizeof(u32))
 			break;

@@ -39,7 +39,9 @@ struct mail_index_header {
 	uint32_t log_file_offset;
 	uint32_t cache_file_seq;
 	uint32_t keywords_count;
-	uint32_t unused;
+	/* \Recent belongs to uids >= this: the first SELECT that sees them
+	   raises it (0 in files of older versions: all recent) */
+	uint32_t first_recent_uid;
 	uint32_t crc;              /* crc32 of header_size bytes, crc = 0 */
 };
 

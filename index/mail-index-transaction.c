@@ -87,6 +87,14 @@ void mail_index_update_header(struct mail_index_transaction *t,
 	t->changes = true;
 }
 
+void mail_index_update_first_recent(struct mail_index_transaction *t,
+				    uint32_t uid)
+{
+	/* not a change of any message: no modseq */
+	mail_transaction_rec_add_op(&t->rec, MAIL_TRANSACTION_FIRST_RECENT,
+				    &uid, sizeof(uid));
+}
+
 /* Give uid-0 appends their uids and check the given ones. */
 static int assign_uids(struct mail_index_transaction *t,
 		       struct mail_index_commit_result *result,
@@ -132,6 +140,7 @@ static int commit_locked(struct mail_index_transaction *t,
 		return -1;
 	uint64_t modseq = index->tail->hdr.highest_modseq + (t->changes ? 1 : 0);
 	result->modseq = modseq;
+	result->prev_first_recent_uid = index->tail->hdr.first_recent_uid;
 	if (t->rec.used > sizeof(struct mail_transaction_rec_header)) {
 		mail_transaction_rec_finish(&t->rec, modseq);
 		if (mail_transaction_log_append(index->tail_cursor.file,

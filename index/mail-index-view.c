@@ -42,6 +42,7 @@ void mail_index_view_get_status(struct mail_index_view *view,
 	status_r->first_unseen_uid = hdr->first_unseen_uid;
 	status_r->highest_modseq = hdr->highest_modseq;
 	status_r->keywords_count = hdr->keywords_count;
+	status_r->first_recent_uid = hdr->first_recent_uid;
 }
 
 uint32_t mail_index_view_count(struct mail_index_view *view)

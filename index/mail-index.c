@@ -660,6 +660,9 @@ int mail_index_reset(struct mail_index *index, uint32_t uidvalidity,
 	struct mail_index_map *map = mail_index_map_new_empty(false);
 	map->hdr.uidvalidity = uidvalidity;
 	map->hdr.next_uid = MAX(next_uid, 1);
+	/* the same uids come back: who saw them \Recent still did */
+	if (uidvalidity == index->tail->hdr.uidvalidity)
+		map->hdr.first_recent_uid = index->tail->hdr.first_recent_uid;
 	map->hdr.highest_modseq = index->tail->hdr.highest_modseq;
 	map->hdr.cache_file_seq = index->tail->hdr.cache_file_seq + 1;
 	map->hdr.log_file_seq = seq;

@@ -68,6 +68,9 @@ struct mail_index_status {
 	uint32_t first_unseen_uid;  /* 0 if every message is \Seen */
 	uint64_t highest_modseq;
 	uint32_t keywords_count;
+	/* Messages with uid >= this are \Recent for the next SELECT
+	   (RFC 3501 2.3.2); raised by mail_index_update_first_recent(). */
+	uint32_t first_recent_uid;
 };
 
 struct mail_index;
@@ -168,12 +171,20 @@ void mail_index_expunge(struct mail_index_transaction *t,
 void mail_index_update_header(struct mail_index_transaction *t,
 			      uint32_t uidvalidity, uint32_t next_uid);
 
+/* Raise first_recent_uid to uid (never lowers it; no new modseq). The
+   commit result tells the value it had just before: the committer owns
+   \Recent of [prev_first_recent_uid, uid) if that is not empty. */
+void mail_index_update_first_recent(struct mail_index_transaction *t,
+				    uint32_t uid);
+
 struct mail_index_commit_result {
 	uint64_t modseq;            /* given to every change of the commit */
 	uint32_t first_uid;         /* uids of the appends, in order */
 	uint32_t last_uid;          /* 0 if nothing was appended */
 	uint32_t log_file_seq;      /* where the commit ended in the log */
 	uint32_t log_file_offset;
+	/* first_recent_uid of the log tail before this commit */
+	uint32_t prev_first_recent_uid;
 };
 
 /* Lock, catch up with the log tail, write one checksummed log record

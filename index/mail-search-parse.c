@@ -1,5 +1,5 @@
 /* SEARCH program parsing (mail-search.h): RFC 3501 / RFC 9051 search-key,
-   RFC 5032 OLDER/YOUNGER, RFC 5182 "$". Strings are converted from the
+   RFC 5032 OLDER/YOUNGER, RFC 5182 "$", RFC 8514 SAVED*. Strings are converted from the
    CHARSET to UTF-8 and case-folded once here. */
 #include "lib.h"
 #include "strfuncs.h"
@@ -220,6 +220,9 @@ static const struct named_key string_keys[] = {
 static const struct named_key date_keys[] = {
 	{ "BEFORE", MSK_BEFORE, NULL },
 	{ "ON", MSK_ON, NULL },
+	{ "SAVEDBEFORE", MSK_SAVEDBEFORE, NULL },
+	{ "SAVEDON", MSK_SAVEDON, NULL },
+	{ "SAVEDSINCE", MSK_SAVEDSINCE, NULL },
 	{ "SENTBEFORE", MSK_SENTBEFORE, NULL },
 	{ "SENTON", MSK_SENTON, NULL },
 	{ "SENTSINCE", MSK_SENTSINCE, NULL },
@@ -259,6 +262,10 @@ static int parse_simple_key(struct search_parser *sp, const char *name,
 	}
 	if (strcasecmp(name, "ALL") == 0)
 		return 0;
+	if (strcasecmp(name, "SAVEDATESUPPORTED") == 0) {
+		arg->key = MSK_SAVEDATESUPPORTED;
+		return 0;
+	}
 	if ((nk = find_named(string_keys, N_ELEMENTS(string_keys),
 			     name)) != NULL) {
 		arg->key = nk->key;

@@ -22,6 +22,10 @@ enum mail_search_key {
 	MSK_SINCE,
 	MSK_OLDER,        /* RFC 5032: internal date, seconds */
 	MSK_YOUNGER,
+	MSK_SAVEDBEFORE,  /* RFC 8514: save date (else internal date), days */
+	MSK_SAVEDON,
+	MSK_SAVEDSINCE,
+	MSK_SAVEDATESUPPORTED,   /* every message: our storage has them */
 	/* --- need the header --- */
 	MSK_SENTBEFORE,
 	MSK_SENTON,

@@ -188,9 +188,11 @@ static int day_compare(int64_t msg_day, const struct mail_search_arg *arg)
 	switch (arg->key) {
 	case MSK_BEFORE:
 	case MSK_SENTBEFORE:
+	case MSK_SAVEDBEFORE:
 		return msg_day < arg->day;
 	case MSK_ON:
 	case MSK_SENTON:
+	case MSK_SAVEDON:
 		return msg_day == arg->day;
 	default:
 		return msg_day >= arg->day;
@@ -205,6 +207,21 @@ static int64_t local_day(time_t t)
 	localtime_r(&t, &tm);
 	return mail_search_civil_day(tm.tm_year + 1900, tm.tm_mon + 1,
 				     tm.tm_mday);
+}
+
+/* RFC 8514 SAVEDBEFORE/ON/SINCE. A message whose save date was lost
+   (it lives in the cache) is compared by its INTERNALDATE, as the RFC
+   says for storage without save dates. */
+static int savedate_leaf(struct mail_search_ctx *ctx,
+			 const struct mail_search_arg *arg)
+{
+	const char *error;
+	time_t date;
+
+	if (mailbox_msg_savedate(ctx->box, ctx->seq, &date) <= 0 &&
+	    mailbox_msg_internaldate(ctx->box, ctx->seq, &date, &error) < 0)
+		return -1;
+	return day_compare(local_day(date), arg);
 }
 
 /* Returns 0/1, or -1 if the message is gone or unreadable. */
@@ -250,6 +267,12 @@ static int cheap_leaf(struct mail_search_ctx *ctx,
 		if (arg->key == MSK_YOUNGER)
 			return (int64_t)ctx->now - date <= (int64_t)arg->number;
 		return day_compare(local_day(date), arg);
+	case MSK_SAVEDBEFORE:
+	case MSK_SAVEDON:
+	case MSK_SAVEDSINCE:
+		return savedate_leaf(ctx, arg);
+	case MSK_SAVEDATESUPPORTED:
+		return 1;
 	default:
 		/* an empty BODY/TEXT string is in every message */
 		if (mail_search_key_class(arg->key) == MSC_BODY &&

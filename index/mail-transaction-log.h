@@ -52,6 +52,7 @@ enum mail_transaction_op_type {
 	MAIL_TRANSACTION_HEADER = 5,      /* struct mail_transaction_header_update */
 	MAIL_TRANSACTION_CACHE_RESET = 6, /* u32 new cache file seq */
 	MAIL_TRANSACTION_CACHE_OFFSET = 7,/* struct mail_transaction_cache_offset[] */
+	MAIL_TRANSACTION_FIRST_RECENT = 8,/* u32 first_recent_uid, raised to it */
 };
 
 struct mail_transaction_op_header {

@@ -5,12 +5,6 @@
 #include "log.h"
 #include "mailbox-private.h"
 
-static struct mailbox_msg *kw_msg(struct mailbox *box, uint32_t seq)
-{
-	i_assert(seq >= 1 && seq <= box->count);
-	return &box->msgs[seq - 1];
-}
-
 int mailbox_keywords_refresh(struct mailbox *box, const char **error_r)
 {
 	return maildir_keywords_refresh(box->keywords, error_r);
@@ -48,11 +42,6 @@ int mailbox_keyword_get(struct mailbox *box, const char *name, bool create,
 	int ret = maildir_keywords_add(box->keywords, name, idx_r, error_r);
 	maildir_uidlist_unlock(box->uidlist);
 	return ret;
-}
-
-uint32_t mailbox_msg_keywords(struct mailbox *box, uint32_t seq)
-{
-	return kw_msg(box, seq)->keywords;
 }
 
 /* The letters of other_flags that are not keywords (P, foreign ones),
@@ -115,7 +104,7 @@ static int kw_store_locked(struct mailbox *box, uint32_t seq,
 			   enum mail_flags flags, uint32_t keywords,
 			   const char **error_r)
 {
-	struct mailbox_msg *msg = kw_msg(box, seq);
+	uint32_t uid = mailbox_msg_uid(box, seq);
 	char new_name[MAILDIR_FILENAME_MAX + 1];
 	const char *fname;
 	int ret = -1;
@@ -133,37 +122,36 @@ static int kw_store_locked(struct mailbox *box, uint32_t seq,
 		mailbox_msg_forget_fname(box, seq);
 		return -1;
 	}
-	i_free(msg->fname);
-	msg->fname = i_strdup(new_name);
+	mailbox_msg_set_fname(box, uid, new_name);
 	struct mail_index_transaction *t =
 		mail_index_transaction_begin(box->index);
-	mailbox_index_replace_flags(t, msg->uid, flags, keywords);
-	return mailbox_index_commit(box, &t, error_r);
+	mailbox_index_replace_flags(t, uid, flags, keywords);
+	if (mailbox_index_commit(box, &t, error_r) < 0)
+		return -1;
+	/* the session sees its own change at once, as STORE answers it */
+	return mailbox_view_refresh_own(box, uid, error_r);
 }
 
 int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,
 				   enum mail_flags flags, uint32_t keywords,
 				   const char **error_r)
 {
-	struct mailbox_msg *msg = kw_msg(box, seq);
+	const struct mailbox_expunged *exp;
+	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
 
 	i_assert(!mailbox_is_readonly(box));
 	flags &= MAIL_FLAGS_PERMANENT;
-	if (msg->expunged) {
+	if (rec == NULL) {
 		errno = ENOENT;
 		*error_r = "Message was expunged";
 		return -1;
 	}
-	if ((msg->flags & MAIL_FLAGS_PERMANENT) == flags &&
-	    msg->keywords == keywords)
+	if ((rec->flags & MAIL_FLAGS_PERMANENT) == flags &&
+	    rec->keywords == keywords)
 		return 0;
 	if (maildir_uidlist_lock(box->uidlist, error_r) < 0)
 		return -1;
 	int ret = kw_store_locked(box, seq, flags, keywords, error_r);
 	maildir_uidlist_unlock(box->uidlist);
-	if (ret < 0)
-		return -1;
-	msg->flags = flags | (msg->flags & MAIL_RECENT);
-	msg->keywords = keywords;
-	return 0;
+	return ret < 0 ? -1 : 0;
 }

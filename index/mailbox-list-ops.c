@@ -199,6 +199,7 @@ int mailbox_list_create(const char *root, const char *name,
 		return -1;
 	if (folder_make(root, path, error_r) < 0)
 		return internal_error(code_r, error_r, *error_r);
+	mailbox_list_cache_invalidate(root);
 	return 0;
 }
 
@@ -331,6 +332,7 @@ int mailbox_list_delete(const char *root, const char *name,
 	}
 	ret = children ? folder_empty(path, error_r) :
 		folder_remove(root, path, error_r);
+	mailbox_list_cache_invalidate(root);
 	return ret < 0 ? internal_error(code_r, error_r, *error_r) : 0;
 }
 
@@ -367,6 +369,7 @@ static bool root_file_is_inbox(const char *fname)
 	return (str_begins(fname, "moat.", NULL) ||
 		str_begins(fname, "moat-", NULL)) &&
 		strcmp(fname, MAILBOX_UIDVALIDITY_FILE) != 0 &&
+		strcmp(fname, MAILBOX_LIST_CACHE_DIR) != 0 &&
 		!(len > 5 && strcmp(fname + len - 5, ".lock") == 0) &&
 		strstr(fname, ".tmp") == NULL;
 }
@@ -532,9 +535,9 @@ int mailbox_list_rename(const char *root, const char *oldname,
 	if (strcmp(oldnorm, "INBOX") == 0) {
 		if (make_parents(root, newnorm, code_r, error_r) < 0)
 			return -1;
-		if (rename_inbox(root, newpath, error_r) < 0)
-			return internal_error(code_r, error_r, *error_r);
-		return 0;
+		int ret = rename_inbox(root, newpath, error_r);
+		mailbox_list_cache_invalidate(root);
+		return ret < 0 ? internal_error(code_r, error_r, *error_r) : 0;
 	}
 	int count = rename_collect(root, oldnorm, newnorm, &pairs, code_r,
 				   error_r);
@@ -549,6 +552,7 @@ int mailbox_list_rename(const char *root, const char *oldname,
 		}
 	}
 	i_free(pairs);
+	mailbox_list_cache_invalidate(root);
 	return ret;
 }
 

@@ -16,4 +16,25 @@ const char *mailbox_list_set_error(const char *fmt, ...) ATTR_FORMAT(1, 2);
 int mailbox_subscriptions_read(const char *root, char ***names_r,
 			       unsigned int *count_r);
 
+/* mailbox-list-cache.c: the folders found by the last scan of the root,
+   in MAILBOX_LIST_CACHE_DIR, valid while the root keeps the mtime that
+   scan started with (folder create/delete/rename by anyone changes it). */
+#define MAILBOX_LIST_CACHE_DIR "moat.mailboxlist"
+typedef void mailbox_list_cache_add_func_t(void *context, const char *name,
+					   enum mailbox_list_node_flags flags);
+/* If the cache was written for a root with this mtime, call add() for
+   each folder and return 1; else (missing, stale, garbled) return 0. */
+int mailbox_list_cache_read(const char *root, const struct timespec *mtime,
+			    mailbox_list_cache_add_func_t *add, void *context);
+/* Store the folders (SELECTABLE or NOSELECT) of a scan that began and
+   ended with the root at mtime; nothing is stored while mtime is within
+   2 s of now (a change in the same tick would not show). */
+void mailbox_list_cache_write(const char *root, const struct timespec *mtime,
+			      const struct mailbox_list_node *nodes,
+			      unsigned int count);
+/* After moat changed the folders: give the root a new mtime (also a
+   \Noselect <-> selectable change, which touches no root entry) and
+   drop the file. */
+void mailbox_list_cache_invalidate(const char *root);
+
 #endif

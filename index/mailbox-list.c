@@ -115,8 +115,8 @@ static enum mailbox_list_node_flags dir_flags(int root_fd, const char *dir)
 	return MAILBOX_NODE_NOSELECT;
 }
 
-static int list_scan_root(struct mailbox_list *list, const char *root,
-			  const char **error_r)
+static int list_scan_dir(struct mailbox_list *list, const char *root,
+			 const char **error_r)
 {
 	char name[MAILBOX_NAME_MAX + 1];
 	struct dirent *d;
@@ -144,6 +144,40 @@ static int list_scan_root(struct mailbox_list *list, const char *root,
 		list_add(list, name, flags);
 	}
 	closedir(dir);
+	return 0;
+}
+
+static void list_cache_add(void *context, const char *name,
+			   enum mailbox_list_node_flags flags)
+{
+	list_add(context, name, flags);
+}
+
+/* The folders: from the cache while the root's mtime is the one it was
+   written for (one stat and one read instead of a stat per folder). */
+static int list_scan_root(struct mailbox_list *list, const char *root,
+			  const char **error_r)
+{
+	struct stat st, st2;
+	unsigned int first = list->count;
+
+	if (stat(root, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;   /* nothing created yet: INBOX only */
+		*error_r = mailbox_list_set_error("stat(%s) failed: %m", root);
+		return -1;
+	}
+	if (mailbox_list_cache_read(root, &st.st_mtim, list_cache_add, list) > 0)
+		return 0;
+	if (list_scan_dir(list, root, error_r) < 0)
+		return -1;
+	/* cache only what no change during the scan could have made stale */
+	if (list->count < MAILBOX_LIST_MAX_NODES && stat(root, &st2) == 0 &&
+	    st2.st_mtim.tv_sec == st.st_mtim.tv_sec &&
+	    st2.st_mtim.tv_nsec == st.st_mtim.tv_nsec) {
+		mailbox_list_cache_write(root, &st.st_mtim, list->nodes + first,
+					 list->count - first);
+	}
 	return 0;
 }
 

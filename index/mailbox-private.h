@@ -7,29 +7,29 @@
 #include "maildir-filename.h"
 #include "maildir-uidlist.h"
 #include "maildir-keywords.h"
+#include "maildir-uidlist-lookup.h"
+#include "mailbox-uidset.h"
 #include "mail-index.h"
 
 #include <sys/stat.h>
 
 #define MAILBOX_ERROR_MAX 512
 
-struct mailbox_msg {
+/* A message expunged from the index that the session has not reported
+   yet: it keeps its sequence number until a sync that may expunge. */
+struct mailbox_expunged {
 	uint32_t uid;
-	enum mail_flags flags;   /* including MAIL_RECENT */
-	uint32_t keywords;       /* bit i = letter 'a' + i (maildir-keywords.h) */
-	bool expunged;           /* vanished on disk, still in the view */
-	uint64_t size, vsize;    /* MAILDIR_SIZE_UNKNOWN if not known */
-	int64_t internal_date;   /* from the index record */
-	/* In cur/, i_malloc'd; NULL until needed (mailbox_msg_get_fname
-	   finds it through the uidlist) or when it may be stale. */
-	char *fname;
+	enum mail_flags flags;    /* permanent flags when it went */
+	uint32_t keywords;
 };
 
-/* Index changes seen by one mail_index_view_sync(), applied afterwards
-   (the view's records are final only once the sync returned). */
-struct mailbox_uid_array {
-	uint32_t *uids;
-	unsigned int count, alloc;
+/* Recently used file names (a message is opened, then renamed...);
+   direct-mapped by uid. */
+#define MAILBOX_FNAME_CACHE_SIZE 16
+struct mailbox_fname_cache {
+	uint32_t uid;             /* 0 = empty */
+	uint64_t size;            /* uidlist S=, or MAILDIR_SIZE_UNKNOWN */
+	char name[MAILDIR_FILENAME_MAX + 1];
 };
 
 /* Persisted hint: the cur/ and new/ mtimes at the last directory scan
@@ -37,6 +37,9 @@ struct mailbox_uid_array {
 #define MAILBOX_DIRSTAMP_NAME "moat.index.dirs"
 /* Cache field: RFC822.SIZE of a file whose name has no ,W= (u64). */
 #define MAILBOX_CACHE_VSIZE "vsize"
+/* Cache field: the save date (RFC 8514), i64 seconds since the epoch,
+   added in the commit that appends the message (maildir-save.c). */
+#define MAILBOX_CACHE_SAVEDATE "savedate"
 
 struct mailbox {
 	char *name;
@@ -51,13 +54,24 @@ struct mailbox {
 	struct mail_index_view *view;
 	enum mail_index_fsync_mode fsync_mode;
 	struct mail_index_transaction *cache_trans;  /* queued cache adds */
-	struct mailbox_uid_array ev_expunged, ev_changed, ev_appended;
-	bool ev_reset;            /* uidvalidity changed: everything went */
-	/* uids our own scan gave out: \Recent in this view */
-	uint32_t recent_lo, recent_hi;
-
-	struct mailbox_msg *msgs;   /* ascending uid */
-	uint32_t count, alloc;
+	/* The session's messages: the view's records with uid <
+	   visible_next_uid (later ones show up at the next mailbox_sync),
+	   merged by uid with the pending expunges. Nothing per message is
+	   copied: 600k messages cost the mapping only. */
+	uint32_t visible_next_uid;
+	struct mailbox_expunged *pending;   /* ascending uid */
+	unsigned int pending_count, pending_alloc;
+	bool pending_revived;     /* some came back: compact after the sync */
+	/* Flag changes seen by view syncs, reported by the next
+	   mailbox_sync (uids below visible_next_uid). */
+	struct uidset ev_changed;
+	/* \Recent in this session (claimed or, read-only, observed). */
+	struct uidset recent;
+	struct mailbox_fname_cache *fnames;  /* lazily, FNAME_CACHE_SIZE */
+	struct maildir_uidlist_lookup *uidlookup;
+	/* RFC822.SIZE counted for a name without ,W= (until cached) */
+	uint32_t vsize_uid;
+	uint64_t vsize_value;
 
 	/* The directories as of the last full scan. A change inside the
 	   mtime's granularity could hide, so a scan that saw an mtime close
@@ -70,8 +84,17 @@ struct mailbox {
 
 const char *mailbox_set_error(struct mailbox *box, const char *fmt, ...)
 	ATTR_FORMAT(2, 3);
-/* Make sure the view's message array can hold count messages. */
-void mailbox_msgs_reserve(struct mailbox *box, uint32_t count);
+/* The index record of seq, or NULL with *exp_r for a pending expunge. */
+const struct mail_index_record *
+mailbox_seq_lookup(struct mailbox *box, uint32_t seq,
+		   const struct mailbox_expunged **exp_r);
+/* Messages of the view that the session sees (without pending ones). */
+uint32_t mailbox_visible_count(struct mailbox *box);
+/* Visible view records with uid below uid. */
+uint32_t mailbox_visible_below(struct mailbox *box, uint32_t uid);
+/* Remember the name a rename gave the message. */
+void mailbox_msg_set_fname(struct mailbox *box, uint32_t uid,
+			   const char *fname);
 
 /* The message's current file name in cur/ (through the uidlist, read
    lazily; a name guessed from the index flags is verified by the
@@ -95,9 +118,17 @@ int mailbox_index_open(struct mailbox *box, const char **error_r);
 int mailbox_index_commit(struct mailbox *box,
 			 struct mail_index_transaction **t,
 			 const char **error_r);
+/* After committing a flag change of uid: bring the view up to date so
+   the session sees it, without reporting it back. Returns 0 or -1. */
+int mailbox_view_refresh_own(struct mailbox *box, uint32_t uid,
+			     const char **error_r);
 /* Flags/keywords of message uid become exactly flags/keywords. */
 void mailbox_index_replace_flags(struct mail_index_transaction *t,
 				 uint32_t uid, enum mail_flags flags,
 				 uint32_t keywords);
+/* Queue the save date of message uid (appended by t) for t's commit
+   (maildir-save.c). */
+void mailbox_index_add_savedate(struct mail_index_transaction *t,
+				uint32_t uid, time_t save_date);
 
 #endif

@@ -122,6 +122,7 @@ static struct mailbox *mailbox_alloc(const char *path, const char *name,
 	box->keywords = maildir_keywords_init(path,
 		(flags & MAILBOX_OPEN_NO_FSYNC) == 0);
 	maildir_unique_init(&box->unique);
+	box->uidlookup = maildir_uidlist_lookup_init(path);
 	return box;
 }
 
@@ -141,18 +142,6 @@ static void mailbox_index_unlink(struct mailbox *box)
 		    unlink(path) < 0 && errno != ENOENT)
 			i_error("unlink(%s) failed: %m", path);
 	}
-}
-
-static void mailbox_msg_from_rec(struct mailbox_msg *msg,
-				 const struct mail_index_record *rec)
-{
-	memset(msg, 0, sizeof(*msg));
-	msg->uid = rec->uid;
-	msg->flags = rec->flags & MAIL_FLAGS_PERMANENT;
-	msg->keywords = rec->keywords;
-	msg->size = MAILDIR_SIZE_UNKNOWN;
-	msg->vsize = rec->size == 0 ? MAILDIR_SIZE_UNKNOWN : rec->size;
-	msg->internal_date = rec->internal_date;
 }
 
 /* The directory mtimes the index reflects (MAILBOX_DIRSTAMP_NAME), if
@@ -219,13 +208,8 @@ int mailbox_index_open(struct mailbox *box, const char **error_r)
 	if (mailbox_index_open_files(box, error_r) < 0)
 		return -1;
 	box->view = mail_index_view_open(box->index);
-	uint32_t count = mail_index_view_count(box->view);
-	mailbox_msgs_reserve(box, count);
-	for (uint32_t seq = 1; seq <= count; seq++) {
-		mailbox_msg_from_rec(&box->msgs[seq - 1],
-				     mail_index_view_lookup(box->view, seq));
-	}
-	box->count = count;
+	/* nothing is visible before the first mailbox_sync() */
+	box->visible_next_uid = 0;
 	if (!box->scan_dirty)
 		mailbox_stamp_load(box);
 	return 0;
@@ -291,12 +275,11 @@ void mailbox_close(struct mailbox **_box)
 	*_box = NULL;
 	if (box->cache_trans != NULL)
 		(void)mailbox_cache_flush(box, &error);
-	for (uint32_t i = 0; i < box->count; i++)
-		i_free(box->msgs[i].fname);
-	i_free(box->msgs);
-	i_free(box->ev_expunged.uids);
-	i_free(box->ev_changed.uids);
-	i_free(box->ev_appended.uids);
+	i_free(box->pending);
+	uidset_free(&box->ev_changed);
+	uidset_free(&box->recent);
+	i_free(box->fnames);
+	maildir_uidlist_lookup_deinit(&box->uidlookup);
 	mail_index_view_close(&box->view);
 	if (box->index != NULL)
 		mail_index_close(&box->index);
@@ -308,17 +291,6 @@ void mailbox_close(struct mailbox **_box)
 	i_free(box->new_dir);
 	i_free(box->tmp_dir);
 	i_free(box);
-}
-
-void mailbox_msgs_reserve(struct mailbox *box, uint32_t count)
-{
-	if (count <= box->alloc)
-		return;
-	uint32_t alloc = box->alloc == 0 ? 64 : box->alloc;
-	while (alloc < count)
-		alloc *= 2;
-	box->msgs = i_realloc(box->msgs, i_mul_size(alloc, sizeof(*box->msgs)));
-	box->alloc = alloc;
 }
 
 bool mailbox_is_readonly(struct mailbox *box)
@@ -353,89 +325,164 @@ uint32_t mailbox_get_next_uid(struct mailbox *box)
 	return MAX(status.next_uid, maildir_uidlist_get_next_uid(box->uidlist));
 }
 
+uint32_t mailbox_visible_count(struct mailbox *box)
+{
+	uint32_t n = mail_index_view_count(box->view);
+
+	if (n == 0 || mail_index_view_lookup(box->view, n)->uid <
+	    box->visible_next_uid)
+		return n;
+	uint32_t seq = mail_index_view_uid_to_seq_ge(box->view,
+						     box->visible_next_uid);
+	return seq == 0 ? n : seq - 1;
+}
+
+uint32_t mailbox_visible_below(struct mailbox *box, uint32_t uid)
+{
+	uint32_t seq = mail_index_view_uid_to_seq_ge(box->view, uid);
+	uint32_t below = seq == 0 ? mail_index_view_count(box->view) : seq - 1;
+
+	return MIN(below, mailbox_visible_count(box));
+}
+
 uint32_t mailbox_get_count(struct mailbox *box)
 {
-	return box->count;
+	return mailbox_visible_count(box) + box->pending_count;
+}
+
+/* Pending expunges with a uid below uid. */
+static unsigned int pending_below(struct mailbox *box, uint32_t uid)
+{
+	unsigned int lo = 0, hi = box->pending_count;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+		if (box->pending[mid].uid < uid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The session sequence of the first message with uid >= uid, or
+   count + 1. */
+static uint32_t session_lower_bound(struct mailbox *box, uint32_t uid)
+{
+	return mailbox_visible_below(box, uid) + pending_below(box, uid) + 1;
+}
+
+/* Session sequence of pending expunge i. */
+static uint32_t pending_seq(struct mailbox *box, unsigned int i)
+{
+	return mailbox_visible_below(box, box->pending[i].uid) + i + 1;
+}
+
+/* The view sequence of seq, or 0 with *exp_r for a pending expunge. */
+static uint32_t seq_resolve(struct mailbox *box, uint32_t seq,
+			    const struct mailbox_expunged **exp_r)
+{
+	unsigned int lo = 0, hi = box->pending_count;
+
+	i_assert(seq >= 1 && seq <= mailbox_get_count(box));
+	*exp_r = NULL;
+	/* pending_seq() grows with i: find those before seq */
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+		if (pending_seq(box, mid) < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < box->pending_count && pending_seq(box, lo) == seq) {
+		*exp_r = &box->pending[lo];
+		return 0;
+	}
+	return seq - lo;
+}
+
+const struct mail_index_record *
+mailbox_seq_lookup(struct mailbox *box, uint32_t seq,
+		   const struct mailbox_expunged **exp_r)
+{
+	uint32_t iseq = seq_resolve(box, seq, exp_r);
+
+	return iseq == 0 ? NULL : mail_index_view_lookup(box->view, iseq);
 }
 
 uint32_t mailbox_get_recent_count(struct mailbox *box)
 {
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < box->count; i++) {
-		if ((box->msgs[i].flags & MAIL_RECENT) != 0)
-			n++;
+	for (unsigned int i = 0; i < box->recent.count; i++) {
+		const struct uidset_range *r = &box->recent.ranges[i];
+		uint32_t end = r->hi == UINT32_MAX ? mailbox_get_count(box) + 1 :
+			session_lower_bound(box, r->hi + 1);
+		n += end - session_lower_bound(box, r->lo);
 	}
 	return n;
 }
 
 uint32_t mailbox_get_first_unseen_seq(struct mailbox *box)
 {
-	for (uint32_t i = 0; i < box->count; i++) {
-		if ((box->msgs[i].flags & MAIL_SEEN) == 0)
-			return i + 1;
-	}
-	return 0;
-}
+	struct mail_index_status status;
+	uint32_t uid = 0;
 
-static struct mailbox_msg *mailbox_msg(struct mailbox *box, uint32_t seq)
-{
-	i_assert(seq >= 1 && seq <= box->count);
-	return &box->msgs[seq - 1];
+	mail_index_view_get_status(box->view, &status);
+	if (status.first_unseen_uid != 0 &&
+	    status.first_unseen_uid < box->visible_next_uid)
+		uid = status.first_unseen_uid;
+	for (unsigned int i = 0; i < box->pending_count; i++) {
+		if ((box->pending[i].flags & MAIL_SEEN) == 0 &&
+		    (uid == 0 || box->pending[i].uid < uid)) {
+			uid = box->pending[i].uid;
+			break;
+		}
+	}
+	return uid == 0 ? 0 : session_lower_bound(box, uid);
 }
 
 uint32_t mailbox_msg_uid(struct mailbox *box, uint32_t seq)
 {
-	return mailbox_msg(box, seq)->uid;
+	const struct mailbox_expunged *exp;
+	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
+
+	return rec != NULL ? rec->uid : exp->uid;
 }
 
 enum mail_flags mailbox_msg_flags(struct mailbox *box, uint32_t seq)
 {
-	return mailbox_msg(box, seq)->flags;
+	const struct mailbox_expunged *exp;
+	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
+	uint32_t uid = rec != NULL ? rec->uid : exp->uid;
+	enum mail_flags flags = rec != NULL ? rec->flags : exp->flags;
+
+	flags &= MAIL_FLAGS_PERMANENT;
+	if (uidset_contains(&box->recent, uid))
+		flags |= MAIL_RECENT;
+	return flags;
+}
+
+uint32_t mailbox_msg_keywords(struct mailbox *box, uint32_t seq)
+{
+	const struct mailbox_expunged *exp;
+	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
+
+	return rec != NULL ? rec->keywords : exp->keywords;
 }
 
 bool mailbox_msg_is_expunged(struct mailbox *box, uint32_t seq)
 {
-	return mailbox_msg(box, seq)->expunged;
+	const struct mailbox_expunged *exp;
+
+	return mailbox_seq_lookup(box, seq, &exp) == NULL;
 }
 
 uint32_t mailbox_uid_to_seq_ge(struct mailbox *box, uint32_t uid)
 {
-	uint32_t lo = 0, hi = box->count;
+	uint32_t seq = session_lower_bound(box, uid);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (box->msgs[mid].uid < uid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < box->count ? lo + 1 : 0;
-}
-
-/* The uidlist record of uid; the file is read (again) only when the uid
-   is not in memory yet. */
-static struct maildir_uidlist_rec *
-mailbox_uidlist_find(struct mailbox *box, uint32_t uid, const char **error_r)
-{
-	for (unsigned int pass = 0; pass < 2; pass++) {
-		unsigned int lo = 0, hi = maildir_uidlist_count(box->uidlist);
-		while (lo < hi) {
-			unsigned int mid = lo + (hi - lo) / 2;
-			struct maildir_uidlist_rec *rec =
-				maildir_uidlist_get(box->uidlist, mid);
-			if (rec->uid == uid)
-				return rec;
-			if (rec->uid < uid)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (pass == 0 && !maildir_uidlist_is_locked(box->uidlist) &&
-		    maildir_uidlist_refresh(box->uidlist, error_r) <= 0)
-			break;
-	}
-	return NULL;
+	return seq <= mailbox_get_count(box) ? seq : 0;
 }
 
 /* Look for base in cur/ (a name the index flags do not predict). */
@@ -468,27 +515,53 @@ static int mailbox_msg_gone(const char **error_r)
 	return -1;
 }
 
-int mailbox_msg_get_fname(struct mailbox *box, uint32_t seq, bool rescan,
-			  const char **fname_r, const char **error_r)
+static struct mailbox_fname_cache *fname_slot(struct mailbox *box,
+					      uint32_t uid)
 {
-	struct mailbox_msg *msg = mailbox_msg(box, seq);
-	char name[MAILDIR_FILENAME_MAX + 1];
-	char letters[MAILDIR_KEYWORDS_MAX + 1];
-
-	if (msg->expunged)
-		return mailbox_msg_gone(error_r);
-	if (msg->fname != NULL && !rescan) {
-		*fname_r = msg->fname;
-		return 0;
+	if (box->fnames == NULL) {
+		box->fnames = i_malloc(MAILBOX_FNAME_CACHE_SIZE *
+				       sizeof(*box->fnames));
 	}
-	struct maildir_uidlist_rec *rec =
-		mailbox_uidlist_find(box, msg->uid, error_r);
-	if (rec == NULL)
+	return &box->fnames[uid % MAILBOX_FNAME_CACHE_SIZE];
+}
+
+void mailbox_msg_set_fname(struct mailbox *box, uint32_t uid,
+			   const char *fname)
+{
+	struct mailbox_fname_cache *slot = fname_slot(box, uid);
+
+	if (slot->uid != uid)
+		slot->size = MAILDIR_SIZE_UNKNOWN;
+	if (snprintf(slot->name, sizeof(slot->name), "%s", fname) >=
+	    (int)sizeof(slot->name))
+		slot->uid = 0;
+	else
+		slot->uid = uid;
+}
+
+/* The name as the uidlist base plus the flags: what it is after a sync
+   (or found in cur/ with rescan). Fills slot. */
+static int mailbox_fname_build(struct mailbox *box,
+			       const struct mail_index_record *rec,
+			       bool rescan, struct mailbox_fname_cache *slot,
+			       const char **error_r)
+{
+	char base[MAILDIR_UIDLIST_MAX_LINE + 1];
+	char letters[MAILDIR_KEYWORDS_MAX + 1];
+	uint64_t size;
+
+	slot->uid = 0;
+	int ret = maildir_uidlist_lookup(box->uidlookup, rec->uid, base, &size,
+					 error_r);
+	if (ret < 0) {
+		*error_r = mailbox_set_error(box, "%s", *error_r);
+		return -1;
+	}
+	if (ret == 0)
 		return mailbox_msg_gone(error_r);
-	if (msg->size == MAILDIR_SIZE_UNKNOWN)
-		msg->size = rec->size;
 	if (rescan) {
-		int ret = mailbox_find_base(box, rec->base, name, sizeof(name));
+		ret = mailbox_find_base(box, base, slot->name,
+					sizeof(slot->name));
 		if (ret < 0) {
 			*error_r = mailbox_set_error(box, "opendir(%s) failed: %m",
 						     box->cur_dir);
@@ -497,45 +570,73 @@ int mailbox_msg_get_fname(struct mailbox *box, uint32_t seq, bool rescan,
 		if (ret == 0)
 			return mailbox_msg_gone(error_r);
 	} else {
-		/* the index flags are what the name carries after a sync */
-		maildir_keywords_to_letters(msg->keywords, letters);
-		if (maildir_filename_make(name, sizeof(name), rec->base,
-					  strlen(rec->base),
-					  msg->flags & MAIL_FLAGS_PERMANENT,
+		maildir_keywords_to_letters(rec->keywords, letters);
+		if (maildir_filename_make(slot->name, sizeof(slot->name), base,
+					  strlen(base),
+					  rec->flags & MAIL_FLAGS_PERMANENT,
 					  letters) < 0)
 			return mailbox_msg_gone(error_r);
 	}
-	i_free(msg->fname);
-	msg->fname = i_strdup(name);
-	*fname_r = msg->fname;
+	slot->uid = rec->uid;
+	slot->size = size;
+	return 0;
+}
+
+int mailbox_msg_get_fname(struct mailbox *box, uint32_t seq, bool rescan,
+			  const char **fname_r, const char **error_r)
+{
+	const struct mailbox_expunged *exp;
+	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
+
+	if (rec == NULL)
+		return mailbox_msg_gone(error_r);
+	struct mailbox_fname_cache *slot = fname_slot(box, rec->uid);
+	if (slot->uid != rec->uid || rescan) {
+		if (mailbox_fname_build(box, rec, rescan, slot, error_r) < 0)
+			return -1;
+	}
+	*fname_r = slot->name;
 	return 0;
 }
 
 void mailbox_msg_forget_fname(struct mailbox *box, uint32_t seq)
 {
-	i_free(mailbox_msg(box, seq)->fname);
+	uint32_t uid = mailbox_msg_uid(box, seq);
+
+	if (box->fnames != NULL &&
+	    box->fnames[uid % MAILBOX_FNAME_CACHE_SIZE].uid == uid)
+		box->fnames[uid % MAILBOX_FNAME_CACHE_SIZE].uid = 0;
 }
 
 uint64_t mailbox_msg_phys_size(struct mailbox *box, uint32_t seq)
 {
-	struct mailbox_msg *msg = mailbox_msg(box, seq);
-	const char *error;
+	const char *fname, *error;
 
-	if (msg->size == MAILDIR_SIZE_UNKNOWN && !msg->expunged) {
-		struct maildir_uidlist_rec *rec =
-			mailbox_uidlist_find(box, msg->uid, &error);
-		if (rec != NULL)
-			msg->size = rec->size;
-	}
-	return msg->size;
+	if (mailbox_msg_get_fname(box, seq, false, &fname, &error) < 0)
+		return MAILDIR_SIZE_UNKNOWN;
+	return fname_slot(box, mailbox_msg_uid(box, seq))->size;
+}
+
+/* RFC822.SIZE if known without reading the file. */
+static uint64_t mailbox_msg_known_vsize(struct mailbox *box,
+					const struct mail_index_record *rec)
+{
+	if (rec->size != 0)
+		return rec->size;
+	return box->vsize_uid == rec->uid ? box->vsize_value :
+		MAILDIR_SIZE_UNKNOWN;
 }
 
 bool mailbox_msg_is_crlf(struct mailbox *box, uint32_t seq)
 {
-	struct mailbox_msg *msg = mailbox_msg(box, seq);
-	uint64_t size = mailbox_msg_phys_size(box, seq);
+	const struct mailbox_expunged *exp;
+	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
 
-	return size != MAILDIR_SIZE_UNKNOWN && size == msg->vsize;
+	if (rec == NULL)
+		return false;
+	uint64_t vsize = mailbox_msg_known_vsize(box, rec);
+	uint64_t size = mailbox_msg_phys_size(box, seq);
+	return size != MAILDIR_SIZE_UNKNOWN && size == vsize;
 }
 
 int mailbox_msg_open(struct mailbox *box, uint32_t seq, const char **error_r)
@@ -569,11 +670,12 @@ int mailbox_msg_open(struct mailbox *box, uint32_t seq, const char **error_r)
 int mailbox_msg_internaldate(struct mailbox *box, uint32_t seq,
 			     time_t *date_r, const char **error_r)
 {
-	struct mailbox_msg *msg = mailbox_msg(box, seq);
+	const struct mailbox_expunged *exp;
+	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
 
-	if (msg->expunged)
+	if (rec == NULL)
 		return mailbox_msg_gone(error_r);
-	*date_r = (time_t)msg->internal_date;
+	*date_r = (time_t)rec->internal_date;
 	return 0;
 }
 
@@ -604,17 +706,16 @@ static int mailbox_count_vsize(int fd, uint64_t *vsize_r)
 
 /* A file that came without ,W=: count once, keep it in the cache. */
 static int mailbox_msg_vsize_compute(struct mailbox *box, uint32_t seq,
+				     uint32_t uid, uint64_t *vsize_r,
 				     const char **error_r)
 {
-	struct mailbox_msg *msg = mailbox_msg(box, seq);
 	const void *data;
 	size_t size;
 	uint64_t vsize;
 
 	if (mailbox_msg_cache_lookup(box, seq, MAILBOX_CACHE_VSIZE, &data,
 				     &size) > 0 && size == sizeof(vsize)) {
-		memcpy(&vsize, data, sizeof(vsize));
-		msg->vsize = vsize;
+		memcpy(vsize_r, data, sizeof(vsize));
 		return 0;
 	}
 	int fd = mailbox_msg_open(box, seq, error_r);
@@ -622,12 +723,14 @@ static int mailbox_msg_vsize_compute(struct mailbox *box, uint32_t seq,
 		return -1;
 	int ret = mailbox_count_vsize(fd, &vsize);
 	if (ret < 0)
-		*error_r = mailbox_set_error(box, "read(%s) failed: %m",
-					     msg->fname);
+		*error_r = mailbox_set_error(box, "read(uid %u) failed: %m", uid);
 	i_close_fd(&fd);
 	if (ret < 0)
 		return -1;
-	msg->vsize = vsize;
+	/* the cache add is visible after the next flush: remember it */
+	box->vsize_uid = uid;
+	box->vsize_value = vsize;
+	*vsize_r = vsize;
 	(void)mailbox_msg_cache_add(box, seq, MAILBOX_CACHE_VSIZE, &vsize,
 				    sizeof(vsize), error_r);
 	return 0;
@@ -636,15 +739,17 @@ static int mailbox_msg_vsize_compute(struct mailbox *box, uint32_t seq,
 int mailbox_msg_vsize(struct mailbox *box, uint32_t seq, uint64_t *vsize_r,
 		      const char **error_r)
 {
-	struct mailbox_msg *msg = mailbox_msg(box, seq);
+	const struct mailbox_expunged *exp;
+	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
 
-	if (msg->expunged)
+	if (rec == NULL)
 		return mailbox_msg_gone(error_r);
-	if (msg->vsize == MAILDIR_SIZE_UNKNOWN &&
-	    mailbox_msg_vsize_compute(box, seq, error_r) < 0)
-		return -1;
-	*vsize_r = msg->vsize;
-	return 0;
+	uint64_t vsize = mailbox_msg_known_vsize(box, rec);
+	if (vsize != MAILDIR_SIZE_UNKNOWN) {
+		*vsize_r = vsize;
+		return 0;
+	}
+	return mailbox_msg_vsize_compute(box, seq, rec->uid, vsize_r, error_r);
 }
 
 /* ---- cache (mailbox.h) ---- */
@@ -653,10 +758,10 @@ int mailbox_msg_cache_lookup(struct mailbox *box, uint32_t seq,
 			     const char *field, const void **data_r,
 			     size_t *size_r)
 {
-	struct mailbox_msg *msg = mailbox_msg(box, seq);
-	uint32_t iseq = mail_index_view_uid_to_seq(box->view, msg->uid);
+	const struct mailbox_expunged *exp;
+	uint32_t iseq = seq_resolve(box, seq, &exp);
 
-	if (msg->expunged || iseq == 0)
+	if (iseq == 0)
 		return 0;
 	return mail_cache_lookup(box->view, iseq, field, data_r, size_r);
 }
@@ -665,13 +770,14 @@ int mailbox_msg_cache_add(struct mailbox *box, uint32_t seq,
 			  const char *field, const void *data, size_t size,
 			  const char **error_r)
 {
-	struct mailbox_msg *msg = mailbox_msg(box, seq);
+	const struct mailbox_expunged *exp;
+	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
 
-	if (msg->expunged)
+	if (rec == NULL)
 		return mailbox_msg_gone(error_r);
 	if (box->cache_trans == NULL)
 		box->cache_trans = mail_index_transaction_begin(box->index);
-	if (mail_cache_add(box->cache_trans, msg->uid, field, data, size) < 0) {
+	if (mail_cache_add(box->cache_trans, rec->uid, field, data, size) < 0) {
 		*error_r = "Field name or size not acceptable for the cache";
 		return -1;
 	}
@@ -699,7 +805,7 @@ int mailbox_msg_set_flags(struct mailbox *box, uint32_t seq,
 			  enum mail_flags flags, const char **error_r)
 {
 	return mailbox_msg_set_flags_keywords(box, seq, flags,
-		mailbox_msg(box, seq)->keywords, error_r);
+		mailbox_msg_keywords(box, seq), error_r);
 }
 
 /* Under the uidlist lock, so a directory scan's commit and ours are
@@ -735,7 +841,7 @@ static int mailbox_msg_unlink_locked(struct mailbox *box, uint32_t seq,
 int mailbox_msg_expunge(struct mailbox *box, uint32_t seq,
 			const char **error_r)
 {
-	uint32_t uid = mailbox_msg(box, seq)->uid;
+	uint32_t uid = mailbox_msg_uid(box, seq);
 
 	i_assert(!mailbox_is_readonly(box));
 	if (maildir_uidlist_lock(box->uidlist, error_r) < 0)

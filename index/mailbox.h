@@ -4,10 +4,11 @@
    folder with stable sequence numbers between syncs.
 
    Ownership: mailbox_open() returns a mailbox the caller owns and frees
-   with mailbox_close(). It owns its uidlist, its message array and every
-   string it returns, which stay valid until the next mailbox_sync() or
-   mailbox_close(). Each session opens its own mailbox; sessions learn of
-   each other's changes (and of other Maildir writers) by mailbox_sync().
+   with mailbox_close(). It owns every string it returns, which stay
+   valid until the next mailbox_sync() or mailbox_close(). Per-message
+   data is read from the mapped moat.index (nothing is copied per
+   message). Each session opens its own mailbox; sessions learn of each
+   other's changes (and of other Maildir writers) by mailbox_sync().
 
    Sequence numbers are 1-based and stay the same until a sync that is
    allowed to expunge. INBOX is the Maildir root itself (Maildir++),
@@ -24,6 +25,11 @@ struct mailbox;
 enum mailbox_open_flags {
 	MAILBOX_OPEN_READONLY = 0x01,   /* EXAMINE: never change flags */
 	MAILBOX_OPEN_NO_FSYNC = 0x02,   /* mail_fsync = never */
+	/* SELECT: this session takes \Recent of the messages it is the
+	   first to see (RFC 3501 2.3.2). Without it (EXAMINE, STATUS,
+	   APPEND, COPY) messages not yet taken show \Recent and stay so
+	   for the next SELECT. */
+	MAILBOX_OPEN_SELECT = 0x04,
 };
 
 /* Names longer than this are refused (file system limits). */
@@ -70,7 +76,8 @@ const char *mailbox_get_path(struct mailbox *box);
 uint32_t mailbox_get_uidvalidity(struct mailbox *box);
 uint32_t mailbox_get_next_uid(struct mailbox *box);
 uint32_t mailbox_get_count(struct mailbox *box);
-/* Messages the view holds as \Recent (first seen by this view). */
+/* Messages the view holds as \Recent: with MAILBOX_OPEN_SELECT the
+   ones this session took, else the ones nobody took yet. */
 uint32_t mailbox_get_recent_count(struct mailbox *box);
 /* Sequence of the first message without \Seen, or 0. */
 uint32_t mailbox_get_first_unseen_seq(struct mailbox *box);
@@ -87,6 +94,11 @@ int mailbox_msg_vsize(struct mailbox *box, uint32_t seq, uint64_t *vsize_r,
 /* INTERNALDATE: the file's mtime. Returns 0 or -1. */
 int mailbox_msg_internaldate(struct mailbox *box, uint32_t seq,
 			     time_t *date_r, const char **error_r);
+/* The save date (RFC 8514): when the message was saved into this
+   mailbox (APPEND, COPY/MOVE, or found new on disk). Kept in the cache
+   (maildir-save.c), so it can be lost: returns 1 with *date_r, 0 if the
+   message has none (cache dropped, index rebuilt, or expunged). */
+int mailbox_msg_savedate(struct mailbox *box, uint32_t seq, time_t *date_r);
 /* Open the message file read-only. Returns the fd (the caller closes it),
    or -1 with errno ENOENT if it was expunged. The caller may learn
    whether LF line ends must be converted with mailbox_msg_is_crlf(). */
@@ -192,5 +204,38 @@ int mailbox_append_write(struct mailbox_append_ctx *ctx, const void *data,
 int mailbox_append_finish(struct mailbox_append_ctx **ctx,
 			  uint32_t *uid_r, const char **error_r);
 void mailbox_append_abort(struct mailbox_append_ctx **ctx);
+
+/* ---- status (mailbox-status.c) ----
+   STATUS without opening a session view: when the folder's cur/ and new/
+   still have the mtimes of the last scan (moat.index.dirs), the counts
+   come from moat.index alone (header, plus the records for SIZE); else
+   the mailbox is opened and synced once (which also refreshes the index
+   and the stamp for the next call). */
+enum mailbox_status_items {
+	/* Sum of RFC822.SIZE: O(n) over the index records. */
+	MAILBOX_STATUS_SIZE = 0x01,
+};
+
+struct mailbox_status {
+	uint32_t messages, uidnext, uidvalidity;
+	uint32_t unseen, deleted, recent;
+	uint64_t size;             /* only with MAILBOX_STATUS_SIZE */
+	/* Answered from the index alone (for tests and statistics). */
+	bool from_index;
+};
+
+/* Returns 1 and *status_r, 0 if the mailbox does not exist (or is
+   \Noselect, or the name is invalid), -1 on error (*error_r valid until
+   the next call). flags are those of mailbox_open() for the fallback. */
+int mailbox_status_get(const char *root, const char *name,
+		       enum mailbox_open_flags flags,
+		       enum mailbox_status_items items,
+		       struct mailbox_status *status_r, const char **error_r);
+/* The same from an open view (the selected mailbox: its own numbers).
+   Returns 0 or -1. */
+int mailbox_status_from_box(struct mailbox *box,
+			    enum mailbox_status_items items,
+			    struct mailbox_status *status_r,
+			    const char **error_r);
 
 #endif

@@ -184,21 +184,23 @@ static int copy_make_base(struct mailbox *dest, struct copy_item *item)
 int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
 		     uint32_t seq, const char **error_r)
 {
-	i_assert(seq >= 1 && seq <= src->count);
-	struct mailbox_msg *msg = &src->msgs[seq - 1];
+	const struct mailbox_expunged *exp;
+	const struct mail_index_record *rec = mailbox_seq_lookup(src, seq, &exp);
 
-	if (msg->expunged) {
+	if (rec == NULL) {
 		errno = ENOENT;
 		*error_r = "Message was expunged";
 		return -1;
 	}
+	/* copied out: rec is valid only until the source's next sync */
+	uint32_t keywords = rec->keywords;
 	struct copy_item *item = copy_new_item(ctx);
-	item->flags = msg->flags & MAIL_FLAGS_PERMANENT;
+	item->flags = rec->flags & MAIL_FLAGS_PERMANENT;
+	item->vsize = rec->size == 0 ? MAILDIR_SIZE_UNKNOWN : rec->size;
+	item->internal_date = rec->internal_date;
 	item->size = mailbox_msg_phys_size(src, seq);
-	item->vsize = msg->vsize;
-	item->internal_date = msg->internal_date;
 	for (unsigned int i = 0; i < MAILBOX_KEYWORDS_MAX; i++) {
-		const char *name = (msg->keywords & (1U << i)) == 0 ? NULL :
+		const char *name = (keywords & (1U << i)) == 0 ? NULL :
 			maildir_keywords_name(src->keywords, i);
 		if (name != NULL)
 			item->kw_names[item->kw_count++] = p_strdup(ctx->pool, name);
@@ -269,11 +271,14 @@ static void copy_index(struct mailbox_copy_ctx *ctx, uint32_t first_uid)
 
 	struct mail_index_transaction *t =
 		mail_index_transaction_begin(dest->index);
+	/* RFC 8514: a copy's save date is now, not the source's */
+	time_t now = time(NULL);
 	for (unsigned int i = 0; i < ctx->count; i++) {
 		struct copy_item *item = &ctx->items[i];
 		mail_index_append(t, first_uid + i, item->flags, item->keywords,
 			item->vsize == MAILDIR_SIZE_UNKNOWN ? 0 : item->vsize,
 			item->internal_date);
+		mailbox_index_add_savedate(t, first_uid + i, now);
 	}
 	mail_index_update_header(t, 0, first_uid + ctx->count);
 	(void)mailbox_index_commit(dest, &t, &error);

@@ -222,10 +222,12 @@ static void multi_index(struct mailbox_append_multi *ctx, uint32_t first_uid)
 
 	struct mail_index_transaction *t =
 		mail_index_transaction_begin(box->index);
+	time_t now = time(NULL);   /* the save date (RFC 8514) */
 	for (unsigned int i = 0; i < ctx->count; i++) {
 		struct multi_item *item = &ctx->items[i];
 		mail_index_append(t, first_uid + i, item->flags, item->keywords,
 				  item->vsize, item->mtime);
+		mailbox_index_add_savedate(t, first_uid + i, now);
 	}
 	mail_index_update_header(t, 0, first_uid + ctx->count);
 	(void)mailbox_index_commit(box, &t, &error);

@@ -5,6 +5,7 @@
 #include "lib.h"
 #include "log.h"
 #include "mailbox-private.h"
+#include "mail-cache.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -147,6 +148,7 @@ static void append_index(struct mailbox_append_ctx *ctx, uint32_t uid)
 	mail_index_append(t, uid, ctx->flags,
 			  maildir_keywords_from_letters(ctx->kw_letters),
 			  ctx->vsize, ctx->mtime);
+	mailbox_index_add_savedate(t, uid, time(NULL));
 	mail_index_update_header(t, 0, uid + 1);
 	(void)mailbox_index_commit(box, &t, &error);
 }
@@ -217,4 +219,36 @@ int mailbox_append_finish(struct mailbox_append_ctx **_ctx, uint32_t *uid_r,
 		return -1;
 	}
 	return 0;
+}
+
+/* ---- the save date (RFC 8514) ----
+   A cache field written in the same commit as the message's APPEND op
+   (one log record), so every session that sees the message can find it.
+   Being a cache value it may be lost (cache file deleted, garbled or
+   rebuilt); the message then has no save date: FETCH SAVEDATE answers
+   NIL and SEARCH SAVED* use INTERNALDATE (doc/mail-storage.md). */
+
+void mailbox_index_add_savedate(struct mail_index_transaction *t,
+				uint32_t uid, time_t save_date)
+{
+	int64_t value = save_date;
+
+	/* fails only for a bad name or size, which these are not */
+	if (mail_cache_add(t, uid, MAILBOX_CACHE_SAVEDATE, &value,
+			   sizeof(value)) < 0)
+		i_unreached();
+}
+
+int mailbox_msg_savedate(struct mailbox *box, uint32_t seq, time_t *date_r)
+{
+	const void *data;
+	size_t size;
+	int64_t value;
+
+	if (mailbox_msg_cache_lookup(box, seq, MAILBOX_CACHE_SAVEDATE,
+				     &data, &size) <= 0 || size != sizeof(value))
+		return 0;
+	memcpy(&value, data, sizeof(value));
+	*date_r = (time_t)value;
+	return 1;
 }

@@ -230,55 +230,106 @@ static void sync_mark_vanished(struct maildir_uidlist *ul,
 	}
 }
 
-/* ---- index view events ---- */
+/* ---- index view events ----
+   A view sync changes the records under the session. Expunged messages
+   the session saw become pending (keeping their sequence numbers until
+   a sync that may expunge); flag changes are remembered as uids and
+   reported by mailbox_sync(); appends stay hidden until then. */
 
-static void uid_array_add(struct mailbox_uid_array *a, uint32_t uid)
+static void pending_insert(struct mailbox *box, uint32_t uid,
+			   const struct mail_index_record *rec)
 {
-	if (a->count == a->alloc) {
-		a->alloc = a->alloc == 0 ? 64 : a->alloc * 2;
-		a->uids = i_realloc(a->uids, i_mul_size(a->alloc, sizeof(uint32_t)));
+	unsigned int pos = box->pending_count;
+
+	while (pos > 0 && box->pending[pos - 1].uid >= uid) {
+		if (box->pending[pos - 1].uid == uid)
+			return;
+		pos--;
 	}
-	a->uids[a->count++] = uid;
+	if (box->pending_count == box->pending_alloc) {
+		box->pending_alloc = box->pending_alloc == 0 ? 16 :
+			box->pending_alloc * 2;
+		box->pending = i_realloc(box->pending,
+			i_mul_size(box->pending_alloc, sizeof(*box->pending)));
+	}
+	memmove(&box->pending[pos + 1], &box->pending[pos],
+		(box->pending_count - pos) * sizeof(*box->pending));
+	struct mailbox_expunged *e = &box->pending[pos];
+	e->uid = uid;
+	e->flags = rec == NULL ? 0 : rec->flags & MAIL_FLAGS_PERMANENT;
+	e->keywords = rec == NULL ? 0 : rec->keywords;
+	box->pending_count++;
+}
+
+/* Drop the pending expunges that are back in the view (a rebuilt index
+   re-added them), in one pass: a reset may bring back every message. */
+static void pending_compact(struct mailbox *box)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < box->pending_count; i++) {
+		if (mail_index_view_uid_to_seq(box->view,
+					       box->pending[i].uid) == 0)
+			box->pending[n++] = box->pending[i];
+	}
+	box->pending_count = n;
+	box->pending_revived = false;
+}
+
+/* A name guessed before a flag change is stale. */
+static void ev_forget_fname(struct mailbox *box, uint32_t uid)
+{
+	if (box->fnames != NULL &&
+	    box->fnames[uid % MAILBOX_FNAME_CACHE_SIZE].uid == uid)
+		box->fnames[uid % MAILBOX_FNAME_CACHE_SIZE].uid = 0;
 }
 
 static void ev_expunge(void *context, uint32_t seq ATTR_UNUSED, uint32_t uid)
 {
 	struct mailbox *box = context;
 
-	uid_array_add(&box->ev_expunged, uid);
+	ev_forget_fname(box, uid);
+	if (uid >= box->visible_next_uid)
+		return;   /* the session never saw it */
+	/* the record is still in the map during the callback */
+	uint32_t iseq = mail_index_view_uid_to_seq(box->view, uid);
+	pending_insert(box, uid, iseq == 0 ? NULL :
+		       mail_index_view_lookup(box->view, iseq));
 }
 
 static void ev_flags(void *context, uint32_t seq ATTR_UNUSED, uint32_t uid)
 {
 	struct mailbox *box = context;
 
-	uid_array_add(&box->ev_changed, uid);
+	ev_forget_fname(box, uid);
+	if (uid < box->visible_next_uid)
+		uidset_add(&box->ev_changed, uid);
 }
 
 static void ev_appended(void *context, uint32_t seq ATTR_UNUSED, uint32_t uid)
 {
 	struct mailbox *box = context;
 
-	uid_array_add(&box->ev_appended, uid);
-}
-
-static void ev_uidvalidity(void *context, uint32_t uidvalidity ATTR_UNUSED)
-{
-	struct mailbox *box = context;
-
-	box->ev_reset = true;
+	if (uid >= box->visible_next_uid)
+		return;   /* new: shown by the next mailbox_sync() */
+	/* back after a rebuild: the index is the truth */
+	box->pending_revived = true;
+	uidset_add(&box->ev_changed, uid);
 }
 
 static const struct mail_index_sync_callbacks ev_callbacks = {
 	.expunge = ev_expunge,
 	.flags_changed = ev_flags,
 	.appended = ev_appended,
-	.uidvalidity_changed = ev_uidvalidity,
 };
 
 static int index_view_sync(struct mailbox *box, const char **error_r)
 {
-	if (mail_index_view_sync(box->view, &ev_callbacks, box, error_r) < 0) {
+	int ret = mail_index_view_sync(box->view, &ev_callbacks, box, error_r);
+
+	if (box->pending_revived)
+		pending_compact(box);
+	if (ret < 0) {
 		*error_r = mailbox_set_error(box, "index %s: sync failed: %s",
 					     box->path, *error_r);
 		return -1;
@@ -286,168 +337,112 @@ static int index_view_sync(struct mailbox *box, const char **error_r)
 	return 0;
 }
 
-static int uid_cmp(const void *p1, const void *p2)
+int mailbox_view_refresh_own(struct mailbox *box, uint32_t uid,
+			     const char **error_r)
 {
-	const uint32_t *u1 = p1, *u2 = p2;
-
-	return *u1 < *u2 ? -1 : *u1 > *u2 ? 1 : 0;
+	if (index_view_sync(box, error_r) < 0)
+		return -1;
+	/* the caller reports its own change (STORE's FETCH) */
+	uidset_remove(&box->ev_changed, uid);
+	return 0;
 }
 
-/* Index of the first message with uid >= uid (box->count if none). */
-static uint32_t msg_pos(struct mailbox *box, uint32_t uid)
+/* Report the pending expunges: each in the numbering left by the ones
+   before it, i.e. after the visible messages below it. */
+static void events_flush_expunged(struct mailbox *box,
+				  const struct mailbox_sync_callbacks *cb,
+				  void *context)
 {
-	uint32_t lo = 0, hi = box->count;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (box->msgs[mid].uid < uid)
-			lo = mid + 1;
-		else
-			hi = mid;
+	for (unsigned int i = 0; i < box->pending_count; i++) {
+		uint32_t seq = mailbox_visible_below(box, box->pending[i].uid) + 1;
+		if (cb != NULL && cb->expunge != NULL)
+			cb->expunge(context, seq);
 	}
-	return lo;
+	box->pending_count = 0;
 }
 
-static struct mailbox_msg *msg_find(struct mailbox *box, uint32_t uid)
-{
-	uint32_t pos = msg_pos(box, uid);
-
-	return pos < box->count && box->msgs[pos].uid == uid ?
-		&box->msgs[pos] : NULL;
-}
-
-static const struct mail_index_record *
-index_rec(struct mailbox *box, uint32_t uid)
-{
-	uint32_t seq = mail_index_view_uid_to_seq(box->view, uid);
-
-	return seq == 0 ? NULL : mail_index_view_lookup(box->view, seq);
-}
-
-static void events_apply_expunges(struct mailbox *box)
-{
-	struct mailbox_uid_array *a = &box->ev_expunged;
-
-	for (unsigned int i = 0; i < a->count; i++) {
-		struct mailbox_msg *msg = msg_find(box, a->uids[i]);
-		/* a rebuilt index may have re-added it */
-		if (msg == NULL || index_rec(box, a->uids[i]) != NULL)
-			continue;
-		msg->expunged = true;
-		i_free(msg->fname);
-	}
-	a->count = 0;
-}
-
-static void msg_set_from_rec(struct mailbox *box, struct mailbox_msg *msg,
-			     const struct mail_index_record *rec)
-{
-	bool recent = rec->uid >= box->recent_lo && rec->uid < box->recent_hi;
-
-	memset(msg, 0, sizeof(*msg));
-	msg->uid = rec->uid;
-	msg->flags = (rec->flags & MAIL_FLAGS_PERMANENT) |
-		(recent ? MAIL_RECENT : 0);
-	msg->keywords = rec->keywords;
-	msg->size = MAILDIR_SIZE_UNKNOWN;
-	msg->vsize = rec->size == 0 ? MAILDIR_SIZE_UNKNOWN : rec->size;
-	msg->internal_date = rec->internal_date;
-}
-
-static void events_apply_appends(struct mailbox *box)
-{
-	struct mailbox_uid_array *a = &box->ev_appended;
-
-	if (a->count > 1)
-		qsort(a->uids, a->count, sizeof(uint32_t), uid_cmp);
-	mailbox_msgs_reserve(box, box->count + a->count);
-	for (unsigned int i = 0; i < a->count; i++) {
-		const struct mail_index_record *rec = index_rec(box, a->uids[i]);
-		if (rec == NULL)
-			continue;   /* appended and expunged in one sync */
-		uint32_t pos = msg_pos(box, rec->uid);
-		struct mailbox_msg *msg = &box->msgs[pos];
-		if (pos < box->count && msg->uid == rec->uid) {
-			/* back after a rebuild: the index is the truth */
-			i_free(msg->fname);
-			msg_set_from_rec(box, msg, rec);
-			continue;
-		}
-		if (pos < box->count) {
-			memmove(msg + 1, msg,
-				(box->count - pos) * sizeof(*msg));
-		}
-		box->count++;
-		msg_set_from_rec(box, msg, rec);
-	}
-	a->count = 0;
-}
-
-/* Apply the flag changes; returns them as uids in ev_changed (those
-   whose view flags really changed). */
-static void events_apply_flags(struct mailbox *box)
-{
-	struct mailbox_uid_array *a = &box->ev_changed;
-	unsigned int n = 0;
-
-	for (unsigned int i = 0; i < a->count; i++) {
-		struct mailbox_msg *msg = msg_find(box, a->uids[i]);
-		const struct mail_index_record *rec = index_rec(box, a->uids[i]);
-		if (msg == NULL || rec == NULL || msg->expunged)
-			continue;
-		enum mail_flags flags = (rec->flags & MAIL_FLAGS_PERMANENT) |
-			(msg->flags & MAIL_RECENT);
-		if (flags == msg->flags && rec->keywords == msg->keywords)
-			continue;
-		msg->flags = flags;
-		msg->keywords = rec->keywords;
-		/* the name carries the flags: find it again when needed */
-		i_free(msg->fname);
-		a->uids[n++] = a->uids[i];
-	}
-	a->count = n;
-}
-
-/* Expunges that were held back can be reported now. */
-static void view_flush_expunged(struct mailbox *box,
+/* Report the flag changes of visible messages, ascending. */
+static void events_report_flags(struct mailbox *box,
 				const struct mailbox_sync_callbacks *cb,
 				void *context)
 {
-	uint32_t k = 0;
-
-	for (uint32_t i = 0; i < box->count; i++) {
-		if (box->msgs[i].expunged) {
-			i_free(box->msgs[i].fname);
-			if (cb != NULL && cb->expunge != NULL)
-				cb->expunge(context, k + 1);
-			continue;
+	for (unsigned int i = 0; i < box->ev_changed.count; i++) {
+		const struct uidset_range *r = &box->ev_changed.ranges[i];
+		uint32_t first = mail_index_view_uid_to_seq_ge(box->view, r->lo);
+		uint32_t count = mailbox_visible_count(box);
+		for (uint32_t iseq = first; iseq != 0 && iseq <= count; iseq++) {
+			uint32_t uid = mail_index_view_lookup(box->view, iseq)->uid;
+			if (uid > r->hi)
+				break;
+			if (cb != NULL && cb->flags_changed != NULL) {
+				cb->flags_changed(context,
+					mailbox_uid_to_seq_ge(box, uid));
+			}
 		}
-		box->msgs[k++] = box->msgs[i];
 	}
-	box->count = k;
+	uidset_clear(&box->ev_changed);
+}
+
+/* \Recent of the messages that became visible, [old_next, new_next):
+   a SELECT session claims them in the index (the first one to do so
+   owns them); any other session shows those not claimed yet. */
+static void events_recent(struct mailbox *box, uint32_t old_next,
+			  uint32_t new_next)
+{
+	struct mail_index_status status;
+	struct mail_index_commit_result result;
+	const char *error;
+
+	if (new_next <= old_next)
+		return;
+	mail_index_view_get_status(box->view, &status);
+	/* uids start at 1: an empty range is no claim */
+	uint32_t first = MAX(MAX(status.first_recent_uid, old_next), 1);
+	if (first >= new_next)
+		return;
+	if ((box->flags & MAILBOX_OPEN_SELECT) == 0 ||
+	    mailbox_is_readonly(box)) {
+		uidset_add_range(&box->recent, first, new_next - 1);
+		return;
+	}
+	struct mail_index_transaction *t =
+		mail_index_transaction_begin(box->index);
+	mail_index_update_first_recent(t, new_next);
+	/* losing a claim in a crash only shows \Recent once more */
+	if (mail_index_transaction_commit(&t, MAIL_INDEX_FSYNC_NEVER, &result,
+					  &error) < 0) {
+		i_error("index %s: claiming \\Recent failed: %s", box->path,
+			error);
+		return;
+	}
+	first = MAX(result.prev_first_recent_uid, 1);
+	if (first < new_next)
+		uidset_add_range(&box->recent, first, new_next - 1);
+}
+
+/* The uid from which messages are still hidden: all of the view. */
+static uint32_t view_next_uid(struct mailbox *box)
+{
+	struct mail_index_status status;
+	uint32_t count = mail_index_view_count(box->view);
+
+	mail_index_view_get_status(box->view, &status);
+	if (count > 0) {
+		uint32_t last = mail_index_view_lookup(box->view, count)->uid;
+		return MAX(status.next_uid, last + 1);
+	}
+	return MAX(status.next_uid, 1);
 }
 
 static void events_apply(struct mailbox *box, bool allow_expunge,
 			 const struct mailbox_sync_callbacks *cb, void *context)
 {
-	events_apply_expunges(box);
-	events_apply_appends(box);
-	events_apply_flags(box);
-	box->ev_reset = false;
 	if (allow_expunge)
-		view_flush_expunged(box, cb, context);
-	struct mailbox_uid_array *a = &box->ev_changed;
-	if (a->count > 1)
-		qsort(a->uids, a->count, sizeof(uint32_t), uid_cmp);
-	for (unsigned int i = 0; i < a->count; i++) {
-		if (i > 0 && a->uids[i] == a->uids[i - 1])
-			continue;
-		uint32_t pos = msg_pos(box, a->uids[i]);
-		if (pos < box->count && box->msgs[pos].uid == a->uids[i] &&
-		    cb != NULL && cb->flags_changed != NULL)
-			cb->flags_changed(context, pos + 1);
-	}
-	a->count = 0;
+		events_flush_expunged(box, cb, context);
+	events_report_flags(box, cb, context);
+	uint32_t old_next = box->visible_next_uid;
+	box->visible_next_uid = view_next_uid(box);
+	events_recent(box, old_next, box->visible_next_uid);
 }
 
 int mailbox_index_catch_up(struct mailbox *box, bool allow_expunge,
@@ -492,9 +487,14 @@ static bool sync_stat_file(struct mailbox *box, const char *fname,
 		(int)sizeof(path) && stat(path, st_r) == 0;
 }
 
+/* new_mail: the file is new to the mailbox (not a rebuild of a lost
+   index), so it gets a save date: its ctime, when it was renamed into
+   cur/ (by us from new/, or by another Maildir writer). Rebuilt
+   messages get none: RFC 8514 wants the real one or nothing. */
 static void sync_index_append(struct mailbox *box,
 			      struct mail_index_transaction *t,
-			      const struct maildir_uidlist_rec *rec)
+			      const struct maildir_uidlist_rec *rec,
+			      bool new_mail)
 {
 	enum mail_flags flags;
 	uint32_t keywords;
@@ -506,15 +506,19 @@ static void sync_index_append(struct mailbox *box,
 	mail_index_append(t, rec->uid, flags, keywords,
 			  rec->vsize == MAILDIR_SIZE_UNKNOWN ? 0 : rec->vsize,
 			  (int64_t)st.st_mtime);
+	if (new_mail)
+		mailbox_index_add_savedate(t, rec->uid, st.st_ctime);
 }
 
 /* Walk the uidlist and the index (both ascending uid) and queue the
    differences. Sets *lost_r if a file the index lost (a uid below its
-   next_uid) exists: appending it is impossible, the caller rebuilds. */
+   next_uid) exists: appending it is impossible, the caller rebuilds.
+   Appends of uids >= new_from are new mail (get a save date). */
 static unsigned int sync_index_fill(struct mailbox *box,
 				    struct mail_index_transaction *t,
 				    uint32_t index_next_uid,
-				    uint32_t scan_next_uid, bool *lost_r)
+				    uint32_t scan_next_uid, uint32_t new_from,
+				    bool *lost_r)
 {
 	struct maildir_uidlist *ul = box->uidlist;
 	unsigned int rcount = maildir_uidlist_count(ul), i = 0, changes = 0;
@@ -539,7 +543,7 @@ static unsigned int sync_index_fill(struct mailbox *box,
 					*lost_r = true;
 				continue;
 			}
-			sync_index_append(box, t, r);
+			sync_index_append(box, t, r, r->uid >= new_from);
 			changes++;
 		} else {
 			i++; j++;
@@ -585,12 +589,16 @@ static int sync_index_reset(struct mailbox *box, const char **error_r)
 }
 
 /* Locked (uidlist): commit what the scan found that the index does not
-   have, as one transaction. */
+   have, as one transaction. first_new_uid: the first uid this scan gave
+   out (those files are new mail even when the index is rebuilt). */
 static int sync_index(struct mailbox *box, uint32_t scan_next_uid,
-		      const char **error_r)
+		      uint32_t first_new_uid, const char **error_r)
 {
 	struct maildir_uidlist *ul = box->uidlist;
 	struct mail_index_status status;
+	/* uids from here on are new mail; a rebuild lowers it to only
+	   what this scan found (older save dates are unknown) */
+	uint32_t new_from = 0;
 
 	if (index_view_sync(box, error_r) < 0)
 		return -1;
@@ -599,24 +607,28 @@ static int sync_index(struct mailbox *box, uint32_t scan_next_uid,
 		if (sync_index_reset(box, error_r) < 0)
 			return -1;
 		mail_index_view_get_status(box->view, &status);
+		new_from = first_new_uid;
 	} else if (status.messages_count == 0 &&
 		   status.next_uid < scan_next_uid &&
 		   maildir_uidlist_count(ul) > 0) {
 		/* deleted with its log (a healthy index is never behind) */
 		i_warning("%s: index is missing, rebuilding it from the Maildir",
 			  box->path);
+		new_from = first_new_uid;
 	}
 	for (unsigned int attempt = 0;; attempt++) {
 		struct mail_index_transaction *t =
 			mail_index_transaction_begin(box->index);
 		bool lost = false;
 		unsigned int changes = sync_index_fill(box, t, status.next_uid,
-						       scan_next_uid, &lost);
+						       scan_next_uid, new_from,
+						       &lost);
 		if (lost && attempt == 0) {
 			mail_index_transaction_rollback(&t);
 			if (sync_index_reset(box, error_r) < 0)
 				return -1;
 			mail_index_view_get_status(box->view, &status);
+			new_from = first_new_uid;
 			continue;
 		}
 		uint32_t next_uid = maildir_uidlist_get_next_uid(ul);
@@ -655,42 +667,28 @@ static int sync_uidlist(struct sync_ctx *ctx, const char **error_r)
 		maildir_uidlist_raise_next_uid(ul, status.next_uid);
 	ctx->first_new_uid = maildir_uidlist_get_next_uid(ul);
 	(void)sync_match(ctx, true);
-	ctx->box->recent_lo = ctx->first_new_uid;
-	ctx->box->recent_hi = maildir_uidlist_get_next_uid(ul);
 	sync_mark_vanished(ul, ctx->scan_next_uid);
 	int ret = 0;
 	if (maildir_uidlist_is_dirty(ul))
 		ret = maildir_uidlist_write(ul, error_r);
 	if (ret == 0)
-		ret = sync_index(ctx->box, ctx->scan_next_uid, error_r);
+		ret = sync_index(ctx->box, ctx->scan_next_uid,
+				 ctx->first_new_uid, error_r);
 	maildir_uidlist_unlock(ul);
 	return ret;
 }
 
-/* Give the view the names the scan found (they carry the flags), then
-   forget them in the uidlist: they point into the scan's entries. */
-static void sync_take_fnames(struct mailbox *box)
+/* The scan is done: the records point into its entries, and a session
+   needs no uidlist in memory (names are looked up by uid when a file is
+   opened: maildir-uidlist-lookup.h). Dropping it keeps a big mailbox's
+   session small; the next scan or save reads it again. */
+static void sync_drop_uidlist(struct mailbox *box)
 {
-	struct maildir_uidlist *ul = box->uidlist;
-	unsigned int rcount = maildir_uidlist_count(ul), j = 0;
-
-	for (uint32_t i = 0; i < box->count; i++) {
-		struct mailbox_msg *msg = &box->msgs[i];
-		while (j < rcount && maildir_uidlist_get(ul, j)->uid < msg->uid)
-			j++;
-		if (j == rcount)
-			break;
-		struct maildir_uidlist_rec *rec = maildir_uidlist_get(ul, j);
-		if (rec->uid != msg->uid || !rec_present(rec) || msg->expunged)
-			continue;
-		if (msg->fname == NULL || strcmp(msg->fname, rec->fname) != 0) {
-			i_free(msg->fname);
-			msg->fname = i_strdup(rec->fname);
-		}
-		msg->size = rec->size;
-	}
-	for (j = 0; j < rcount; j++)
-		maildir_uidlist_get(ul, j)->fname = NULL;
+	if (maildir_uidlist_is_locked(box->uidlist))
+		return;
+	maildir_uidlist_deinit(&box->uidlist);
+	box->uidlist = maildir_uidlist_init(box->path,
+		(box->flags & MAILBOX_OPEN_NO_FSYNC) == 0);
 }
 
 /* Whether the directories changed since the last scan. Records the new
@@ -796,7 +794,7 @@ int mailbox_sync(struct mailbox *box, bool allow_expunge,
 	/* the changes seen so far are reported even if the scan failed */
 	events_apply(box, allow_expunge, callbacks, context);
 	if (scanned)
-		sync_take_fnames(box);
+		sync_drop_uidlist(box);
 	sync_entries_free(&ctx);
 	i_free(ctx.entries);
 	return ret;

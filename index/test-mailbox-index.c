@@ -139,16 +139,16 @@ static void test_reopen_from_index(void)
 
 	make_mailbox(root);
 	/* first open: scans and builds the index */
-	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC,
-				     &box, &error), 1);
+	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC |
+				     MAILBOX_OPEN_SELECT, &box, &error), 1);
 	check_mailbox(box, true);
 	test_assert_int(mailbox_get_recent_count(box), TEST_MSGS);
 	mailbox_close(&box);
 
 	/* second open: from the index only */
 	tamper_files(root);
-	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC,
-				     &box, &error), 1);
+	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC |
+				     MAILBOX_OPEN_SELECT, &box, &error), 1);
 	check_mailbox(box, false);
 	test_assert_int(mailbox_get_recent_count(box), 0);
 	test_assert_int(mailbox_get_next_uid(box), TEST_MSGS + 1);
@@ -202,8 +202,8 @@ static void test_external_changes(void)
 	char path[1024];
 
 	make_mailbox(root);
-	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC,
-				     &box, &error), 1);
+	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC |
+				     MAILBOX_OPEN_SELECT, &box, &error), 1);
 	test_assert_int(mailbox_get_count(box), TEST_MSGS);
 	/* another Maildir client: a flag rename, a removal, a delivery */
 	external_rename(root, "100.test:2,F", "100.test:2,FRS");

@@ -45,6 +45,10 @@ static const char *const ssl_values[] = { "no", "yes", "required", NULL };
 static const char *const ssl_protocol_values[] = {
 	"TLSv1.2", "TLSv1.3", NULL
 };
+/* In the order of enum moat_ssl_cert_username_field. */
+static const char *const ssl_cert_username_values[] = {
+	"commonName", "emailAddress", "x500UniqueIdentifier", NULL
+};
 
 #define GLOBAL(n, t, d, ...) { .name = #n, .type = (t), \
 	.offset = offsetof(struct moat_settings, n), .default_value = (d), \
@@ -77,6 +81,9 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(imap_max_literal_size, SET_SIZE, "64k", .min = 1),
 	GLOBAL(imap_max_append_size, SET_SIZE, "64M", .min = 1),
 	GLOBAL(imap_max_bad_commands, SET_UINT, "20", .min = 1),
+	/* mbsync and offlineimap keep a few dozen commands in flight */
+	GLOBAL(imap_max_pipelined_commands, SET_UINT, "50", .min = 1,
+	       .max = 100000),
 	GLOBAL(imap_idle_timeout, SET_TIME, "30 mins", .min = 60),
 	GLOBAL(imap_process_linger, SET_TIME, "30 secs"),
 	GLOBAL(login_timeout, SET_TIME, "60 secs", .min = 1),
@@ -103,6 +110,8 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(ssl_cipher_list, SET_STRING, ""),
 	GLOBAL(ssl_cipher_suites, SET_STRING, ""),
 	GLOBAL(ssl_prefer_server_ciphers, SET_BOOL, "no"),
+	GLOBAL(ssl_cert_username_field, SET_ENUM, "commonName",
+	       .enum_values = ssl_cert_username_values),
 };
 
 #define SERVICE(n, t, ...) { .name = #n, .type = (t), \
@@ -233,7 +242,7 @@ static int check_mechanisms(pool_t pool, const char *value,
 	static const char *const mechanisms[] = {
 		"plain", "login", "scram-sha-1", "scram-sha-1-plus",
 		"scram-sha-256", "scram-sha-256-plus", "cram-md5",
-		"oauthbearer", "xoauth2", NULL
+		"oauthbearer", "xoauth2", "external", NULL
 	};
 	return check_words(pool, value, mechanisms, error_r);
 }

@@ -30,6 +30,13 @@ enum moat_ssl_protocol {
 	MOAT_SSL_TLSV1_3,
 };
 
+/* The client certificate subject field that names the user (EXTERNAL). */
+enum moat_ssl_cert_username_field {
+	MOAT_SSL_CERT_USERNAME_COMMONNAME = 0,
+	MOAT_SSL_CERT_USERNAME_EMAILADDRESS,
+	MOAT_SSL_CERT_USERNAME_X500UNIQUEIDENTIFIER,
+};
+
 struct moat_listener_settings {
 	const char *name;          /* "imap", "imaps" */
 	const char *address;       /* "127.0.0.1", "*", "::" */
@@ -87,6 +94,10 @@ struct moat_settings {
 	uint64_t imap_max_literal_size;
 	uint64_t imap_max_append_size;
 	unsigned int imap_max_bad_commands;
+	/* Commands answered while the client has not read the replies
+	   (they wait in the output buffer); then input is not read until
+	   it does: pipelined commands wait in the socket. */
+	unsigned int imap_max_pipelined_commands;
 	unsigned int imap_idle_timeout;     /* seconds without a command */
 	unsigned int imap_process_linger;   /* seconds after the last connection */
 
@@ -121,6 +132,7 @@ struct moat_settings {
 	const char *ssl_cipher_list;        /* TLS 1.2; "" = OpenSSL's default */
 	const char *ssl_cipher_suites;      /* TLS 1.3; "" = OpenSSL's default */
 	bool ssl_prefer_server_ciphers;
+	enum moat_ssl_cert_username_field ssl_cert_username_field;
 
 	struct moat_service_settings *services;
 	unsigned int service_count;

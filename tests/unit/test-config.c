@@ -100,6 +100,7 @@ static void test_defaults(void)
 	test_assert_int(set->imap_max_literal_size, 64 * 1024);
 	test_assert_int(set->imap_max_append_size, 64 * 1024 * 1024);
 	test_assert_int(set->imap_max_bad_commands, 20);
+	test_assert_int(set->imap_max_pipelined_commands, 50);
 	test_assert_int(set->imap_idle_timeout, 30 * 60);
 	test_assert_int(set->imap_process_linger, 30);
 	test_assert_int(set->login_timeout, 60);
@@ -275,6 +276,10 @@ static void test_bad_values(void)
 	assert_error("badmaxauth.conf", "imap_max_auth_attempts = 0\n", 1, "");
 	assert_error("bad12.conf", "imap_max_bad_commands = 0\n", 1,
 		     "at least 1");
+	assert_error("badpipe1.conf", "imap_max_pipelined_commands = 0\n", 1,
+		     "at least 1");
+	assert_error("badpipe2.conf", "imap_max_pipelined_commands = 100001\n",
+		     1, "at most 100000");
 	assert_error("bad13.conf", "auth_mechanisms = plain gssapi\n", 1,
 		     "gssapi");
 	/* a whole-file check has no line */

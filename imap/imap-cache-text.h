@@ -1,0 +1,33 @@
+#ifndef IMAP_CACHE_TEXT_H
+#define IMAP_CACHE_TEXT_H
+/* The stored form of the IMAP texts FETCH keeps in the mail cache
+   (ENVELOPE, BODY, BODYSTRUCTURE). They are mostly IMAP syntax and
+   repeated addresses, so raw deflate primed with a dictionary of that
+   syntax stores them in about half (ENVELOPE) or a quarter
+   (BODYSTRUCTURE) of their size: index + cache stays under 500 bytes a
+   message on a real mailing list.
+
+   Layout: one tag byte, 'T' = the text follows as is; 'Z' = the text's
+   length (LEB128, at most IMAP_CACHE_TEXT_MAX), then raw deflate data
+   made with dictionary 1 (imap-cache-text.c; never changed: a new
+   dictionary needs a new tag). Unpacking validates everything: garbled
+   data is a miss, never a crash or an oversized buffer. */
+
+#include "buffer.h"
+
+#include <stddef.h>
+
+/* Texts longer than this are not cached (only a hostile message has
+   one); it also bounds what unpacking may produce. */
+#define IMAP_CACHE_TEXT_MAX (1024 * 1024)
+/* Texts shorter than this are stored as they are. */
+#define IMAP_CACHE_TEXT_MIN_PACK 16
+
+/* Replace out's contents with the stored form of text. Returns 0, or -1
+   if text is too long to cache (or out too small). */
+int imap_cache_text_pack(const void *text, size_t len, buffer_t *out);
+/* Append the text stored in data to out. Returns 0, or -1 if data is not
+   a valid stored form (or out too small); out is unchanged then. */
+int imap_cache_text_unpack(const void *data, size_t size, buffer_t *out);
+
+#endif

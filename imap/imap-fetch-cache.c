@@ -1,0 +1,104 @@
+/* FETCH texts through the mail cache (imap-fetch-cache.h). */
+#include "imap-common.h"
+#include "imap-fetch-cache.h"
+#include "imap-cache-text.h"
+#include "imap-envelope.h"
+#include "imap-bodystructure.h"
+
+/* Cache field names (mail-cache.h: short identifiers). */
+static const char *const msg_text_fields[IMAP_MSG_TEXT_COUNT] = {
+	[IMAP_MSG_TEXT_ENVELOPE] = "imap.envelope",
+	[IMAP_MSG_TEXT_BODY] = "imap.body",
+	[IMAP_MSG_TEXT_BODYSTRUCTURE] = "imap.bodystructure",
+};
+/* The stored form of a text: its tag and length add a few bytes. */
+#define PACKED_MAX (IMAP_CACHE_TEXT_MAX + 16)
+
+struct imap_fetch_counters imap_fetch_counters;
+
+int imap_fetch_msg_open(struct mailbox *box, uint32_t seq,
+			const char **error_r)
+{
+	imap_fetch_counters.files_opened++;
+	return mailbox_msg_open(box, seq, error_r);
+}
+
+static bool msg_text_lookup(struct mailbox *box, uint32_t seq,
+			    enum imap_msg_text which, buffer_t *out)
+{
+	const void *data;
+	size_t size;
+
+	if (mailbox_msg_cache_lookup(box, seq, msg_text_fields[which],
+				     &data, &size) <= 0)
+		return false;
+	/* garbled or too big for out: compute it again */
+	return imap_cache_text_unpack(data, size, out) == 0;
+}
+
+static void msg_text_write(const struct imap_msg_structure *ms,
+			   enum imap_msg_text which, buffer_t *out)
+{
+	switch (which) {
+	case IMAP_MSG_TEXT_ENVELOPE:
+		imap_envelope_write(ms->pool, ms->root, out);
+		return;
+	case IMAP_MSG_TEXT_BODY:
+	case IMAP_MSG_TEXT_BODYSTRUCTURE:
+		imap_bodystructure_write(ms->pool, ms->root, out,
+					 which == IMAP_MSG_TEXT_BODYSTRUCTURE);
+		return;
+	}
+	i_unreached();
+}
+
+/* Queue text (out from old_used on) for the cache. Only a cache:
+   failures cost a parse next time. */
+static void msg_text_cache_add(struct imap_msg_structure *ms,
+			       struct mailbox *box, uint32_t seq,
+			       enum imap_msg_text which, const buffer_t *out,
+			       size_t old_used)
+{
+	buffer_t packed;
+	const char *error;
+
+	buffer_init(&packed, PACKED_MAX);
+	if (imap_cache_text_pack(out->data + old_used, out->used - old_used,
+				 &packed) == 0 &&
+	    mailbox_msg_cache_add(box, seq, msg_text_fields[which],
+				  packed.data, packed.used, &error) == 0)
+		ms->cache_pending++;
+	buffer_free(&packed);
+	if (ms->cache_pending >= IMAP_FETCH_CACHE_FLUSH_TEXTS)
+		imap_fetch_cache_flush(ms, box);
+}
+
+int imap_msg_text_get(struct imap_msg_structure *ms, struct mailbox *box,
+		      uint32_t seq, enum imap_msg_text which, buffer_t *out,
+		      const char **error_r)
+{
+	size_t old_used = out->used;
+
+	if (msg_text_lookup(box, seq, which, out)) {
+		imap_fetch_counters.text_hits++;
+		return 0;
+	}
+	if (imap_msg_structure_get(ms, box, seq, error_r) < 0)
+		return -1;
+	imap_fetch_counters.text_misses++;
+	msg_text_write(ms, which, out);
+	msg_text_cache_add(ms, box, seq, which, out, old_used);
+	return 0;
+}
+
+void imap_fetch_cache_flush(struct imap_msg_structure *ms,
+			    struct mailbox *box)
+{
+	const char *error;
+
+	if (ms->cache_pending == 0)
+		return;
+	ms->cache_pending = 0;
+	if (mailbox_cache_flush(box, &error) < 0)
+		i_error("FETCH: writing the cache failed: %s", error);
+}

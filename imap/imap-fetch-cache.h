@@ -1,0 +1,52 @@
+#ifndef IMAP_FETCH_CACHE_H
+#define IMAP_FETCH_CACHE_H
+/* ENVELOPE, BODY and BODYSTRUCTURE of a message for FETCH: from the mail
+   cache (mailbox_msg_cache_lookup) once some session computed them, else
+   written from the parsed message (imap_msg_structure_get) and added to
+   the cache, so a later FETCH of them opens no message file.
+
+   What is cached is what clients fetch, when they first fetch it (as
+   Dovecot decides): APPEND, COPY and delivery do not parse for the cache,
+   so a server whose clients never ask for BODYSTRUCTURE stores none.
+   Sections (BODY[1.2], BINARY[...]) read the file anyway and still parse
+   it on demand. */
+
+#include "imap-fetch-body.h"
+
+enum imap_msg_text {
+	IMAP_MSG_TEXT_ENVELOPE,
+	IMAP_MSG_TEXT_BODY,          /* BODY: BODYSTRUCTURE without extensions */
+	IMAP_MSG_TEXT_BODYSTRUCTURE,
+};
+#define IMAP_MSG_TEXT_COUNT 3
+
+/* Cache values queued before they are written (bounds the memory of a
+   FETCH 1:* that fills the cache of a big mailbox). */
+#define IMAP_FETCH_CACHE_FLUSH_TEXTS 1000
+
+/* Process-wide counts, for the FETCH debug line (log_debug) that tests
+   and bench/big-mailbox.sh read. */
+struct imap_fetch_counters {
+	uint64_t files_opened;   /* message files opened by FETCH */
+	uint64_t text_hits;      /* texts served from the cache */
+	uint64_t text_misses;    /* texts written from a parsed message */
+};
+extern struct imap_fetch_counters imap_fetch_counters;
+
+/* mailbox_msg_open(), counted in imap_fetch_counters.files_opened. */
+int imap_fetch_msg_open(struct mailbox *box, uint32_t seq,
+			const char **error_r);
+
+/* Append text `which` of seq to out: from the cache, or from ms (the
+   message is parsed unless ms holds it already) and queued for the
+   cache. Returns 0, or -1 with *error_r (errno ENOENT: the message
+   vanished). A text that does not fit out is cut, as the writers do. */
+int imap_msg_text_get(struct imap_msg_structure *ms, struct mailbox *box,
+		      uint32_t seq, enum imap_msg_text which, buffer_t *out,
+		      const char **error_r);
+
+/* Write the cache values ms queued (end of FETCH). */
+void imap_fetch_cache_flush(struct imap_msg_structure *ms,
+			    struct mailbox *box);
+
+#endif

@@ -1,0 +1,192 @@
+"""ENVELOPE, BODY and BODYSTRUCTURE from the mail cache (imap/imap-fetch-cache.c).
+
+The first FETCH of these items parses the message files and caches the
+answers; later FETCHes (any session, any process of the user) answer from
+moat.index.cache without opening a message file. Proved two ways: the
+message files are made unreadable after the first FETCH (the imap process
+runs as the mail user, so mode 000 stops it even when the test runs as
+root) and the answers stay the same while BODY[] fails; and the imap
+process's debug line counts the files each FETCH opened.
+A garbled cache costs parsing, never a wrong answer."""
+
+import os
+import re
+
+import pytest
+
+from moatserver import wait_for
+
+MULTIPART = (b"From: =?ISO-8859-1?Q?Ren=E9e?= <renee@example.org>\r\n"
+             b"To: a@example.org, \"Bob B\" <bob@example.org>\r\n"
+             b"Cc: list@example.org\r\n"
+             b"Subject: multipart %d\r\n"
+             b"Date: Mon, 29 Apr 2019 08:41:45 +1000\r\n"
+             b"Message-ID: <mp%d@example.org>\r\n"
+             b"MIME-Version: 1.0\r\n"
+             b"Content-Type: multipart/mixed; boundary=\"XX\"\r\n\r\n"
+             b"preamble\r\n--XX\r\n"
+             b"Content-Type: text/plain; charset=utf-8\r\n"
+             b"Content-Transfer-Encoding: quoted-printable\r\n\r\n"
+             b"Gr=C3=BC=C3=9Fe part one\r\n--XX\r\n"
+             b"Content-Type: message/rfc822\r\n\r\n"
+             b"From: inner@example.org\r\nSubject: inner\r\n\r\n"
+             b"inner body\r\n--XX\r\n"
+             b"Content-Type: application/octet-stream; name=\"a.bin\"\r\n"
+             b"Content-Transfer-Encoding: base64\r\n"
+             b"Content-Disposition: attachment; filename=\"a.bin\"\r\n\r\n"
+             b"AAECAwQ=\r\n--XX--\r\n")
+PLAIN = (b"From: Plain Sender <plain@example.org>\r\n"
+         b"To: someone@example.org\r\n"
+         b"Subject: plain %d \xc3\xa9 8-bit\r\n"
+         b"In-Reply-To: <mp%d@example.org>\r\n\r\n"
+         b"plain body line\r\n")
+N_MESSAGES = 12
+ITEMS = "(UID FLAGS INTERNALDATE ENVELOPE BODY BODYSTRUCTURE)"
+DEBUG_RE = re.compile(r"FETCH: (\d+) messages, (\d+) message files opened, "
+                      r"(\d+) texts from the cache, (\d+) parsed")
+
+
+def message(i):
+    template = MULTIPART if i % 2 else PLAIN
+    return template % (i, i)
+
+
+def fill(server):
+    c = server.login()
+    for i in range(N_MESSAGES):
+        r = c.append("INBOX", message(i))
+        assert r.ok, r
+    # the first SELECT takes \Recent (RFC 3501 2.3.2): later sessions
+    # then answer the same FLAGS
+    assert c.command("SELECT INBOX").ok and c.command("CLOSE").ok
+    return c
+
+
+def fetch_all(c, items=ITEMS):
+    r = c.command(f"FETCH 1:* {items}")
+    assert r.ok, r
+    assert len(r.untagged) == N_MESSAGES, r
+    return r.untagged
+
+
+def message_files(server):
+    cur = server.maildir("testuser1") / "cur"
+    return [cur / name for name in os.listdir(cur)]
+
+
+def set_mode(server, mode):
+    for path in message_files(server):
+        os.chmod(path, mode)
+
+
+def debug_lines(server, count):
+    """The first count FETCH debug lines as (messages, files opened, texts
+    from the cache, texts parsed); the log arrives through master."""
+    def lines():
+        text = server.log_path.read_text(errors="replace")
+        found = [tuple(int(x) for x in m.groups())
+                 for m in DEBUG_RE.finditer(text)]
+        return found if len(found) >= count else None
+    found = wait_for(lines, 5.0)
+    assert found, "missing FETCH debug lines:\n" + server.logs()
+    return found
+
+
+@pytest.mark.moat_settings(log_debug="yes")
+def test_second_fetch_opens_no_file(moat_server):
+    c = fill(moat_server)
+    assert c.command("SELECT INBOX").ok
+    first = fetch_all(c)
+    assert len(message_files(moat_server)) == N_MESSAGES
+    set_mode(moat_server, 0)
+    try:
+        # the same session, and a new one (a later command of the process)
+        second = fetch_all(c)
+        assert second == first
+        c2 = moat_server.login()
+        assert c2.command("EXAMINE INBOX").ok
+        assert fetch_all(c2) == first
+        # each item alone, and in another order
+        env = fetch_all(c2, "(ENVELOPE)")
+        assert [re.sub(rb"^\* \d+ FETCH \(", b"", x)[:9] for x in env] == \
+            [b"ENVELOPE "] * N_MESSAGES
+        fetch_all(c2, "(BODYSTRUCTURE ENVELOPE BODY)")
+        # proof that the files really are unreadable to the server
+        r = c2.command("FETCH 1 BODY.PEEK[]")
+        assert b"plain body line" not in b"".join(r.untagged)
+    finally:
+        set_mode(moat_server, 0o600)
+    stats = debug_lines(moat_server, 6)
+    # (messages, files opened, from the cache, parsed)
+    assert stats[0] == (N_MESSAGES, N_MESSAGES, 0, 3 * N_MESSAGES)
+    for s in stats[1:5]:
+        assert s[1] == 0 and s[3] == 0 and s[2] > 0, stats
+    # after the chmod back, BODY[] works again
+    r = c.command("FETCH 1 BODY.PEEK[TEXT]")
+    assert r.ok and b"plain body line" in b"".join(r.untagged)
+
+
+@pytest.mark.moat_settings(log_debug="yes")
+def test_only_fetched_items_are_cached(moat_server):
+    c = fill(moat_server)
+    assert c.command("SELECT INBOX").ok
+    fetch_all(c, "(ENVELOPE)")
+    fetch_all(c, "(ENVELOPE BODYSTRUCTURE)")
+    stats = debug_lines(moat_server, 2)
+    # BODYSTRUCTURE was not cached by the first FETCH: parsed now
+    assert stats[0][1:] == (N_MESSAGES, 0, N_MESSAGES)
+    assert stats[1][1:] == (N_MESSAGES, N_MESSAGES, N_MESSAGES)
+    # sections still parse the file (their offsets are not cached)
+    r = c.command("FETCH 2 (BODY.PEEK[1] BODY.PEEK[2.HEADER] ENVELOPE)")
+    assert r.ok and b"part one" in b"".join(r.untagged)
+    # one parse, one open per section; the ENVELOPE came from the cache
+    assert debug_lines(moat_server, 3)[2][1:] == (3, 1, 0)
+
+
+def test_cache_survives_expunge_and_restart(moat_server):
+    c = fill(moat_server)
+    assert c.command("SELECT INBOX").ok
+    first = fetch_all(c)
+    assert c.command("STORE 1,5 +FLAGS.SILENT (\\Deleted)").ok
+    assert c.command("EXPUNGE").ok
+    c.command("LOGOUT")
+    moat_server.close_clients()
+    set_mode(moat_server, 0)
+    try:
+        c = moat_server.login()
+        assert c.command("SELECT INBOX").ok
+        r = c.command(f"FETCH 1:* {ITEMS}")
+        assert r.ok
+    finally:
+        set_mode(moat_server, 0o600)
+    # sequence numbers moved down; the answers by UID did not change
+    def by_uid(lines):
+        return {re.search(rb"UID (\d+)", x).group(1):
+                re.sub(rb"^\* \d+ FETCH ", b"", x) for x in lines}
+    expected = by_uid(first)
+    del expected[b"1"], expected[b"5"]
+    assert by_uid(r.untagged) == expected
+
+
+def test_garbled_cache_is_a_miss(moat_server):
+    c = fill(moat_server)
+    assert c.command("SELECT INBOX").ok
+    first = fetch_all(c)
+    c.command("LOGOUT")
+    moat_server.close_clients()
+    cache = moat_server.maildir("testuser1") / "moat.index.cache"
+    data = bytearray(cache.read_bytes())
+    assert len(data) > 2072
+    # every record byte flipped: every lookup fails its checks
+    for i in range(2072, len(data)):
+        data[i] ^= 0x55
+    cache.write_bytes(bytes(data))
+    c = moat_server.login()
+    assert c.command("SELECT INBOX").ok
+    assert fetch_all(c) == first
+    # and the answers were cached again
+    set_mode(moat_server, 0)
+    try:
+        assert fetch_all(c) == first
+    finally:
+        set_mode(moat_server, 0o600)

@@ -1,0 +1,119 @@
+/* Unit tests for imap/imap-cache-text.c: round trips of ENVELOPE-like
+   texts, the size gain, the limits, and that garbled stored data (every
+   truncation, every single-byte change) is refused or at worst unpacks to
+   a bounded other text, never a crash. */
+#include "test-common.h"
+#include "imap-cache-text.h"
+#include "buffer.h"
+
+#include <string.h>
+
+static const char envelope[] =
+	"(\"Mon, 29 Apr 2019 08:41:45 +1000\" \"Re: [PATCH] xfs: add missing "
+	"error check in xfs_prepare_shift()\" ((\"Dave Chinner\" NIL \"david\" "
+	"\"fromorbit.com\")) ((NIL NIL \"linux-xfs-owner\" \"vger.kernel.org\")) "
+	"((\"Dave Chinner\" NIL \"david\" \"fromorbit.com\")) ((\"Brian Foster\" "
+	"NIL \"bfoster\" \"redhat.com\")) ((NIL NIL \"linux-xfs\" "
+	"\"vger.kernel.org\")) NIL \"<20190426120633.36420-1-bfoster@redhat.com>\" "
+	"\"<20190428224145.GG29573@dread.disaster.area>\")";
+static const char bodystructure[] =
+	"(\"text\" \"plain\" (\"charset\" \"us-ascii\") NIL NIL \"7bit\" 1234 "
+	"31 NIL NIL NIL NIL)";
+
+static void round_trip(const char *text, size_t len, size_t *packed_r)
+{
+	buffer_t packed, out;
+
+	buffer_init(&packed, IMAP_CACHE_TEXT_MAX + 16);
+	buffer_init(&out, IMAP_CACHE_TEXT_MAX + 16);
+	test_assert(buffer_append_str(&out, "prefix ") == 0);
+	test_assert(imap_cache_text_pack(text, len, &packed) == 0);
+	test_assert(imap_cache_text_unpack(packed.data, packed.used, &out) == 0);
+	test_assert(out.used == len + 7);
+	test_assert(memcmp(out.data, "prefix ", 7) == 0);
+	test_assert(memcmp(out.data + 7, text, len) == 0);
+	*packed_r = packed.used;
+	buffer_free(&packed);
+	buffer_free(&out);
+}
+
+static void test_round_trip(void)
+{
+	size_t packed;
+
+	round_trip(envelope, strlen(envelope), &packed);
+	/* the dictionary pays: well under two thirds */
+	test_assert(packed < strlen(envelope) * 2 / 3);
+	round_trip(bodystructure, strlen(bodystructure), &packed);
+	test_assert(packed < strlen(bodystructure) / 2);
+	round_trip("", 0, &packed);
+	test_assert_int(packed, 1);
+	round_trip("NIL", 3, &packed);
+	test_assert_int(packed, 4);
+	/* binary bytes (literals in an ENVELOPE) and a NUL */
+	static const char binary[] = "{5}\r\n\xff\x00\x80" "ab plus more text";
+	round_trip(binary, sizeof(binary) - 1, &packed);
+}
+
+static void test_limits(void)
+{
+	buffer_t packed, out;
+	char *big = i_malloc(IMAP_CACHE_TEXT_MAX + 1);
+	size_t packed_size;
+
+	/* incompressible-ish text of exactly the maximum */
+	for (size_t i = 0; i < IMAP_CACHE_TEXT_MAX + 1; i++)
+		big[i] = (char)('a' + (i * 7919 + i / 13) % 26);
+	round_trip(big, IMAP_CACHE_TEXT_MAX, &packed_size);
+	buffer_init(&packed, IMAP_CACHE_TEXT_MAX + 16);
+	test_assert(imap_cache_text_pack(big, IMAP_CACHE_TEXT_MAX + 1,
+					 &packed) == -1);
+	/* an output buffer too small for the text: refused, unchanged */
+	test_assert(imap_cache_text_pack(envelope, strlen(envelope),
+					 &packed) == 0);
+	buffer_init(&out, 32);
+	test_assert(buffer_append_str(&out, "keep") == 0);
+	test_assert(imap_cache_text_unpack(packed.data, packed.used,
+					   &out) == -1);
+	test_assert(out.used == 4 && strcmp(out.data, "keep") == 0);
+	buffer_free(&out);
+	buffer_free(&packed);
+	i_free(big);
+}
+
+static void test_garbled(void)
+{
+	buffer_t packed, out;
+	static const unsigned char huge_len[] = { 'Z', 0xff, 0xff, 0xff, 0x7f };
+	static const unsigned char unknown_tag[] = { 'Q', 'a' };
+
+	buffer_init(&packed, IMAP_CACHE_TEXT_MAX + 16);
+	buffer_init(&out, IMAP_CACHE_TEXT_MAX);
+	test_assert(imap_cache_text_unpack("", 0, &out) == -1);
+	test_assert(imap_cache_text_unpack(unknown_tag, sizeof(unknown_tag),
+					   &out) == -1);
+	test_assert(imap_cache_text_unpack(huge_len, sizeof(huge_len),
+					   &out) == -1);
+	test_assert(out.used == 0);
+	test_assert(imap_cache_text_pack(envelope, strlen(envelope),
+					 &packed) == 0);
+	/* every truncation of a deflated text is refused */
+	for (size_t len = 1; len < packed.used; len++) {
+		test_assert(imap_cache_text_unpack(packed.data, len, &out) == -1);
+		test_assert(out.used == 0);
+	}
+	/* every byte flipped: refused, or some bounded text */
+	unsigned char *copy = i_malloc(packed.used);
+	for (size_t i = 0; i < packed.used; i++) {
+		memcpy(copy, packed.data, packed.used);
+		copy[i] ^= 0x5a;
+		buffer_reset(&out);
+		if (imap_cache_text_unpack(copy, packed.used, &out) == 0)
+			test_assert(out.used <= IMAP_CACHE_TEXT_MAX);
+	}
+	i_free(copy);
+	buffer_free(&packed);
+	buffer_free(&out);
+}
+
+TEST_MAIN(TEST(test_round_trip), TEST(test_limits), TEST(test_garbled))
