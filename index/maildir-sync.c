@@ -7,6 +7,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
 
 /* Vanished files are re-checked with this many extra scans: a file that
    another client renamed (flag change) while we read the directory can be
@@ -83,6 +85,33 @@ static int sync_move_new(struct mailbox *box, const char **error_r)
 	}
 	closedir(dir);
 	return 0;
+}
+
+/* Files in tmp/ older than this are left over from a crashed writer (the
+   Maildir convention, qmail's maildir(5): 36 hours). */
+#define MAILDIR_TMP_STALE_SECS (36 * 60 * 60)
+
+/* Remove what crashed writers left in tmp/. Failures only cost disk
+   space, so they are logged and ignored. */
+static void sync_clean_tmp(struct mailbox *box)
+{
+	DIR *dir = opendir(box->tmp_dir);
+	struct dirent *d;
+	time_t limit = time(NULL) - MAILDIR_TMP_STALE_SECS;
+
+	if (dir == NULL)
+		return;
+	while ((d = readdir(dir)) != NULL) {
+		struct stat st;
+		if (d->d_name[0] == '.')
+			continue;
+		if (fstatat(dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || st.st_mtime >= limit)
+			continue;
+		if (unlinkat(dirfd(dir), d->d_name, 0) < 0 && errno != ENOENT)
+			i_error("unlink(%s/%s) failed: %m", box->tmp_dir, d->d_name);
+	}
+	closedir(dir);
 }
 
 static void sync_add_entry(struct sync_ctx *ctx, const char *fname,
@@ -751,6 +780,8 @@ static int sync_full(struct sync_ctx *ctx, const char **error_r)
 
 	if (sync_move_new(box, error_r) < 0)
 		return -1;
+	if (!mailbox_is_readonly(box))
+		sync_clean_tmp(box);
 	/* mtimes before the scan: a change during it shows up next time */
 	if (!dir_mtime_get(box->cur_dir, &cur) ||
 	    !dir_mtime_get(box->new_dir, &new)) {

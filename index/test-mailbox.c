@@ -248,6 +248,35 @@ static void test_append(void)
 	mailbox_close(&box);
 }
 
+static void test_sync_cleans_stale_tmp(void)
+{
+	const char *root = root_path("MaildirTmp"), *error;
+	struct mailbox *box;
+	char old_path[1024], new_path[1024];
+
+	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC,
+				     &box, &error), 1);
+	mailbox_close(&box);
+	/* a crashed writer's file from two days ago, and one being written */
+	put_file(root, "tmp", "1.M1P1.crashed", "half a message");
+	put_file(root, "tmp", "2.M2P2.writing", "being written");
+	snprintf(old_path, sizeof(old_path), "%s/tmp/1.M1P1.crashed", root);
+	snprintf(new_path, sizeof(new_path), "%s/tmp/2.M2P2.writing", root);
+	struct timespec times[2] = {
+		{ .tv_sec = time(NULL) - 48 * 3600 }, { .tv_sec = time(NULL) - 48 * 3600 }
+	};
+	test_assert(utimensat(AT_FDCWD, old_path, times, 0) == 0);
+	put_file(root, "new", "3.M3P3.host", "Subject: x\n\nbody\n");
+
+	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC,
+				     &box, &error), 1);
+	test_assert(access(old_path, F_OK) < 0 && errno == ENOENT);
+	test_assert(access(new_path, F_OK) == 0);
+	test_assert_int(mailbox_get_count(box), 1);
+	mailbox_close(&box);
+}
+
 TEST_MAIN(TEST(test_location), TEST(test_open_create),
+	  TEST(test_sync_cleans_stale_tmp),
 	  TEST(test_sync_new_and_flags), TEST(test_sync_vanished),
 	  TEST(test_append))
