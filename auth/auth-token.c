@@ -2,6 +2,7 @@
    most AUTH_TOKEN_MAX entries, and every slot is compared so the time
    does not depend on where (or whether) the token is found. */
 #include "lib.h"
+#include "strfuncs.h"
 #include "mempool.h"
 #include "auth-token.h"
 
@@ -81,23 +82,13 @@ static void hex_encode(const unsigned char *data, size_t size, char *dest)
 	dest[size * 2] = '\0';
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static int hex_decode_token(const char *hex, unsigned char dest[AUTH_TOKEN_BYTES])
 {
 	if (strlen(hex) != AUTH_TOKEN_HEX_LEN)
 		return -1;
 	for (unsigned int i = 0; i < AUTH_TOKEN_BYTES; i++) {
-		int hi = hex_value(hex[i * 2]), lo = hex_value(hex[i * 2 + 1]);
+		int hi = hex_digit_value(hex[i * 2]), lo = hex_digit_value(hex[i * 2 + 1]);
 		if (hi < 0 || lo < 0)
 			return -1;
 		dest[i] = (unsigned char)(hi << 4 | lo);

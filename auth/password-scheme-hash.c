@@ -43,23 +43,13 @@ int password_verify_ssha(enum password_digest digest, const char *plain,
 	return ret;
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static int hex_decode(const char *hex, unsigned char *out, size_t size)
 {
 	if (strlen(hex) != size * 2)
 		return -1;
 	for (size_t i = 0; i < size; i++) {
-		int hi = hex_digit(hex[i * 2]), lo = hex_digit(hex[i * 2 + 1]);
+		int hi = hex_digit_value(hex[i * 2]), lo = hex_digit_value(hex[i * 2 + 1]);
 		if (hi < 0 || lo < 0)
 			return -1;
 		out[i] = (unsigned char)(hi << 4 | lo);

@@ -122,24 +122,10 @@ static void hf_byte(struct imap_body_stream *s, unsigned char c)
 
 /* ---- base64 ---- */
 
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
 
 static void b64_byte(struct imap_body_stream *s, unsigned char c)
 {
-	int v = b64_value(c);
+	int v = base64_char_value(c);
 
 	/* line breaks, padding and junk are skipped (RFC 2045 6.8) */
 	if (v < 0)
@@ -166,13 +152,6 @@ static void b64_finish(struct imap_body_stream *s)
 
 /* ---- quoted-printable ---- */
 
-static int hex_value(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (unsigned char)toupper(c);
-	return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
 
 static void qp_flush_ws(struct imap_body_stream *s)
 {
@@ -218,7 +197,7 @@ static bool qp_step(struct imap_body_stream *s, unsigned char c)
 		out_c(s, '\r');
 		return false;
 	case QP_EQ:
-		if (hex_value(c) >= 0) {
+		if (hex_digit_value(c) >= 0) {
 			s->qp_hi = c;
 			s->state = QP_EQ_HEX;
 		} else if (c == '\r') {
@@ -235,9 +214,9 @@ static bool qp_step(struct imap_body_stream *s, unsigned char c)
 		return true;
 	case QP_EQ_HEX:
 		s->state = QP_TEXT;
-		if (hex_value(c) >= 0) {
-			out_c(s, (unsigned char)(hex_value(s->qp_hi) * 16 +
-						 hex_value(c)));
+		if (hex_digit_value(c) >= 0) {
+			out_c(s, (unsigned char)(hex_digit_value(s->qp_hi) * 16 +
+						 hex_digit_value(c)));
 			return true;
 		}
 		out_c(s, '=');

@@ -5,6 +5,7 @@
    last (longest key - 1) bytes of the previous chunk, so a match that
    straddles two chunks is found. Every stage has a fixed-size buffer. */
 #include "lib.h"
+#include "strfuncs.h"
 #include "buffer.h"
 #include "mail-search-private.h"
 
@@ -159,15 +160,6 @@ static void text_convert(struct mail_search_text *text,
 	}
 }
 
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z') return c - 'A';
-	if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-	if (c >= '0' && c <= '9') return c - '0' + 52;
-	if (c == '+') return 62;
-	if (c == '/') return 63;
-	return -1;
-}
 
 static size_t decode_base64(struct mail_search_text *text,
 			    const unsigned char *data, size_t size)
@@ -175,7 +167,7 @@ static size_t decode_base64(struct mail_search_text *text,
 	size_t out = 0;
 
 	for (size_t i = 0; i < size && !text->b64_end; i++) {
-		int v = b64_value(data[i]);
+		int v = base64_char_value(data[i]);
 		if (data[i] == '=')
 			text->b64_end = true;
 		if (v < 0)
@@ -191,20 +183,13 @@ static size_t decode_base64(struct mail_search_text *text,
 	return out;
 }
 
-static int hex_value(unsigned char c)
-{
-	if (c >= '0' && c <= '9') return c - '0';
-	if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-	return -1;
-}
 
 /* One byte of quoted-printable; output is at most 3 bytes (bad escapes
    are kept as written). */
 static size_t qp_byte(struct mail_search_text *text, unsigned char c,
 		      unsigned char *out)
 {
-	int v = hex_value(c);
+	int v = hex_digit_value(c);
 
 	switch (text->qp_state) {
 	case QP_NORMAL:
@@ -230,7 +215,7 @@ static size_t qp_byte(struct mail_search_text *text, unsigned char c,
 	case QP_EQ_HEX:
 		text->qp_state = QP_NORMAL;
 		if (v >= 0) {
-			out[0] = (unsigned char)(hex_value(text->qp_hex) * 16 + v);
+			out[0] = (unsigned char)(hex_digit_value(text->qp_hex) * 16 + v);
 			return 1;
 		}
 		out[0] = '='; out[1] = text->qp_hex; out[2] = c;

@@ -1,5 +1,6 @@
 /* RFC 2047 encoded-word decoding and iconv charset conversion. */
 #include "lib.h"
+#include "strfuncs.h"
 #include "buffer.h"
 #include "message-header.h"
 #include "rfc2047.h"
@@ -112,23 +113,7 @@ const char *charset_to_utf8(pool_t pool, const char *charset,
 	return result;
 }
 
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z') return c - 'A';
-	if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-	if (c >= '0' && c <= '9') return c - '0' + 52;
-	if (c == '+') return 62;
-	if (c == '/') return 63;
-	return -1;
-}
 
-static int hex_digit(unsigned char c)
-{
-	if (c >= '0' && c <= '9') return c - '0';
-	if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-	return -1;
-}
 
 /* Lenient decoders: skip what is not part of the alphabet. */
 static void decode_b(const unsigned char *p, size_t len, buffer_t *out)
@@ -136,7 +121,7 @@ static void decode_b(const unsigned char *p, size_t len, buffer_t *out)
 	unsigned int acc = 0, bits = 0;
 
 	for (size_t i = 0; i < len; i++) {
-		int v = b64_value(p[i]);
+		int v = base64_char_value(p[i]);
 		if (v < 0)
 			continue;
 		acc = (acc << 6) | (unsigned int)v;
@@ -157,8 +142,8 @@ static void decode_q(const unsigned char *p, size_t len, buffer_t *out)
 		if (c == '_')
 			c = ' ';
 		else if (c == '=' && i + 2 < len &&
-			 (hi = hex_digit(p[i + 1])) >= 0 &&
-			 (lo = hex_digit(p[i + 2])) >= 0) {
+			 (hi = hex_digit_value(p[i + 1])) >= 0 &&
+			 (lo = hex_digit_value(p[i + 2])) >= 0) {
 			c = (unsigned char)(hi * 16 + lo);
 			i += 2;
 		}

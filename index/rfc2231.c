@@ -1,5 +1,6 @@
 /* MIME header values with parameters, RFC 2231 continuations. */
 #include "lib.h"
+#include "strfuncs.h"
 #include "message-header.h"
 #include "rfc2231.h"
 #include "rfc2047.h"
@@ -258,16 +259,6 @@ const char *mime_value_get_param(const struct mime_value *value,
 	return NULL;
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 const char *rfc2231_decode_value(pool_t pool, const char *value)
 {
@@ -283,8 +274,8 @@ const char *rfc2231_decode_value(pool_t pool, const char *value)
 	for (p = q2 + 1; *p != '\0'; p++) {
 		int hi, lo;
 		char c = *p;
-		if (c == '%' && (hi = hex_value(p[1])) >= 0 &&
-		    (lo = hex_value(p[2])) >= 0) {
+		if (c == '%' && (hi = hex_digit_value(p[1])) >= 0 &&
+		    (lo = hex_digit_value(p[2])) >= 0) {
 			c = (char)(hi * 16 + lo);
 			p += 2;
 		}

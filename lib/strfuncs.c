@@ -138,6 +138,27 @@ int str_tabunescape(char *str)
 static const char b64enc[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+int hex_digit_value(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int base64_char_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z') return c - 'A';
+	if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+	if (c >= '0' && c <= '9') return c - '0' + 52;
+	if (c == '+') return 62;
+	if (c == '/') return 63;
+	return -1;
+}
+
 char *p_base64_encode(pool_t pool, const void *data, size_t size)
 {
 	const unsigned char *in = data;
@@ -165,15 +186,6 @@ char *p_base64_encode(pool_t pool, const void *data, size_t size)
 	return out;
 }
 
-static int b64_value(char c)
-{
-	if (c >= 'A' && c <= 'Z') return c - 'A';
-	if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-	if (c >= '0' && c <= '9') return c - '0' + 52;
-	if (c == '+') return 62;
-	if (c == '/') return 63;
-	return -1;
-}
 
 int p_base64_decode(pool_t pool, const char *src, size_t src_len,
 		    unsigned char **data_r, size_t *size_r)
@@ -192,7 +204,7 @@ int p_base64_decode(pool_t pool, const char *src, size_t src_len,
 				v[j] = 0;
 				continue;
 			}
-			if (pad > 0 || (v[j] = b64_value(c)) < 0)
+			if (pad > 0 || (v[j] = base64_char_value(c)) < 0)
 				return -1;
 		}
 		uint32_t n = ((uint32_t)v[0] << 18) | ((uint32_t)v[1] << 12) |

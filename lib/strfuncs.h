@@ -27,6 +27,12 @@ const char *str_tabescape(pool_t pool, const char *str);
 /* Unescape in place; returns -1 on an invalid escape. */
 int str_tabunescape(char *str);
 
+/* 0..15 for a hex digit of either case, -1 for anything else. */
+int hex_digit_value(unsigned char c);
+/* 0..63 for a character of the standard base64 alphabet (RFC 4648 4),
+   -1 for anything else ('=' included). */
+int base64_char_value(unsigned char c);
+
 /* Base64 (RFC 4648, standard alphabet, with padding). decode rejects
    invalid input and returns -1; the output is NUL-terminated (not counted). */
 char *p_base64_encode(pool_t pool, const void *data, size_t size);
