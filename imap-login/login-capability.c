@@ -8,7 +8,7 @@
 
 /* What works before login (the pre-login list must not promise more);
    the imap process speaks IMAP4rev2 after ENABLE IMAP4rev2. */
-#define LOGIN_BASE_CAPABILITY "IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID"
+#define LOGIN_BASE_CAPABILITY "IMAP4rev1 IMAP4rev2 %s SASL-IR ID"
 /* Room for the base list and LOGIN_MAX_MECHS "AUTH=<20 chars>" items. */
 #define LOGIN_MAX_CAPABILITY_LEN 1024
 
@@ -105,7 +105,9 @@ const char *login_capability_build(pool_t pool, const struct login_mechs *mechs,
 	int ret = 0;
 
 	buffer_init(&buf, LOGIN_MAX_CAPABILITY_LEN);
-	ret |= buffer_append_str(&buf, LOGIN_BASE_CAPABILITY);
+	ret |= buffer_printf(&buf, LOGIN_BASE_CAPABILITY,
+			     (flags & LOGIN_CAP_LITERAL_MINUS) != 0 ?
+			     "LITERAL-" : "LITERAL+");
 	if ((flags & LOGIN_CAP_STARTTLS) != 0)
 		ret |= buffer_append_str(&buf, " STARTTLS");
 	for (unsigned int i = 0; i < mechs->count; i++) {

@@ -51,6 +51,9 @@ enum login_cap_flags {
 	LOGIN_CAP_CLIENT_CERT = 0x10,
 };
 #define LOGIN_CAP_VARIANTS 32
+/* Not a variant (the same for every connection of a process): advertise
+   LITERAL- instead of LITERAL+ (imap_literal_minus). */
+#define LOGIN_CAP_LITERAL_MINUS 0x100
 
 /* The pre-auth capability list (without "* CAPABILITY "): the base
    capabilities, STARTTLS if offered, then AUTH=<mech> for each usable

@@ -98,8 +98,9 @@ static struct imap_parser *client_parser_create(const struct moat_settings *set)
 	pset.max_line_length = set->imap_max_line_length;
 	pset.max_literal_size = LOGIN_MAX_LITERAL_SIZE;
 	pset.max_list_depth = LOGIN_MAX_LIST_DEPTH;
-	/* We advertise LITERAL+; the literal cap still applies to {n+}. */
-	pset.literal_minus = false;
+	/* LITERAL+ or LITERAL- as advertised; the literal cap applies to
+	   {n+} either way. */
+	pset.literal_minus = set->imap_literal_minus;
 	return imap_parser_create(&pset);
 }
 

@@ -36,8 +36,12 @@ static void login_process_init_settings(struct login_process *lp)
 	lp->reported_accepting = lp->reported_idle = -1;
 	if (login_mechs_parse(lp->set->auth_mechanisms, &lp->mechs, &error) < 0)
 		i_fatal("%s", error);
-	for (unsigned int i = 0; i < LOGIN_CAP_VARIANTS; i++)
-		lp->capabilities[i] = login_capability_build(lp->pool, &lp->mechs, i);
+	for (unsigned int i = 0; i < LOGIN_CAP_VARIANTS; i++) {
+		unsigned int flags = i | (lp->set->imap_literal_minus ?
+					  LOGIN_CAP_LITERAL_MINUS : 0);
+		lp->capabilities[i] = login_capability_build(lp->pool, &lp->mechs,
+							     flags);
+	}
 }
 
 int main(void)

@@ -79,6 +79,11 @@ static void test_capability_build(void)
 	test_assert_str(login_capability_build(pool, &mechs, LOGIN_CAP_STARTTLS),
 		"IMAP4rev1 IMAP4rev2 LITERAL+ SASL-IR ID STARTTLS "
 		"LOGINDISABLED");
+	/* imap_literal_minus = yes: LITERAL- instead of LITERAL+ (RFC 7888 5) */
+	test_assert(strstr(login_capability_build(pool, &mechs, LOGIN_CAP_AUTH |
+		LOGIN_CAP_LITERAL_MINUS), " LITERAL- ") != NULL);
+	test_assert(strstr(login_capability_build(pool, &mechs, LOGIN_CAP_AUTH |
+		LOGIN_CAP_LITERAL_MINUS), "LITERAL+") == NULL);
 	pool_unref(&pool);
 }
 

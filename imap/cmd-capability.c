@@ -8,8 +8,10 @@ void imap_capability_get(const struct moat_settings *set,
 	/* RFC 7889 uses "number": 32 bits */
 	uint64_t limit = MIN(set->imap_max_append_size, (uint64_t)UINT32_MAX);
 
-	snprintf(buf, IMAP_CAPABILITY_MAX, "%s APPENDLIMIT=%llu",
-		 IMAP_CAPABILITY, (unsigned long long)limit);
+	snprintf(buf, IMAP_CAPABILITY_MAX, "%s %s APPENDLIMIT=%llu",
+		 IMAP_CAPABILITY,
+		 set->imap_literal_minus ? "LITERAL-" : "LITERAL+",
+		 (unsigned long long)limit);
 }
 
 bool cmd_capability(struct client_command *cmd)

@@ -447,6 +447,7 @@ struct client *client_create(struct imap_user *user, int fd, const char *tag,
 		.max_line_length = (size_t)set->imap_max_line_length,
 		.max_literal_size = set->imap_max_literal_size,
 		.max_list_depth = CLIENT_MAX_LIST_DEPTH,
+		.literal_minus = set->imap_literal_minus,
 	};
 
 	client->pool = pool;

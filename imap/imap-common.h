@@ -16,12 +16,14 @@
 /* Only what works is advertised. IMAP4rev2 mode is per session, after
    ENABLE IMAP4rev2 (doc/imap4rev2.md). APPENDLIMIT=<n> follows (the
    setting's value): imap_capability_get(). */
-#define IMAP_CAPABILITY "IMAP4rev1 IMAP4rev2 LITERAL+ ID UNSELECT UIDPLUS" \
+/* LITERAL+ or LITERAL- (imap_literal_minus) is added by
+   imap_capability_get(). */
+#define IMAP_CAPABILITY "IMAP4rev1 IMAP4rev2 ID UNSELECT UIDPLUS" \
 	" MOVE IDLE ENABLE CHILDREN NAMESPACE LIST-EXTENDED LIST-STATUS" \
 	" SPECIAL-USE STATUS=SIZE ESEARCH SEARCHRES WITHIN BINARY MULTIAPPEND" \
 	" SAVEDATE"
 /* IMAP_CAPABILITY plus " APPENDLIMIT=" and a 64-bit number */
-#define IMAP_CAPABILITY_MAX (sizeof(IMAP_CAPABILITY) + 40)
+#define IMAP_CAPABILITY_MAX (sizeof(IMAP_CAPABILITY) + 50)
 
 struct client;
 

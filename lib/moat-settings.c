@@ -84,6 +84,7 @@ static const struct setting_def global_defs[] = {
 	/* mbsync and offlineimap keep a few dozen commands in flight */
 	GLOBAL(imap_max_pipelined_commands, SET_UINT, "50", .min = 1,
 	       .max = 100000),
+	GLOBAL(imap_literal_minus, SET_BOOL, "no"),
 	GLOBAL(imap_idle_timeout, SET_TIME, "30 mins", .min = 60),
 	GLOBAL(imap_process_linger, SET_TIME, "30 secs"),
 	GLOBAL(login_timeout, SET_TIME, "60 secs", .min = 1),

@@ -98,6 +98,9 @@ struct moat_settings {
 	   (they wait in the output buffer); then input is not read until
 	   it does: pipelined commands wait in the socket. */
 	unsigned int imap_max_pipelined_commands;
+	/* Advertise LITERAL- instead of LITERAL+ (RFC 7888 5: a server
+	   advertises one): non-synchronizing literals only up to 4096. */
+	bool imap_literal_minus;
 	unsigned int imap_idle_timeout;     /* seconds without a command */
 	unsigned int imap_process_linger;   /* seconds after the last connection */
 

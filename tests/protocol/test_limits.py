@@ -160,3 +160,27 @@ def test_pipelined_postauth(moat_server):
     assert [t.split(b" ")[:2] for t in tagged] == \
         [[b"q1", b"OK"], [b"q2", b"OK"], [b"q3", b"OK"], [b"q4", b"OK"],
          [b"q5", b"OK"]], tagged
+
+
+@pytest.mark.moat_settings(imap_literal_minus="yes")
+def test_literal_minus_advertised_and_enforced(moat_server):
+    """RFC 7888 5: LITERAL- instead of LITERAL+, never both; a
+    non-synchronizing literal over 4096 bytes is refused (connection closed,
+    since its data is already on the way)."""
+    c = moat_server.connect()
+    r = c.command("CAPABILITY")
+    caps = b" ".join(r.untagged)
+    assert b"LITERAL-" in caps and b"LITERAL+" not in caps, caps
+    c = moat_server.login("testuser1")
+    r = c.command("CAPABILITY")
+    caps = b" ".join(r.untagged)
+    assert b"LITERAL-" in caps and b"LITERAL+" not in caps, caps
+    tag = c.next_tag()
+    c.send(f"{tag} APPEND INBOX {{5+}}\r\nhello\r\n".encode())
+    assert c.read_tagged(tag).ok
+    tag = c.next_tag()
+    body = b"x" * 5000
+    c.send(f"{tag} APPEND INBOX {{{len(body)}+}}\r\n".encode() + body + b"\r\n")
+    with pytest.raises(ConnectionClosed) as closed:
+        c.read_tagged(tag)
+    assert any(b"BYE" in line for line in closed.value.untagged), closed.value
