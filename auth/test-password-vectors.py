@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Every password scheme against hashes made by other tools at test time
-(argon2, openssl passwd, mkpasswd, python hashlib/hmac), checked with
+(argon2, openssl passwd, mkpasswd, doveadm pw, python hashlib/hmac), checked with
 moat-pw -t; and moat-pw's own hashes checked by python where python can.
 usage: test-password-vectors.py path/to/moat-pw"""
 import base64
@@ -92,6 +92,16 @@ def main():
             vector("{%s} mkpasswd -m %s" % (scheme, m), "{%s}%s" % (scheme, h))
     else:
         print("skip mkpasswd not installed (Debian: whois)")
+    # Dovecot's own hashes (where Debian's dovecot-core is installed, as
+    # bench/compare.sh and tests/compare do): the formats must be its.
+    if shutil.which("doveadm"):
+        for scheme in ("PBKDF2", "SSHA512", "SSHA256", "SCRAM-SHA-256",
+                       "SCRAM-SHA-1", "ARGON2ID", "ARGON2I", "BLF-CRYPT",
+                       "SHA512-CRYPT", "SHA256-CRYPT", "CRYPT", "PLAIN"):
+            h = tool("doveadm", "pw", "-s", scheme, "-p", PASSWORD)
+            vector("{%s} doveadm pw" % scheme, h)
+    else:
+        print("skip doveadm not installed (Debian: dovecot-core)")
     # a scheme whose prefix does not match is an error, not a match
     h = tool("openssl", "passwd", "-1", "-stdin", stdin=PASSWORD + "\n")
     check("{SHA512-CRYPT} refuses $1$", verify("{SHA512-CRYPT}" + h,
