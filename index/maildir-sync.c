@@ -689,9 +689,16 @@ static int sync_uidlist(struct sync_ctx *ctx, const char **error_r)
 		if (sync_scan_cur(ctx, error_r) < 0)
 			return -1;
 	}
-	/* the index may have seen UIDs a lost uidlist forgot */
 	struct mail_index_status status;
 	mail_index_view_get_status(ctx->box->view, &status);
+	/* A lost or corrupt uidlist gives every message a new UID: clients
+	   that cached the index's UIDVALIDITY must see a greater one, even
+	   when the clock gives the same second (or went back). The index is
+	   then rebuilt under the new value (sync_index). */
+	if (maildir_uidlist_was_reset(ul) && status.uidvalidity != 0 &&
+	    status.uidvalidity < UINT32_MAX)
+		maildir_uidlist_raise_uidvalidity(ul, status.uidvalidity);
+	/* the index may have seen UIDs a lost uidlist forgot */
 	if (status.uidvalidity == maildir_uidlist_get_uidvalidity(ul))
 		maildir_uidlist_raise_next_uid(ul, status.next_uid);
 	ctx->first_new_uid = maildir_uidlist_get_next_uid(ul);

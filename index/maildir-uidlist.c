@@ -19,6 +19,9 @@ struct maildir_uidlist {
 	unsigned int count, alloc;
 	struct maildir_uidlist_rec **by_base;   /* NULL = not built */
 	uint32_t uid_validity, next_uid;
+	/* The file was missing or corrupt and UIDs start over: until it is
+	   written, the caller may move UIDVALIDITY above the index's. */
+	bool was_reset;
 	bool have_file_stat, dirty;
 	struct stat file_st;         /* of the version in memory */
 	int lock_fd;
@@ -220,6 +223,7 @@ static void uidlist_reset_new(struct maildir_uidlist *ul)
 		ul->uid_validity = old_validity + 1;
 	ul->next_uid = 1;
 	ul->dirty = true;
+	ul->was_reset = true;
 }
 
 static bool uidlist_stat_equals(const struct stat *a, const struct stat *b)
@@ -514,6 +518,7 @@ int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r)
 	}
 	ul->have_file_stat = true;
 	ul->dirty = false;
+	ul->was_reset = false;
 	return 0;
 }
 
@@ -523,6 +528,21 @@ void maildir_uidlist_raise_next_uid(struct maildir_uidlist *ul,
 	i_assert(ul->lock_fd != -1);
 	if (next_uid > ul->next_uid) {
 		ul->next_uid = next_uid;
+		ul->dirty = true;
+	}
+}
+
+bool maildir_uidlist_was_reset(struct maildir_uidlist *ul)
+{
+	return ul->was_reset;
+}
+
+void maildir_uidlist_raise_uidvalidity(struct maildir_uidlist *ul,
+				       uint32_t above)
+{
+	i_assert(ul->was_reset && above < UINT32_MAX);
+	if (ul->uid_validity <= above) {
+		ul->uid_validity = above + 1;
 		ul->dirty = true;
 	}
 }

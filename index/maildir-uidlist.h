@@ -79,6 +79,14 @@ maildir_uidlist_add(struct maildir_uidlist *ul, const char *base,
    them: moat.index's next_uid must never be above the uidlist's). */
 void maildir_uidlist_raise_next_uid(struct maildir_uidlist *ul,
 				    uint32_t next_uid);
+/* The file was missing or corrupt, so its UIDs start over with a new
+   UIDVALIDITY (until the next write). */
+bool maildir_uidlist_was_reset(struct maildir_uidlist *ul);
+/* After a reset: make UIDVALIDITY greater than above (the value clients
+   may have cached from the index): RFC 3501 2.3.1.1 requires a greater
+   one whenever UIDs did not persist. */
+void maildir_uidlist_raise_uidvalidity(struct maildir_uidlist *ul,
+				       uint32_t above);
 /* Locked only. Drops records marked expunged and replaces the file. */
 int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r);
 /* Mark that the in-memory list differs from the file. */

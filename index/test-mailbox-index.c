@@ -299,6 +299,41 @@ static void test_rebuild(void)
 	mailbox_close(&box);
 }
 
+static void test_lost_uidlist(void)
+{
+	const char *root = root_path("LostUidlist"), *error;
+	struct mailbox *box;
+	char path[600];
+
+	make_mailbox(root);
+	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC,
+				     &box, &error), 1);
+	uint32_t uidvalidity = mailbox_get_uidvalidity(box);
+	mailbox_close(&box);
+
+	/* The UIDs die with the uidlist: RFC 3501 2.3.1.1 wants a greater
+	   UIDVALIDITY, even within the same second.
+	   (Until the directories change, the index alone serves the
+	   mailbox and its UIDs stay; a new delivery forces the rescan.) */
+	snprintf(path, sizeof(path), "%s/moat.uidlist", root);
+	test_assert(unlink(path) == 0);
+	put_file(root, "new", "9999.M1P1.host", "Subject: new\n\nnew\n", time(NULL));
+	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC,
+				     &box, &error), 1);
+	test_assert(mailbox_get_uidvalidity(box) > uidvalidity);
+	test_assert_int(mailbox_get_count(box), TEST_MSGS + 1);
+	test_assert_int(mailbox_get_next_uid(box), TEST_MSGS + 2);
+	uint32_t second = mailbox_get_uidvalidity(box);
+	mailbox_close(&box);
+
+	/* and it stays once written */
+	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC,
+				     &box, &error), 1);
+	test_assert_int(mailbox_get_uidvalidity(box), second);
+	test_assert_int(mailbox_get_count(box), TEST_MSGS + 1);
+	mailbox_close(&box);
+}
+
 static void test_cache(void)
 {
 	const char *root = root_path("Cache"), *error;
@@ -329,4 +364,4 @@ static void test_cache(void)
 }
 
 TEST_MAIN(TEST(test_reopen_from_index), TEST(test_external_changes),
-	  TEST(test_rebuild), TEST(test_cache))
+	  TEST(test_rebuild), TEST(test_lost_uidlist), TEST(test_cache))
