@@ -131,4 +131,13 @@ void mailbox_index_replace_flags(struct mail_index_transaction *t,
 void mailbox_index_add_savedate(struct mail_index_transaction *t,
 				uint32_t uid, time_t save_date);
 
+/* Publish staged messages (COPY, MULTIAPPEND): publish() gives them UIDs
+   and moves them into box's cur/ while the uidlist lock is held; then
+   cur/ is fsynced unless MAILBOX_OPEN_NO_FSYNC, so 0 means durable. */
+typedef int mailbox_publish_func_t(void *context, uint32_t *first_uid_r,
+				   const char **error_r);
+int mailbox_publish_staged(struct mailbox *box, mailbox_publish_func_t *publish,
+			   void *context, uint32_t *first_uid_r,
+			   const char **error_r);
+
 #endif

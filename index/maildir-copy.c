@@ -327,6 +327,12 @@ static int copy_publish(struct mailbox_copy_ctx *ctx, uint32_t *first_uid_r,
 	return 0;
 }
 
+static int copy_publish_cb(void *context, uint32_t *first_uid_r,
+			   const char **error_r)
+{
+	return copy_publish(context, first_uid_r, error_r);
+}
+
 int mailbox_copy_commit(struct mailbox_copy_ctx **_ctx, uint32_t *first_uid_r,
 			const char **error_r)
 {
@@ -338,18 +344,8 @@ int mailbox_copy_commit(struct mailbox_copy_ctx **_ctx, uint32_t *first_uid_r,
 		copy_free(_ctx, false);
 		return 0;
 	}
-	if (maildir_uidlist_lock(dest->uidlist, error_r) < 0) {
-		copy_free(_ctx, true);
-		return -1;
-	}
-	int ret = copy_publish(ctx, first_uid_r, error_r);
-	maildir_uidlist_unlock(dest->uidlist);
-	if (ret == 0 && (dest->flags & MAILBOX_OPEN_NO_FSYNC) == 0 &&
-	    maildir_fsync_dir(dest->cur_dir) < 0) {
-		*error_r = mailbox_set_error(dest, "fsync(%s) failed: %m",
-					     dest->cur_dir);
-		ret = -1;
-	}
+	int ret = mailbox_publish_staged(dest, copy_publish_cb, ctx,
+					 first_uid_r, error_r);
 	copy_free(_ctx, ret < 0);
 	return ret;
 }

@@ -262,6 +262,12 @@ static int multi_publish(struct mailbox_append_multi *ctx,
 	return 0;
 }
 
+static int multi_publish_cb(void *context, uint32_t *first_uid_r,
+			    const char **error_r)
+{
+	return multi_publish(context, first_uid_r, error_r);
+}
+
 int mailbox_append_multi_commit(struct mailbox_append_multi **_ctx,
 				uint32_t *first_uid_r, const char **error_r)
 {
@@ -274,18 +280,8 @@ int mailbox_append_multi_commit(struct mailbox_append_multi **_ctx,
 		multi_free(_ctx, false);
 		return 0;
 	}
-	if (maildir_uidlist_lock(box->uidlist, error_r) < 0) {
-		multi_free(_ctx, true);
-		return -1;
-	}
-	int ret = multi_publish(ctx, first_uid_r, error_r);
-	maildir_uidlist_unlock(box->uidlist);
-	if (ret == 0 && (box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 &&
-	    maildir_fsync_dir(box->cur_dir) < 0) {
-		*error_r = mailbox_set_error(box, "fsync(%s) failed: %m",
-					     box->cur_dir);
-		ret = -1;
-	}
+	int ret = mailbox_publish_staged(box, multi_publish_cb, ctx,
+					 first_uid_r, error_r);
 	multi_free(_ctx, ret < 0);
 	return ret;
 }

@@ -188,6 +188,23 @@ static int append_publish(struct mailbox_append_ctx *ctx, const char *fname,
 	return ret;
 }
 
+int mailbox_publish_staged(struct mailbox *box, mailbox_publish_func_t *publish,
+			   void *context, uint32_t *first_uid_r,
+			   const char **error_r)
+{
+	if (maildir_uidlist_lock(box->uidlist, error_r) < 0)
+		return -1;
+	int ret = publish(context, first_uid_r, error_r);
+	maildir_uidlist_unlock(box->uidlist);
+	if (ret == 0 && (box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 &&
+	    maildir_fsync_dir(box->cur_dir) < 0) {
+		*error_r = mailbox_set_error(box, "fsync(%s) failed: %m",
+					     box->cur_dir);
+		ret = -1;
+	}
+	return ret;
+}
+
 int mailbox_append_finish(struct mailbox_append_ctx **_ctx, uint32_t *uid_r,
 			  const char **error_r)
 {
