@@ -7,45 +7,55 @@
 
 #include <strings.h>
 
-static const struct {
+struct list_opt {
 	const char *name;
-	enum imap_list_select flag;
-} list_select_opts[] = {
+	unsigned int flag;
+};
+
+static const struct list_opt list_select_opts[] = {
 	{ "SUBSCRIBED", IMAP_LIST_SEL_SUBSCRIBED },
 	{ "REMOTE", IMAP_LIST_SEL_REMOTE },
 	{ "RECURSIVEMATCH", IMAP_LIST_SEL_RECURSIVEMATCH },
 	{ "SPECIAL-USE", IMAP_LIST_SEL_SPECIALUSE },
+	{ NULL, 0 }
 };
 
-static const struct {
-	const char *name;
-	enum imap_list_return flag;
-} list_return_opts[] = {
+static const struct list_opt list_return_opts[] = {
 	{ "SUBSCRIBED", IMAP_LIST_RET_SUBSCRIBED },
 	{ "CHILDREN", IMAP_LIST_RET_CHILDREN },
 	{ "SPECIAL-USE", IMAP_LIST_RET_SPECIALUSE },
 	{ "STATUS", IMAP_LIST_RET_STATUS },
+	{ NULL, 0 }
 };
+
+/* The flag of an option atom in opts; 0 if arg is not one of them. */
+static unsigned int list_opt_flag(const struct list_opt *opts,
+				  const struct imap_arg *arg)
+{
+	const char *atom;
+
+	if (!imap_arg_get_atom(arg, &atom))
+		return 0;
+	for (; opts->name != NULL; opts++) {
+		if (strcasecmp(atom, opts->name) == 0)
+			return opts->flag;
+	}
+	return 0;
+}
 
 static bool list_parse_select(const struct imap_arg *arg,
 			      struct imap_list_request *req)
 {
 	const struct imap_arg *list;
-	unsigned int count, j;
-	const char *atom;
+	unsigned int count;
 
 	if (!imap_arg_get_list(arg, &list, &count))
 		return false;
 	for (unsigned int i = 0; i < count; i++) {
-		if (!imap_arg_get_atom(&list[i], &atom))
+		unsigned int flag = list_opt_flag(list_select_opts, &list[i]);
+		if (flag == 0)
 			return false;
-		for (j = 0; j < N_ELEMENTS(list_select_opts); j++) {
-			if (strcasecmp(atom, list_select_opts[j].name) == 0)
-				break;
-		}
-		if (j == N_ELEMENTS(list_select_opts))
-			return false;
-		req->select |= list_select_opts[j].flag;
+		req->select |= flag;
 	}
 	/* RFC 5258 3.1: RECURSIVEMATCH needs another criterion */
 	if ((req->select & IMAP_LIST_SEL_RECURSIVEMATCH) != 0 &&
@@ -59,22 +69,16 @@ static bool list_parse_return(const struct imap_arg *arg,
 			      struct imap_list_request *req)
 {
 	const struct imap_arg *list;
-	unsigned int count, j;
-	const char *atom;
+	unsigned int count;
 
 	if (!imap_arg_get_list(arg, &list, &count))
 		return false;
 	for (unsigned int i = 0; i < count; i++) {
-		if (!imap_arg_get_atom(&list[i], &atom))
+		unsigned int flag = list_opt_flag(list_return_opts, &list[i]);
+		if (flag == 0)
 			return false;
-		for (j = 0; j < N_ELEMENTS(list_return_opts); j++) {
-			if (strcasecmp(atom, list_return_opts[j].name) == 0)
-				break;
-		}
-		if (j == N_ELEMENTS(list_return_opts))
-			return false;
-		req->ret |= list_return_opts[j].flag;
-		if (list_return_opts[j].flag == IMAP_LIST_RET_STATUS &&
+		req->ret |= flag;
+		if (flag == IMAP_LIST_RET_STATUS &&
 		    !imap_status_parse_items(&list[++i], &req->status_items))
 			return false;
 	}
