@@ -165,14 +165,24 @@ void login_client_auth_fail(struct login_client *client, const char *code,
 	login_client_unref(&client);
 }
 
-/* The fd the imap process gets: the client socket itself, or for TLS one
-   end of a socketpair whose other end we keep (login-proxy.h). */
+/* The fd the imap process gets: the client socket itself (plaintext, or
+   TLS whose record layer the kernel took over), or for TLS one end of a
+   socketpair whose other end we keep (login-proxy.h). */
 static int client_handoff_fd(struct login_client *client)
 {
+	const char *reason;
 	int pair[2];
 
+	client->ktls_handoff = false;
 	if (client->ssl == NULL)
 		return client->fd;
+	if (client->lp->set->ssl_ktls) {
+		if (login_ssl_ktls_ready(client->ssl, &reason)) {
+			client->ktls_handoff = true;
+			return client->fd;
+		}
+		i_debug("kTLS handoff not possible, relaying: %s", reason);
+	}
 	i_close_fd(&client->proxy_fd);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
 		i_error("socketpair() failed: %s", strerror(errno));
@@ -248,13 +258,14 @@ void login_client_handoff_flushed(struct login_client *client)
 
 void login_client_handoff_ok(struct login_client *client)
 {
-	i_info("Login: user=<%s>, method=%s, rip=%s, lip=%s%s%s",
+	i_info("Login: user=<%s>, method=%s, rip=%s, lip=%s%s%s%s",
 	       client->log_user == NULL ? "" : client->log_user,
 	       client->auth_mech, client->remote_ip, client->local_ip,
 	       client->ssl == NULL ? "" : ", ",
-	       client->ssl == NULL ? "" : login_ssl_get_version(client->ssl));
+	       client->ssl == NULL ? "" : login_ssl_get_version(client->ssl),
+	       client->ktls_handoff ? ", kTLS" : "");
 	client->handed_off = true;
-	if (client->ssl != NULL) {
+	if (client->ssl != NULL && !client->ktls_handoff) {
 		/* The TLS session stays here for the rest of the connection.
 		   The client's streams go first: the proxy takes the fd's ios. */
 		struct login_ssl *ssl = client->ssl;
@@ -276,6 +287,7 @@ void login_client_handoff_fail(struct login_client *client, const char *text)
 	client->state = LOGIN_CLIENT_STATE_CMD;
 	client->handoff_sent = false;
 	client->handoff_id = 0;
+	client->ktls_handoff = false;
 	i_close_fd(&client->proxy_fd);
 	login_client_timeout_arm(client);
 	login_client_send_tagline(client, client->cmd_tag,

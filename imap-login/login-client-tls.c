@@ -129,7 +129,9 @@ void login_client_tls_free(struct login_client *client)
 		timeout_remove(&client->to_handshake);
 	if (client->ssl == NULL)
 		return;
-	if (client->secured)
+	/* After a kTLS handoff a close_notify from us would end the imap
+	   process's session: the socket is still open there. */
+	if (client->secured && !client->ktls_handoff)
 		login_ssl_shutdown(client->ssl);
 	login_ssl_destroy(&client->ssl);
 }

@@ -105,6 +105,9 @@ struct login_client {
 	bool input_eof;
 	bool output_throttled;
 	bool handed_off;               /* fd now belongs to an imap process */
+	/* The HANDOFF carries the client socket itself, its TLS record layer
+	   in the kernel (ssl_ktls): nothing of the TLS state stays here. */
+	bool ktls_handoff;
 	bool destroyed;
 };
 

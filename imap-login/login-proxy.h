@@ -6,8 +6,8 @@
    connection (both directions, bounded buffers, backpressure). A proxied
    session counts toward client_limit until either side closes.
 
-   Kernel TLS (handing the record layer to the kernel so imap could get
-   the socket itself) would remove this copy; it is a later option. */
+   With ssl_ktls = yes a session whose record layer the kernel took over
+   skips this: imap gets the socket itself (login-client-auth.c). */
 
 struct login_ssl;
 

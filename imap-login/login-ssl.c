@@ -130,6 +130,12 @@ static void ssl_ctx_set_params(SSL_CTX *ctx, const struct moat_settings *set)
 
 	if (set->ssl_prefer_server_ciphers)
 		options |= SSL_OP_CIPHER_SERVER_PREFERENCE;
+#ifndef OPENSSL_NO_KTLS
+	/* OpenSSL attaches the kernel's record layer after the handshake
+	   where it can; where it cannot, nothing changes. */
+	if (set->ssl_ktls)
+		options |= SSL_OP_ENABLE_KTLS;
+#endif
 	SSL_CTX_set_options(ctx, options);
 	/* Partial writes let streams send what fits; release buffers keeps
 	   idle proxied sessions small. */
@@ -406,4 +412,32 @@ const char *login_ssl_get_cert_user(struct login_ssl *ssl, pool_t pool,
 const char *login_ssl_get_version(struct login_ssl *ssl)
 {
 	return SSL_get_version(ssl->ssl);
+}
+
+bool login_ssl_ktls_ready(struct login_ssl *ssl, const char **reason_r)
+{
+#ifdef OPENSSL_NO_KTLS
+	(void)ssl;
+	*reason_r = "OpenSSL was built without kTLS";
+	return false;
+#else
+	bool send_ok = BIO_get_ktls_send(SSL_get_wbio(ssl->ssl));
+	bool recv_ok = BIO_get_ktls_recv(SSL_get_rbio(ssl->ssl));
+
+	if (!send_ok && !recv_ok) {
+		*reason_r = "the kernel took neither direction (no tls module, "
+			"or a cipher it cannot do)";
+	} else if (!recv_ok) {
+		*reason_r = "the kernel took only sending (OpenSSL before 3.2 "
+			"offloads reading for TLS 1.2 only)";
+	} else if (!send_ok) {
+		*reason_r = "the kernel took only reading";
+	} else if (SSL_has_pending(ssl->ssl)) {
+		/* Bytes OpenSSL already pulled off the socket would be lost. */
+		*reason_r = "TLS data is buffered in OpenSSL";
+	} else {
+		return true;
+	}
+	return false;
+#endif
 }

@@ -64,6 +64,12 @@ int login_ssl_get_channel_binding(struct login_ssl *ssl,
    characters. The result is from pool. */
 const char *login_ssl_get_cert_user(struct login_ssl *ssl, pool_t pool,
 				    enum moat_ssl_cert_username_field field);
+/* Whether the kernel carries this established session's records in both
+   directions (ssl_ktls) with nothing left buffered in OpenSSL, so the
+   socket itself can go to the imap process (lib/ktls.h). false with the
+   reason otherwise (a missing tls module, a cipher the kernel lacks, an
+   OpenSSL that offloads only sending). */
+bool login_ssl_ktls_ready(struct login_ssl *ssl, const char **reason_r);
 /* "TLSv1.3" etc., for log lines. */
 const char *login_ssl_get_version(struct login_ssl *ssl);
 

@@ -5,6 +5,7 @@
 #include "imap-commands.h"
 #include "imap-sync.h"
 #include "imap-search.h"
+#include "ktls.h"
 
 /* Nesting of lists in a command (FETCH (BODY[...] ...), SEARCH ...). */
 #define CLIENT_MAX_LIST_DEPTH 32
@@ -455,7 +456,16 @@ struct client *client_create(struct imap_user *user, int fd, const char *tag,
 	client->fd = fd;
 	client->session = p_strdup(pool, remote_ip);
 	fd_set_tcp_nodelay(fd);
-	client->input = i_stream_create_fd(fd, CLIENT_INPUT_BUFFER_MAX);
+	client->ktls = ktls_is_active(fd);
+	if (client->ktls) {
+		struct stream_transport t = {
+			.read = ktls_read, .ctx = (void *)(intptr_t)fd,
+		};
+		client->input = i_stream_create_transport(&t,
+						CLIENT_INPUT_BUFFER_MAX);
+	} else {
+		client->input = i_stream_create_fd(fd, CLIENT_INPUT_BUFFER_MAX);
+	}
 	client->output = o_stream_create_fd(user->ioloop, fd,
 					    CLIENT_OUTPUT_BUFFER_MAX);
 	o_stream_set_flush_callback(client->output, client_output_flushed, client);
@@ -480,7 +490,8 @@ struct client *client_create(struct imap_user *user, int fd, const char *tag,
 		client_send_linef(client, "%s OK [CAPABILITY %s] Logged in",
 				  tag, caps);
 	}
-	i_info("Logged in from %s", str_sanitize(pool, remote_ip, 64));
+	i_info("Logged in from %s%s", str_sanitize(pool, remote_ip, 64),
+	       client->ktls ? " (kTLS)" : "");
 	client_handle_input(client);
 	client_io_update(client);
 	return client;
@@ -514,6 +525,8 @@ void client_destroy(struct client *client)
 	imap_parser_destroy(&client->parser);
 	i_stream_destroy(&client->input);
 	o_stream_destroy(&client->output);
+	if (client->ktls && client->fd >= 0)
+		ktls_send_close_notify(client->fd);
 	i_close_fd(&client->fd);
 
 	if (client->prev != NULL)

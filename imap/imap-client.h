@@ -86,6 +86,9 @@ struct client {
 	bool imap4rev2;
 
 	const char *session;          /* for log lines */
+	/* A kernel TLS socket from imap-login (lib/ktls.h): read through
+	   recvmsg, closed with a close_notify. */
+	bool ktls;
 	bool disconnected;
 };
 

@@ -111,6 +111,7 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(ssl_cipher_list, SET_STRING, ""),
 	GLOBAL(ssl_cipher_suites, SET_STRING, ""),
 	GLOBAL(ssl_prefer_server_ciphers, SET_BOOL, "no"),
+	GLOBAL(ssl_ktls, SET_BOOL, "no"),
 	GLOBAL(ssl_cert_username_field, SET_ENUM, "commonName",
 	       .enum_values = ssl_cert_username_values),
 };

@@ -135,6 +135,9 @@ struct moat_settings {
 	const char *ssl_cipher_list;        /* TLS 1.2; "" = OpenSSL's default */
 	const char *ssl_cipher_suites;      /* TLS 1.3; "" = OpenSSL's default */
 	bool ssl_prefer_server_ciphers;
+	/* Hand logged-in TLS sessions to imap as kernel TLS sockets where the
+	   kernel and OpenSSL offload both directions (lib/ktls.h). */
+	bool ssl_ktls;
 	enum moat_ssl_cert_username_field ssl_cert_username_field;
 
 	struct moat_service_settings *services;

@@ -11,6 +11,7 @@ UNIT_TESTS = \
 	tests/unit/test-ioloop \
 	tests/unit/test-iostream \
 	tests/unit/test-ipc \
+	tests/unit/test-ktls \
 	tests/unit/test-imap-parser \
 	tests/unit/test-config
 check_PROGRAMS += $(UNIT_TESTS)
@@ -23,6 +24,7 @@ tests_unit_test_strfuncs_LDADD = $(UNIT_LDADD)
 tests_unit_test_ioloop_LDADD = $(UNIT_LDADD)
 tests_unit_test_iostream_LDADD = $(UNIT_LDADD)
 tests_unit_test_ipc_LDADD = $(UNIT_LDADD)
+tests_unit_test_ktls_LDADD = $(UNIT_LDADD)
 tests_unit_test_imap_parser_LDADD = $(UNIT_LDADD)
 tests_unit_test_config_LDADD = $(UNIT_LDADD)
 
