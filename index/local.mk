@@ -17,7 +17,8 @@ index_libindex_a_SOURCES = \
 	index/maildir-uidlist-lookup.c index/maildir-uidlist-lookup.h \
 	index/mailbox-name.c index/mailbox-name.h \
 	index/mailbox-list.c index/mailbox-list.h index/mailbox-list-private.h \
-	index/mailbox-list-ops.c index/mailbox-subscriptions.c
+	index/mailbox-list-ops.c index/mailbox-subscriptions.c \
+	index/maildir-watch.c index/maildir-watch.h
 LIBINDEX = index/libindex.a
 
 INDEX_TEST_LDADD = $(LIBINDEX) $(LIBMAILINDEX) tests/unit/libtest.a $(LIBMOAT) \
@@ -28,7 +29,8 @@ INDEX_TESTS = \
 	index/test-mailbox \
 	index/test-maildir-keywords \
 	index/test-mailbox-copy \
-	index/test-mailbox-append-multi
+	index/test-mailbox-append-multi \
+	index/test-maildir-watch
 check_PROGRAMS += $(INDEX_TESTS)
 TESTS += $(INDEX_TESTS)
 index_test_maildir_filename_LDADD = $(INDEX_TEST_LDADD)
@@ -43,6 +45,8 @@ index_test_maildir_keywords_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_mailbox_copy_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_mailbox_append_multi_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_append_multi_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+index_test_maildir_watch_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_watch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 
 # mailbox names and the mailbox list (LIST, CREATE, DELETE, RENAME)
 INDEX_TESTS_LIST = index/test-mailbox-name index/test-mailbox-list

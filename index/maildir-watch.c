@@ -1,0 +1,300 @@
+/* Process-wide inotify watches of Maildir cur/ and new/ (maildir-watch.h). */
+#include "lib.h"
+#include "log.h"
+#include "maildir-watch.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/inotify.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
+
+/* Events read per read(): each is at most the header + NAME_MAX + 1. */
+#define WATCH_READ_BUF (32 * (sizeof(struct inotify_event) + NAME_MAX + 1))
+#define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
+		    IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+#ifndef FUSE_SUPER_MAGIC
+#  define FUSE_SUPER_MAGIC 0x65735546
+#endif
+#ifndef ZFS_SUPER_MAGIC
+#  define ZFS_SUPER_MAGIC 0x2fc12fc1
+#endif
+#ifndef F2FS_SUPER_MAGIC
+#  define F2FS_SUPER_MAGIC 0xF2F52010
+#endif
+#ifndef XFS_SUPER_MAGIC
+#  define XFS_SUPER_MAGIC 0x58465342
+#endif
+
+struct watch_expected {
+	enum maildir_watch_dir dir;
+	char *name;
+};
+
+struct maildir_watch {
+	struct maildir_watch *prev, *next;
+	char *path;
+	unsigned int refcount;
+	int wd[2];                 /* cur, new; -1 once gone */
+	uint64_t gen;
+	bool dead;
+	struct watch_expected expected[MAILDIR_WATCH_MAX_EXPECTED];
+	unsigned int expected_count;
+	bool expected_overflow;
+};
+
+static int watch_fd = -1;
+static bool watch_unavailable;
+static struct maildir_watch *watches;
+
+/* File systems where every writer goes through this kernel, so inotify
+   sees all changes. Elsewhere (NFS, CIFS, FUSE...) other hosts' changes
+   would be invisible: mtimes it is. */
+static bool fs_is_local(const char *path)
+{
+	struct statfs st;
+
+	if (statfs(path, &st) < 0)
+		return false;
+	switch ((unsigned long)st.f_type) {
+	case EXT4_SUPER_MAGIC:  /* also ext2/ext3 */
+	case XFS_SUPER_MAGIC:
+	case BTRFS_SUPER_MAGIC:
+	case TMPFS_MAGIC:
+	case F2FS_SUPER_MAGIC:
+	case ZFS_SUPER_MAGIC:
+	case OVERLAYFS_SUPER_MAGIC:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool watch_init(void)
+{
+	if (watch_fd != -1)
+		return true;
+	if (watch_unavailable)
+		return false;
+	watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (watch_fd == -1) {
+		/* EMFILE: max_user_instances used up by this mail uid. */
+		i_warning("inotify_init1() failed, Maildir changes are found by "
+			  "directory mtimes: %m");
+		watch_unavailable = true;
+		return false;
+	}
+	return true;
+}
+
+static void watch_remove_dirs(struct maildir_watch *w)
+{
+	for (unsigned int i = 0; i < 2; i++) {
+		if (w->wd[i] != -1 &&
+		    (i == 0 || w->wd[1] != w->wd[0]))
+			(void)inotify_rm_watch(watch_fd, w->wd[i]);
+		w->wd[i] = -1;
+	}
+}
+
+static struct maildir_watch *watch_find_wd(int wd, unsigned int *idx_r)
+{
+	for (struct maildir_watch *w = watches; w != NULL; w = w->next) {
+		for (unsigned int i = 0; i < 2; i++) {
+			if (w->wd[i] == wd) {
+				*idx_r = i;
+				return w;
+			}
+		}
+	}
+	return NULL;
+}
+
+static bool watch_take_expected(struct maildir_watch *w,
+				enum maildir_watch_dir dir, const char *name)
+{
+	for (unsigned int i = 0; i < w->expected_count; i++) {
+		struct watch_expected *e = &w->expected[i];
+
+		if (e->dir == dir && strcmp(e->name, name) == 0) {
+			i_free(e->name);
+			*e = w->expected[--w->expected_count];
+			return true;
+		}
+	}
+	return false;
+}
+
+static void watch_event(const struct inotify_event *ev)
+{
+	unsigned int idx;
+
+	if ((ev->mask & IN_Q_OVERFLOW) != 0) {
+		/* Lost events: nobody can be trusted any more. */
+		for (struct maildir_watch *w = watches; w != NULL; w = w->next)
+			w->gen++;
+		return;
+	}
+	struct maildir_watch *w = watch_find_wd(ev->wd, &idx);
+	if (w == NULL)
+		return;   /* a watch removed after the event was queued */
+	if ((ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) != 0) {
+		/* The directory went away or moved (the watch would follow
+		   it): this watch is dead, its holders rescan on every
+		   check, and the next maildir_watch_ref() makes a new one. */
+		if (!w->dead)
+			watch_remove_dirs(w);
+		w->dead = true;
+		w->gen++;
+		return;
+	}
+	if (ev->len > 0 && !w->expected_overflow &&
+	    watch_take_expected(w, (enum maildir_watch_dir)idx, ev->name))
+		return;
+	w->gen++;
+}
+
+static void watch_read_events(void)
+{
+	union {
+		struct inotify_event align;
+		char buf[WATCH_READ_BUF];
+	} u;
+
+	for (;;) {
+		ssize_t ret = read(watch_fd, u.buf, sizeof(u.buf));
+		if (ret <= 0) {
+			if (ret < 0 && errno != EAGAIN && errno != EINTR)
+				i_error("read(inotify) failed: %m");
+			return;
+		}
+		for (ssize_t pos = 0; pos < ret; ) {
+			const struct inotify_event *ev = (const void *)(u.buf + pos);
+			watch_event(ev);
+			pos += (ssize_t)(sizeof(*ev) + ev->len);
+		}
+	}
+}
+
+static bool watch_add_dirs(struct maildir_watch *w)
+{
+	static const char *const subdirs[2] = { "cur", "new" };
+	char dir[PATH_MAX];
+
+	for (unsigned int i = 0; i < 2; i++) {
+		if (snprintf(dir, sizeof(dir), "%s/%s", w->path, subdirs[i]) >=
+		    (int)sizeof(dir))
+			return false;
+		w->wd[i] = inotify_add_watch(watch_fd, dir, WATCH_MASK);
+		if (w->wd[i] == -1) {
+			if (errno == ENOSPC)
+				i_warning("inotify_add_watch(%s): max_user_watches "
+					  "reached, using mtimes", dir);
+			return false;
+		}
+	}
+	/* One directory watched twice would share a wd: not a Maildir. */
+	return w->wd[0] != w->wd[1];
+}
+
+struct maildir_watch *maildir_watch_ref(const char *path)
+{
+	struct maildir_watch *w;
+
+	for (w = watches; w != NULL; w = w->next) {
+		if (!w->dead && strcmp(w->path, path) == 0) {
+			w->refcount++;
+			return w;
+		}
+	}
+	if (!fs_is_local(path) || !watch_init())
+		return NULL;
+	w = i_malloc(sizeof(*w));
+	w->path = i_strdup(path);
+	w->refcount = 1;
+	if (!watch_add_dirs(w)) {
+		watch_remove_dirs(w);
+		i_free(w->path);
+		i_free(w);
+		return NULL;
+	}
+	w->next = watches;
+	if (watches != NULL)
+		watches->prev = w;
+	watches = w;
+	return w;
+}
+
+static void watch_expected_clear(struct maildir_watch *w)
+{
+	for (unsigned int i = 0; i < w->expected_count; i++)
+		i_free(w->expected[i].name);
+	w->expected_count = 0;
+	w->expected_overflow = false;
+}
+
+void maildir_watch_unref(struct maildir_watch **_w)
+{
+	struct maildir_watch *w = *_w;
+
+	if (w == NULL)
+		return;
+	*_w = NULL;
+	i_assert(w->refcount > 0);
+	if (--w->refcount > 0)
+		return;
+	watch_remove_dirs(w);
+	watch_expected_clear(w);
+	if (w->prev != NULL)
+		w->prev->next = w->next;
+	else
+		watches = w->next;
+	if (w->next != NULL)
+		w->next->prev = w->prev;
+	i_free(w->path);
+	i_free(w);
+}
+
+uint64_t maildir_watch_get_gen(struct maildir_watch *w)
+{
+	watch_read_events();
+	if (w->dead)
+		w->gen++;
+	return w->gen;
+}
+
+void maildir_watch_expect(struct maildir_watch *w, enum maildir_watch_dir dir,
+			  const char *name)
+{
+	if (w == NULL)
+		return;
+	if (w->expected_count == MAILDIR_WATCH_MAX_EXPECTED) {
+		w->expected_overflow = true;
+		return;
+	}
+	w->expected[w->expected_count].dir = dir;
+	w->expected[w->expected_count].name = i_strdup(name);
+	w->expected_count++;
+}
+
+void maildir_watch_settle(struct maildir_watch *w)
+{
+	if (w == NULL)
+		return;
+	watch_read_events();
+	/* Beyond the bound we cannot tell ours from theirs. An announcement
+	   without its event means our change did not happen as planned -
+	   perhaps because someone else's did (they unlinked the file we
+	   meant to rename, and their event cancelled our announcement). */
+	if (w->expected_overflow || w->expected_count > 0)
+		w->gen++;
+	watch_expected_clear(w);
+}
+
+void maildir_watch_deinit(void)
+{
+	i_assert(watches == NULL);
+	if (watch_fd != -1)
+		i_close_fd(&watch_fd);
+	watch_unavailable = false;
+}

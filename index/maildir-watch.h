@@ -1,0 +1,60 @@
+#ifndef MAILDIR_WATCH_H
+#define MAILDIR_WATCH_H
+/* Knowing, without a readdir, that nobody outside this process changed a
+   Maildir's cur/ and new/ since our last scan.
+
+   Directory mtimes cannot tell: they are coarse (a change in the same
+   clock tick leaves them equal), so a directory changed in the last two
+   seconds must be rescanned, and under load that is every command - a
+   readdir of the whole of cur/ per STORE. An inotify watch set up before a
+   scan sees every later entry change in order, with its name. This
+   process's own renames, links and unlinks are announced beforehand
+   (maildir_watch_expect()) and cancel out against their events; every
+   other event, a queue overflow or the directory going away makes the
+   watch's generation move, and a handle whose remembered generation
+   differs rescans. Our own changes reach the process's other handles
+   through the index log, so they need no rescan.
+
+   One inotify instance per process serves every mailbox (the kernel
+   limits instances per uid, and many users may share one mail uid). Where
+   inotify is unavailable or cannot see every writer (network and FUSE
+   file systems), maildir_watch_ref() returns NULL and callers keep using
+   mtimes. */
+
+#include <stdint.h>
+
+/* Announced names per settle; more make the settle count as foreign (one
+   rescan after a big STORE or EXPUNGE instead of unbounded memory). */
+#define MAILDIR_WATCH_MAX_EXPECTED 256
+
+enum maildir_watch_dir {
+	MAILDIR_WATCH_CUR,
+	MAILDIR_WATCH_NEW,
+};
+
+struct maildir_watch;
+
+/* The process's watch of path/cur and path/new (shared, counted). NULL if
+   the directories cannot be watched. */
+struct maildir_watch *maildir_watch_ref(const char *path);
+void maildir_watch_unref(struct maildir_watch **watch);
+
+/* Read what is pending, then return the generation: it changes whenever
+   something not announced happened in cur/ or new/. */
+uint64_t maildir_watch_get_gen(struct maildir_watch *watch);
+
+/* (A NULL watch is accepted by these two and does nothing.)
+   Announce one entry name this process is about to create or remove in
+   dir (a rename announces both names). */
+void maildir_watch_expect(struct maildir_watch *watch,
+			  enum maildir_watch_dir dir, const char *name);
+/* After the announced changes: read their events and cancel them against
+   the announcements. Anything else, and an announcement left without its
+   event (a rename that failed), moves the generation. */
+void maildir_watch_settle(struct maildir_watch *watch);
+
+/* Tests: close the process's inotify instance and forget every watch
+   (none may be referenced). */
+void maildir_watch_deinit(void);
+
+#endif

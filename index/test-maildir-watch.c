@@ -1,0 +1,200 @@
+/* Unit tests for index/maildir-watch.c: our announced changes cancel out,
+   everything else (foreign changes, failed announcements, too many
+   announcements, the directory going away) moves the generation. */
+#include "test-common.h"
+#include "maildir-watch.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+static char box_path[PATH_MAX];
+
+static void path_in(char *buf, const char *sub, const char *name)
+{
+	int len = snprintf(buf, PATH_MAX, "%s/%s/%s", box_path, sub, name);
+	i_assert(len > 0 && len < PATH_MAX);
+}
+
+static void touch(const char *sub, const char *name)
+{
+	char path[PATH_MAX];
+
+	path_in(path, sub, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	test_assert(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+}
+
+static int rename_in(const char *sub, const char *from, const char *to)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	path_in(a, sub, from);
+	path_in(b, sub, to);
+	return rename(a, b);
+}
+
+/* A fresh Maildir; NULL watch when this file system is not watchable. */
+static struct maildir_watch *setup(void)
+{
+	static const char *const subs[] = { "", "/cur", "/new", "/tmp" };
+	char dir[PATH_MAX];
+
+	snprintf(box_path, sizeof(box_path), "%s/box", test_tmpdir());
+	for (unsigned int i = 0; i < N_ELEMENTS(subs); i++) {
+		test_assert(snprintf(dir, sizeof(dir), "%s%s", box_path,
+				     subs[i]) > 0);
+		test_assert(mkdir(dir, 0700) == 0);
+	}
+	struct maildir_watch *w = maildir_watch_ref(box_path);
+	if (w == NULL)
+		printf("SKIP: %s cannot be watched (not a local file system?)\n",
+		       box_path);
+	return w;
+}
+
+static void teardown(struct maildir_watch **w)
+{
+	maildir_watch_unref(w);
+	maildir_watch_deinit();
+	test_tmpdir_cleanup();
+}
+
+static void test_own_changes_cancel_out(void)
+{
+	struct maildir_watch *w = setup();
+	if (w == NULL) {
+		test_tmpdir_cleanup();
+		return;
+	}
+	touch("cur", "1.a:2,");
+	uint64_t gen = maildir_watch_get_gen(w);
+	test_assert(gen != 0);   /* the touch was foreign */
+	test_assert(maildir_watch_get_gen(w) == gen);
+
+	/* A flag change: one rename announced by both names. */
+	maildir_watch_expect(w, MAILDIR_WATCH_CUR, "1.a:2,");
+	maildir_watch_expect(w, MAILDIR_WATCH_CUR, "1.a:2,S");
+	test_assert(rename_in("cur", "1.a:2,", "1.a:2,S") == 0);
+	maildir_watch_settle(w);
+	test_assert(maildir_watch_get_gen(w) == gen);
+
+	/* A new file and an unlink. */
+	maildir_watch_expect(w, MAILDIR_WATCH_NEW, "2.b");
+	touch("new", "2.b");
+	maildir_watch_settle(w);
+	char path[PATH_MAX];
+	path_in(path, "cur", "1.a:2,S");
+	maildir_watch_expect(w, MAILDIR_WATCH_CUR, "1.a:2,S");
+	test_assert(unlink(path) == 0);
+	maildir_watch_settle(w);
+	test_assert(maildir_watch_get_gen(w) == gen);
+
+	/* A second handle shares the watch. */
+	struct maildir_watch *w2 = maildir_watch_ref(box_path);
+	test_assert(w2 == w);
+	maildir_watch_unref(&w2);
+	teardown(&w);
+}
+
+static void test_foreign_changes_move_gen(void)
+{
+	struct maildir_watch *w = setup();
+	if (w == NULL) {
+		test_tmpdir_cleanup();
+		return;
+	}
+	touch("cur", "1.a:2,");
+	uint64_t gen = maildir_watch_get_gen(w);
+
+	/* Another tool renames in cur/ (mutt setting \Seen). */
+	test_assert(rename_in("cur", "1.a:2,", "1.a:2,S") == 0);
+	test_assert(maildir_watch_get_gen(w) != gen);
+	gen = maildir_watch_get_gen(w);
+
+	/* A foreign change inside our own announced window. */
+	maildir_watch_expect(w, MAILDIR_WATCH_CUR, "1.a:2,S");
+	maildir_watch_expect(w, MAILDIR_WATCH_CUR, "1.a:2,RS");
+	test_assert(rename_in("cur", "1.a:2,S", "1.a:2,RS") == 0);
+	touch("new", "3.c");
+	maildir_watch_settle(w);
+	test_assert(maildir_watch_get_gen(w) != gen);
+	gen = maildir_watch_get_gen(w);
+
+	/* An announcement whose change failed: someone else got there first. */
+	maildir_watch_expect(w, MAILDIR_WATCH_CUR, "gone:2,");
+	maildir_watch_expect(w, MAILDIR_WATCH_CUR, "gone:2,S");
+	test_assert(rename_in("cur", "gone:2,", "gone:2,S") < 0);
+	maildir_watch_settle(w);
+	test_assert(maildir_watch_get_gen(w) != gen);
+	gen = maildir_watch_get_gen(w);
+
+	/* The same name announced in the other directory is not ours. */
+	maildir_watch_expect(w, MAILDIR_WATCH_NEW, "4.d");
+	touch("cur", "4.d");
+	maildir_watch_settle(w);
+	test_assert(maildir_watch_get_gen(w) != gen);
+	teardown(&w);
+}
+
+static void test_too_many_announcements(void)
+{
+	char name[32];
+
+	struct maildir_watch *w = setup();
+	if (w == NULL) {
+		test_tmpdir_cleanup();
+		return;
+	}
+	uint64_t gen = maildir_watch_get_gen(w);
+	for (unsigned int i = 0; i <= MAILDIR_WATCH_MAX_EXPECTED; i++) {
+		snprintf(name, sizeof(name), "%u.x", i);
+		maildir_watch_expect(w, MAILDIR_WATCH_CUR, name);
+		touch("cur", name);
+	}
+	maildir_watch_settle(w);
+	test_assert(maildir_watch_get_gen(w) != gen);
+	/* Afterwards it is exact again. */
+	gen = maildir_watch_get_gen(w);
+	maildir_watch_expect(w, MAILDIR_WATCH_CUR, "last");
+	touch("cur", "last");
+	maildir_watch_settle(w);
+	test_assert(maildir_watch_get_gen(w) == gen);
+	teardown(&w);
+}
+
+static void test_directory_goes_away(void)
+{
+	char dir[PATH_MAX], moved[PATH_MAX];
+
+	struct maildir_watch *w = setup();
+	if (w == NULL) {
+		test_tmpdir_cleanup();
+		return;
+	}
+	uint64_t gen = maildir_watch_get_gen(w);
+	test_assert(snprintf(dir, sizeof(dir), "%s/new", box_path) > 0);
+	test_assert(snprintf(moved, sizeof(moved), "%s/new.old", box_path) > 0);
+	test_assert(rename(dir, moved) == 0);
+	test_assert(mkdir(dir, 0700) == 0);
+	test_assert(maildir_watch_get_gen(w) != gen);
+	/* The dead watch is not handed out again: a new one watches the new
+	   directory. */
+	struct maildir_watch *w2 = maildir_watch_ref(box_path);
+	test_assert(w2 != NULL && w2 != w);
+	if (w2 != NULL) {
+		gen = maildir_watch_get_gen(w2);
+		touch("new", "5.e");
+		test_assert(maildir_watch_get_gen(w2) != gen);
+		maildir_watch_unref(&w2);
+	}
+	teardown(&w);
+}
+
+TEST_MAIN(TEST(test_own_changes_cancel_out),
+	  TEST(test_foreign_changes_move_gen),
+	  TEST(test_too_many_announcements),
+	  TEST(test_directory_goes_away))
