@@ -13,6 +13,8 @@
 #define MAIL_CACHE_MINOR 0
 /* Offsets are 32-bit: a cache never grows past this (compress first). */
 #define MAIL_CACHE_MAX_FILE_SIZE 0xfff00000U
+/* Compression writes the new file in chunks of this size. */
+#define MAIL_CACHE_COMPRESS_CHUNK (1024U * 1024)
 
 struct mail_cache_header {
 	uint32_t magic;
@@ -65,6 +67,9 @@ struct mail_cache {
 	uint32_t file_seq;         /* 0 = no usable file open */
 	const unsigned char *map;
 	size_t map_size;
+	/* Records this handle wrote that chain to an older record of their
+	   message: what a compression would merge (mail_cache_want_compress). */
+	uint32_t chained_written;
 };
 
 static uint32_t hdr_crc(const struct mail_cache_header *hdr)
@@ -478,6 +483,22 @@ static uint32_t flush_prev_offset(struct mail_index *index, uint32_t uid)
 	return map->recs[seq - 1].cache_offset;
 }
 
+/* Records of buf (as built by rec_begin/rec_finish) with a prev_offset. */
+static uint32_t flush_count_chained(const buffer_t *buf)
+{
+	struct mail_cache_record rec;
+	uint32_t count = 0;
+
+	for (size_t pos = 0; pos + sizeof(rec) <= buf->used; pos += rec.size) {
+		memcpy(&rec, buf->data + pos, sizeof(rec));
+		if (rec.size < sizeof(rec))
+			break;
+		if (rec.prev_offset != 0)
+			count++;
+	}
+	return count;
+}
+
 int mail_cache_transaction_flush(struct mail_index_transaction *t,
 				 const char **error_r)
 {
@@ -517,6 +538,7 @@ int mail_cache_transaction_flush(struct mail_index_transaction *t,
 	}
 	if (cur_uid != 0)
 		rec_finish(&recs, start, cur_uid, flush_prev_offset(index, cur_uid));
+	uint32_t chained = flush_count_chained(&recs);
 	if ((uint64_t)base + recs.used > MAIL_CACHE_MAX_FILE_SIZE) {
 		/* Full: drop the values, the next compression makes room. */
 	} else if (recs.used > 0 && write_at(cache->fd, recs.data, recs.used, base) < 0) {
@@ -524,6 +546,7 @@ int mail_cache_transaction_flush(struct mail_index_transaction *t,
 						index->cache_path, strerror(errno));
 		ret = -1;
 	} else if (offsets.used > 0) {
+		cache->chained_written += chained;
 		mail_transaction_rec_add_op(&t->rec, MAIL_TRANSACTION_CACHE_OFFSET,
 					    offsets.data, offsets.used);
 		for (size_t i = 0; i < offsets.used; i += sizeof(co)) {
@@ -538,9 +561,10 @@ int mail_cache_transaction_flush(struct mail_index_transaction *t,
 
 /* ---- compression ---- */
 
-/* Append to body the newest value of every field of the chain at offset. */
+/* Append to body the newest value of every field of the chain at offset;
+   body starts at file offset base. */
 static void compress_one(struct mail_cache *cache, uint32_t uid, uint32_t offset,
-			 buffer_t *body, buffer_t *offsets)
+			 uint64_t base, buffer_t *body, buffer_t *offsets)
 {
 	uint64_t seen = 0;
 	size_t start;
@@ -564,25 +588,70 @@ static void compress_one(struct mail_cache *cache, uint32_t uid, uint32_t offset
 		}
 		offset = rec->prev_offset;
 	}
-	if (!any) {
+	if (!any || base + body->used > MAIL_CACHE_MAX_FILE_SIZE) {
+		/* nothing (or no room: a miss) */
 		buffer_truncate(body, start);
 		return;
 	}
 	rec_finish(body, start, uid, 0);
-	struct mail_transaction_cache_offset co = {
-		uid, (uint32_t)(sizeof(struct mail_cache_header) + start)
-	};
+	struct mail_transaction_cache_offset co = { uid, (uint32_t)(base + start) };
 	if (buffer_append(offsets, &co, sizeof(co)) < 0)
 		i_panic("cache offsets buffer full");
 }
 
-static int compress_locked(struct mail_index_view *view, const char **error_r)
+/* Write the compressed file as tmp: header, then the records of the
+   view's messages in chunks (memory stays bounded by the chunk size, not
+   the mailbox), fdatasynced. Returns 0 or -1. */
+static int compress_write_tmp(struct mail_cache *cache, struct mail_index_map *map,
+			      struct mail_cache_header *hdr, const char *tmp,
+			      buffer_t *offsets)
 {
-	struct mail_index *index = view->index;
+	buffer_t body;
+	uint64_t base = sizeof(*hdr);
+	int ret = 0;
+
+	hdr->crc = hdr_crc(hdr);
+	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || write_at(fd, hdr, sizeof(*hdr), 0) < 0) {
+		i_close_fd(&fd);
+		return -1;
+	}
+	buffer_init(&body, MAIL_CACHE_MAX_FILE_SIZE);
+	for (uint32_t i = 0; i < map->hdr.messages_count && ret == 0; i++) {
+		if (map->recs[i].cache_offset != 0)
+			compress_one(cache, map->recs[i].uid, map->recs[i].cache_offset,
+				     base, &body, offsets);
+		if (body.used >= MAIL_CACHE_COMPRESS_CHUNK ||
+		    i + 1 == map->hdr.messages_count) {
+			ret = write_at(fd, body.data, body.used, (off_t)base);
+			base += body.used;
+			buffer_reset(&body);
+		}
+	}
+	buffer_free(&body);
+	/* on disk before the rename: a power cut must not leave a renamed
+	   file without its records (they would be misses, never wrong) */
+	if (ret == 0)
+		ret = fdatasync(fd);
+	i_close_fd(&fd);
+	return ret;
+}
+
+/* Lock held: the view's map is at the end of the log (else returns 0).
+   A new file (seq + 1) replaces the old by rename; then one log record
+   (CACHE_RESET + CACHE_OFFSETs) points the index at it. A crash before
+   the rename leaves the old file in use (and a stale .tmp that the next
+   compression overwrites); one between the rename and the log record
+   leaves the index naming the old seq: misses, and the next cache write
+   starts a new file. Readers keep their mapping of the old file until
+   their sync shows the new seq. */
+int mail_cache_compress_locked(struct mail_index *index, const char **error_r)
+{
 	struct mail_cache *cache = cache_get(index);
 	struct mail_index_map *map = index->map;
 	struct mail_cache_header hdr;
-	buffer_t body, offsets;
+	char tmp[PATH_MAX];
+	buffer_t offsets;
 	int ret = -1;
 
 	if (mail_index_tail_refresh(index, error_r) < 0)
@@ -591,34 +660,43 @@ static int compress_locked(struct mail_index_view *view, const char **error_r)
 	    index->cursor.offset != index->tail_cursor.offset ||
 	    !cache_want(cache, map->hdr.cache_file_seq) || !cache_remap(cache))
 		return 0;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", index->cache_path) >= (int)sizeof(tmp)) {
+		*error_r = mail_index_set_error(index, "cache path too long");
+		return -1;
+	}
 	header_from_file(cache, &hdr);
 	hdr.file_seq = cache->file_seq + 1;
-	buffer_init(&body, MAIL_CACHE_MAX_FILE_SIZE);
 	buffer_init(&offsets, MAIL_TRANSACTION_MAX_SIZE);
-	for (uint32_t i = 0; i < map->hdr.messages_count; i++) {
-		if (map->recs[i].cache_offset != 0)
-			compress_one(cache, map->recs[i].uid, map->recs[i].cache_offset,
-				     &body, &offsets);
+	/* one attempt per fill: a failing compression is not retried at
+	   every sync */
+	cache->chained_written = 0;
+	if (compress_write_tmp(cache, map, &hdr, tmp, &offsets) < 0 ||
+	    rename(tmp, index->cache_path) < 0) {
+		*error_r = mail_index_set_error(index, "writing %s: %s", tmp,
+						strerror(errno));
+		(void)unlink(tmp);
+		buffer_free(&offsets);
+		return -1;
 	}
-	if (cache_write_file(cache, &hdr, &body, error_r) == 0) {
-		buffer_t *rec = &index->rec_buf;
-		buffer_reset(rec);
-		mail_transaction_rec_begin(rec);
-		mail_transaction_rec_add_op(rec, MAIL_TRANSACTION_CACHE_RESET,
-					    &hdr.file_seq, sizeof(hdr.file_seq));
-		if (offsets.used > 0)
-			mail_transaction_rec_add_op(rec, MAIL_TRANSACTION_CACHE_OFFSET,
-						    offsets.data, offsets.used);
-		mail_transaction_rec_finish(rec, index->tail->hdr.highest_modseq);
-		if (mail_transaction_log_append(index->tail_cursor.file,
-				index->tail_cursor.offset, rec, error_r) == 0) {
-			mail_index_map_apply(index->tail, rec->data, rec->used, NULL);
-			index->tail_cursor.offset += (uint32_t)rec->used;
-			ret = 1;
-		}
+	buffer_t *rec = &index->rec_buf;
+	buffer_reset(rec);
+	mail_transaction_rec_begin(rec);
+	mail_transaction_rec_add_op(rec, MAIL_TRANSACTION_CACHE_RESET,
+				    &hdr.file_seq, sizeof(hdr.file_seq));
+	if (offsets.used > 0)
+		mail_transaction_rec_add_op(rec, MAIL_TRANSACTION_CACHE_OFFSET,
+					    offsets.data, offsets.used);
+	mail_transaction_rec_finish(rec, index->tail->hdr.highest_modseq);
+	if (mail_transaction_log_append(index->tail_cursor.file,
+			index->tail_cursor.offset, rec, error_r) == 0) {
+		mail_index_map_apply(index->tail, rec->data, rec->used, NULL);
+		index->tail_cursor.offset += (uint32_t)rec->used;
+		index->tail->hdr.log_file_offset = index->tail_cursor.offset;
+		ret = 1;
 	}
-	buffer_free(&body);
 	buffer_free(&offsets);
+	/* the new file is opened by the next lookup or write */
+	cache_close_file(cache);
 	return ret;
 }
 
@@ -628,9 +706,20 @@ int mail_cache_compress(struct mail_index_view *view, const char **error_r)
 
 	if (mail_index_lock(index, true, error_r) < 0)
 		return -1;
-	int ret = compress_locked(view, error_r);
+	int ret = mail_cache_compress_locked(index, error_r);
 	mail_index_unlock(index);
 	return ret;
+}
+
+bool mail_cache_want_compress(struct mail_index *index)
+{
+	struct mail_cache *cache = index->cache;
+
+	if (cache == NULL || (index->flags & MAIL_INDEX_OPEN_READONLY) != 0)
+		return false;
+	return cache->chained_written >= MAIL_CACHE_COMPRESS_MIN_CHAINED &&
+		cache->chained_written >= index->map->hdr.messages_count /
+		MAIL_CACHE_COMPRESS_CHAINED_DIV;
 }
 
 void mail_cache_get_usage(struct mail_index_view *view,

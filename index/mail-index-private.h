@@ -17,6 +17,12 @@
 /* Rewrite moat.index when this much log lies beyond it, so that an open
    replays at most this much. */
 #define MAIL_INDEX_CHECKPOINT_LOG_BYTES (64U * 1024)
+/* A checkpoint also rotates a log of at least 1/DIV of moat.index's size
+   (once it is past the checkpoint size): all of it is in moat.index. */
+#define MAIL_INDEX_ROTATE_INDEX_DIV 4
+/* The rotated-out log stays as .log.2 only if at most 1/DIV of
+   moat.index's size. */
+#define MAIL_INDEX_LOG2_MAX_INDEX_DIV 2
 #define MAIL_INDEX_ERROR_MAX 512
 
 struct mail_index_header {
@@ -102,6 +108,9 @@ struct mail_index_transaction {
 	buffer_t rec;              /* the log record being built */
 	buffer_t cache;            /* pending mail_cache_add()s */
 	bool changes;              /* anything that gets a new modseq */
+	/* The last APPEND op (header offset) and where it ended: a
+	   following append extends it. */
+	size_t append_op_pos, append_op_end;
 };
 
 /* The view's sync reporting target, NULL for the tail. */
@@ -135,11 +144,13 @@ int mail_index_tail_refresh(struct mail_index *index, const char **error_r);
 
 /* Whether enough log lies beyond moat.index to rewrite it. */
 bool mail_index_need_checkpoint(struct mail_index *index);
-/* Lock held: catch the view up (reporting to target) and write moat.index.
-   Returns 1, 0 if the view must reload, -1 on error. */
+/* Lock held: catch the view up (reporting to target), compress the cache
+   if mail_cache_want_compress(), and write moat.index (if force or
+   mail_index_need_checkpoint()). Returns 1, 0 if the view must reload,
+   -1 on error. */
 int mail_index_checkpoint_locked(struct mail_index *index,
 				 const struct mail_index_sync_target *target,
-				 const char **error_r);
+				 bool force, const char **error_r);
 
 /* mail-index-map.c */
 struct mail_index_map *mail_index_map_new_empty(bool header_only);
@@ -177,5 +188,15 @@ int mail_cache_transaction_flush(struct mail_index_transaction *t,
 void mail_cache_invalidate(struct mail_cache *cache);
 /* The view caught up with the log: forget the chain heads we wrote. */
 void mail_cache_view_synced(struct mail_cache *cache);
+/* Automatic compression: this handle wrote at least MIN records (and
+   1/DIV of the messages) that chain to older records of their message,
+   e.g. a FETCH filling ENVELOPEs of messages that have a savedate
+   record: merging saves a record header each and the chain hops. */
+#define MAIL_CACHE_COMPRESS_MIN_CHAINED 1024U
+#define MAIL_CACHE_COMPRESS_CHAINED_DIV 4U
+bool mail_cache_want_compress(struct mail_index *index);
+/* Lock held; compress when the view is at the end of the log.
+   Returns 1 if compressed, 0 if not, -1 on error. */
+int mail_cache_compress_locked(struct mail_index *index, const char **error_r);
 
 #endif

@@ -173,11 +173,13 @@ int mail_index_view_sync(struct mail_index_view *view,
 				      &target, error_r);
 	if (ret == 0)
 		ret = view_reload(index, &target, error_r) < 0 ? -1 : 1;
-	if (ret > 0 && mail_index_need_checkpoint(index)) {
+	if (ret > 0 && (mail_index_need_checkpoint(index) ||
+			mail_cache_want_compress(index))) {
 		/* Readers never wait for writers: skip when busy. */
 		ret = mail_index_lock(index, false, error_r);
 		if (ret > 0) {
-			ret = mail_index_checkpoint_locked(index, &target, error_r);
+			ret = mail_index_checkpoint_locked(index, &target, false,
+							   error_r);
 			mail_index_unlock(index);
 			if (ret == 0)
 				ret = view_reload(index, &target, error_r) < 0 ? -1 : 1;

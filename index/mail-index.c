@@ -195,9 +195,12 @@ int mail_index_log_catch_up(struct mail_index *index,
 
 /* ---- loading ---- */
 
+/* Replace moat.index.log by a new empty log. keep_log2: the old log
+   becomes .log.2 for readers a whole log file behind; else .log.2 goes
+   (such readers reload, doc/index-format.md "Rotation"). */
 static int create_log(struct mail_index *index, uint32_t seq, uint32_t prev_seq,
 		      uint32_t flags, uint32_t uidvalidity, uint64_t modseq,
-		      struct mail_transaction_log_file **file_r,
+		      bool keep_log2, struct mail_transaction_log_file **file_r,
 		      const char **error_r)
 {
 	struct mail_transaction_log_header hdr;
@@ -205,11 +208,26 @@ static int create_log(struct mail_index *index, uint32_t seq, uint32_t prev_seq,
 	i_assert(index->locked);
 	mail_transaction_log_header_init(&hdr, seq, prev_seq, flags, uidvalidity,
 					 modseq);
-	/* Readers that are behind find the old file as .log.2. */
 	(void)unlink(index->log2_path);
-	(void)link(index->log_path, index->log2_path);
+	if (keep_log2)
+		(void)link(index->log_path, index->log2_path);
 	return mail_transaction_log_file_create(index->log_path, &hdr, true,
 						file_r, error_r);
+}
+
+/* Bytes of moat.index holding map. */
+static uint64_t map_file_size(const struct mail_index_map *map)
+{
+	return (uint64_t)map->hdr.header_size + (uint64_t)map->hdr.messages_count *
+		sizeof(struct mail_index_record);
+}
+
+/* A rotated-out log of log_size bytes is worth keeping as .log.2 only
+   when replaying it is clearly cheaper than the reload (which reads
+   moat.index) that a lagging reader does without it. */
+static bool log2_worth_keeping(uint64_t log_size, const struct mail_index_map *map)
+{
+	return log_size <= map_file_size(map) / MAIL_INDEX_LOG2_MAX_INDEX_DIV;
 }
 
 /* The log of a brand-new index starts with its uidvalidity. */
@@ -219,7 +237,7 @@ static int create_first_log(struct mail_index *index,
 {
 	struct mail_transaction_header_update hu = { (uint32_t)time(NULL), 1 };
 
-	if (create_log(index, 1, 0, 0, hu.uidvalidity, 0, file_r, error_r) < 0)
+	if (create_log(index, 1, 0, 0, hu.uidvalidity, 0, false, file_r, error_r) < 0)
 		return -1;
 	buffer_reset(&index->rec_buf);
 	mail_transaction_rec_begin(&index->rec_buf);
@@ -258,7 +276,8 @@ static int open_log(struct mail_index *index, struct mail_index_map *map,
 		index->rebuilt = true;
 		uint32_t seq = map->hdr.log_file_seq;
 		ret = create_log(index, seq + 1, seq, 0, map->hdr.uidvalidity,
-				 map->hdr.highest_modseq, file_r, error_r) < 0 ? -1 : 1;
+				 map->hdr.highest_modseq, false, file_r,
+				 error_r) < 0 ? -1 : 1;
 	}
 	if (took_lock)
 		mail_index_unlock(index);
@@ -317,7 +336,9 @@ static int position_cursor(struct mail_index *index, struct mail_index_map **map
 			return 1;
 		}
 		int ret = create_log(index, S, L, 0, map->hdr.uidvalidity,
-				     map->hdr.highest_modseq, &file, error_r);
+				     map->hdr.highest_modseq,
+				     log2_worth_keeping((uint64_t)st.st_size, map),
+				     &file, error_r);
 		if (took_lock)
 			mail_index_unlock(index);
 		if (ret < 0)
@@ -564,7 +585,12 @@ static int write_checkpoint(struct mail_index *index, const char **error_r)
 	struct mail_index_map *map = index->map;
 	struct mail_transaction_log_file *file;
 	uint32_t seq = index->cursor.file->hdr.file_seq;
-	bool rotate = index->cursor.offset >= index->log_rotate_size;
+	uint32_t log_size = index->cursor.offset;
+	/* Everything in the log is in moat.index after this: rotate when
+	   it is big, or big next to the index (e.g. a first build). */
+	bool rotate = log_size >= index->log_rotate_size ||
+		(log_size >= index->checkpoint_bytes &&
+		 log_size >= map_file_size(map) / MAIL_INDEX_ROTATE_INDEX_DIV);
 	const char *why;
 
 	i_assert(index->locked);
@@ -582,7 +608,9 @@ static int write_checkpoint(struct mail_index *index, const char **error_r)
 	}
 	if (rotate) {
 		if (create_log(index, seq + 1, seq, 0, map->hdr.uidvalidity,
-			       map->hdr.highest_modseq, &file, error_r) < 0)
+			       map->hdr.highest_modseq,
+			       log2_worth_keeping(log_size, map), &file,
+			       error_r) < 0)
 			return -1;
 		(void)fsync_dir(index->dir);
 		cursor_switch(&index->cursor, file);
@@ -613,12 +641,25 @@ void mail_index_set_limits(struct mail_index *index, uint32_t rotate_bytes,
 
 int mail_index_checkpoint_locked(struct mail_index *index,
 				 const struct mail_index_sync_target *target,
-				 const char **error_r)
+				 bool force, const char **error_r)
 {
 	int ret = mail_index_log_catch_up(index, &index->cursor, index->map,
 					  target, error_r);
 	if (ret <= 0)
 		return ret;
+	if (mail_cache_want_compress(index)) {
+		/* after a big fill, while the view is at the end anyway */
+		const char *cache_error;
+		if (mail_cache_compress_locked(index, &cache_error) < 0)
+			i_warning("index %s: cache compression: %s", index->dir,
+				  cache_error);
+		ret = mail_index_log_catch_up(index, &index->cursor, index->map,
+					      target, error_r);
+		if (ret <= 0)
+			return ret;
+	}
+	if (!force && !mail_index_need_checkpoint(index))
+		return 1;
 	return write_checkpoint(index, error_r) < 0 ? -1 : 1;
 }
 
@@ -631,7 +672,7 @@ int mail_index_checkpoint(struct mail_index *index, const char **error_r)
 	/* A view's numbering must not move here: with a view, only write
 	   when it already holds everything. */
 	if (index->view == NULL) {
-		ret = mail_index_checkpoint_locked(index, NULL, error_r);
+		ret = mail_index_checkpoint_locked(index, NULL, true, error_r);
 		if (ret == 0)
 			*error_r = mail_index_set_error(index, "log replaced: reopen");
 		ret = ret > 0 ? 0 : -1;
@@ -672,8 +713,10 @@ int mail_index_reset(struct mail_index *index, uint32_t uidvalidity,
 		mail_index_map_free(&map);
 		goto out;
 	}
+	/* Nobody continues into a RESET log: the old one is of no use. */
 	if (create_log(index, seq, old_seq, MAIL_TRANSACTION_LOG_FLAG_RESET,
-		       uidvalidity, map->hdr.highest_modseq, &file, error_r) < 0) {
+		       uidvalidity, map->hdr.highest_modseq, false, &file,
+		       error_r) < 0) {
 		mail_index_map_free(&map);
 		goto out;
 	}
