@@ -3,6 +3,7 @@
 #
 #   bench/compare.sh [--quick] [--prefix DIR] [--imapload PATH] [--rounds N]
 #                    [--secs N] [--big N] [--out FILE] [--keep]
+#                    [--only WORKLOAD[,WORKLOAD...]]
 #
 # Starts a private moat (from --prefix, default build/bench/local) and two
 # private Dovecots (Debian's package, installed when missing: stock settings
@@ -15,6 +16,9 @@
 # of both servers needs it).
 #   --quick: 2 rounds of 1 s, fewer client counts: under 3 minutes.
 #   default: 3 rounds of 5 s, every client count: under 20 minutes.
+#   --only: run just these workloads (login, login-hp, list, status,
+#     fetch-all, fetch-body, store, append, append-one-mailbox,
+#     append-own-mailbox, big), e.g. --only status,list.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +33,7 @@ ROUNDS=""
 SECS=""
 BIG=""
 OUT=""
+ONLY=""
 CORPUS=${BENCH_CORPUS:-$ROOT/../shared/corpus/lists/linux-xfs.mbox.xz}
 READ_USERS=20          # testuser1..20, 100 messages each
 INBOX_MESSAGES=100
@@ -44,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--big) BIG=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--keep) BENCH_KEEP=1 ;;
+	--only) ONLY=",$2,"; shift ;;
 	*) sed -n '2,20p' "$0" >&2; exit 2 ;;
 	esac
 	shift
@@ -109,9 +115,15 @@ for s in moat dovecot; do
 		{ cat "$BENCH_WORK/populate-$s.out" >&2; bench_die "populating $s failed"; }
 done
 bench_say "populated ${READ_USERS} INBOXes of $INBOX_MESSAGES messages"
-python3 "$ROOT/bench/mkmaildir.py" "$CORPUS" "$BIG" "$BENCH_WORK/big-pristine" >/dev/null
+wanted big && python3 "$ROOT/bench/mkmaildir.py" "$CORPUS" "$BIG" \
+	"$BENCH_WORK/big-pristine" >/dev/null
 
 # ---- running --------------------------------------------------------------
+# wanted WORKLOAD: selected by --only (everything without it).
+wanted() {
+	[ -z "$ONLY" ] || [[ $ONLY == *",$1,"* ]]
+}
+
 # sample_rss SERVER: peak RSS (VmHWM) of each live process of the server.
 sample_rss() {
 	bench_tree_kinds "${PID[$1]}" | while read -r kind kb; do
@@ -152,6 +164,7 @@ bench_pair() {
 	local wl=$1 clients=$2 servers=$3 r s
 	shift 3
 	local skip_moat=0
+	wanted "$wl" || return 0
 	for ((r = 1; r <= ROUNDS; r++)); do
 		for s in $servers; do
 			[ "$s" = moat ] && [ "$skip_moat" = 1 ] && continue
@@ -166,6 +179,7 @@ bench_pair() {
 # Appends get a new user each run: the mailbox is empty at the start.
 bench_append_pair() {
 	local wl=$1 clients=$2 mailbox=$3 secs=$4 r s u
+	wanted "$wl" || return 0
 	for ((r = 1; r <= ROUNDS; r++)); do
 		for s in moat dovecot; do
 			u=$(next_append_user "$s")
@@ -177,6 +191,7 @@ bench_append_pair() {
 
 bench_big() {
 	local r s home
+	wanted big || return 0
 	for ((r = 1; r <= ROUNDS; r++)); do
 		for s in moat dovecot; do
 			home=$BENCH_WORK/$s/mail/biguser$r

@@ -71,28 +71,6 @@ static bool store_parse(struct client_command *cmd, struct store_ctx *ctx)
 	return true;
 }
 
-static void store_new_flags(const struct store_ctx *ctx, enum mail_flags old,
-			    uint32_t old_kw, enum mail_flags *flags_r,
-			    uint32_t *kw_r)
-{
-	old &= MAIL_FLAGS_PERMANENT;
-	switch (ctx->mode) {
-	case STORE_REPLACE:
-		*flags_r = ctx->list.flags;
-		*kw_r = ctx->keywords;
-		break;
-	case STORE_ADD:
-		*flags_r = old | ctx->list.flags;
-		*kw_r = old_kw | ctx->keywords;
-		break;
-	case STORE_REMOVE:
-	default:
-		*flags_r = old & ~ctx->list.flags;
-		*kw_r = old_kw & ~ctx->keywords;
-		break;
-	}
-}
-
 static void store_send_fetch(struct client_command *cmd, uint32_t seq)
 {
 	struct client *client = cmd->client;
@@ -117,21 +95,30 @@ static void store_send_fetch(struct client_command *cmd, uint32_t seq)
 static bool store_msg(struct client_command *cmd, struct store_ctx *ctx,
 		      uint32_t seq, bool *changed_r)
 {
+	static const enum mailbox_flags_change modes[] = {
+		[STORE_REPLACE] = MAILBOX_FLAGS_REPLACE,
+		[STORE_ADD] = MAILBOX_FLAGS_ADD,
+		[STORE_REMOVE] = MAILBOX_FLAGS_REMOVE,
+	};
 	struct mailbox *box = cmd->client->mailbox;
-	enum mail_flags old = mailbox_msg_flags(box, seq), flags;
-	uint32_t old_kw = mailbox_msg_keywords(box, seq), kw;
+	enum mail_flags old = mailbox_msg_flags(box, seq) & MAIL_FLAGS_PERMANENT;
+	uint32_t old_kw = mailbox_msg_keywords(box, seq);
 	const char *error;
 
 	if (mailbox_msg_is_expunged(box, seq))
 		return true;   /* nothing to report for a vanished message */
-	store_new_flags(ctx, old, old_kw, &flags, &kw);
-	if (mailbox_msg_set_flags_keywords(box, seq, flags, kw, &error) < 0) {
+	/* +FLAGS/-FLAGS apply to the file's flags at the time of the change,
+	   so another writer's concurrent change of other flags survives. */
+	if (mailbox_msg_change_flags(box, seq, modes[ctx->mode],
+				     ctx->list.flags, ctx->keywords,
+				     &error) < 0) {
 		if (errno == ENOENT)
 			return true;
 		i_error("STORE failed: %s", error);
 		return false;
 	}
-	if (flags != (old & MAIL_FLAGS_PERMANENT) || kw != old_kw)
+	if ((mailbox_msg_flags(box, seq) & MAIL_FLAGS_PERMANENT) != old ||
+	    mailbox_msg_keywords(box, seq) != old_kw)
 		*changed_r = true;
 	/* RFC 9051 6.4.6: the new flags as if FETCH FLAGS was done */
 	if (!ctx->silent)

@@ -21,7 +21,8 @@
 #define IMAP_CAPABILITY "IMAP4rev1 IMAP4rev2 ID UNSELECT UIDPLUS" \
 	" MOVE IDLE ENABLE CHILDREN NAMESPACE LIST-EXTENDED LIST-STATUS" \
 	" SPECIAL-USE STATUS=SIZE ESEARCH SEARCHRES WITHIN BINARY MULTIAPPEND" \
-	" SAVEDATE"
+	" SAVEDATE SORT SORT=DISPLAY ESORT THREAD=ORDEREDSUBJECT" \
+	" THREAD=REFERENCES"
 /* IMAP_CAPABILITY plus " APPENDLIMIT=" and a 64-bit number */
 #define IMAP_CAPABILITY_MAX (sizeof(IMAP_CAPABILITY) + 50)
 
@@ -36,6 +37,8 @@ struct imap_user {
 	const char *mail_root;      /* the Maildir root (INBOX) */
 	struct client *clients;     /* linked list */
 	unsigned int client_count;
+	/* open index handles for STATUS (imap-status.h), NULL until used */
+	struct imap_status_cache *status_cache;
 };
 
 /* cmd-capability.c: the post-login capability list (RFC 7889

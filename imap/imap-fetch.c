@@ -107,8 +107,8 @@ static int fetch_msg_prepare(struct imap_fetch_ctx *ctx)
 	ctx->add_flags = false;
 	if (ctx->set_seen && !mailbox_is_readonly(box) &&
 	    (mailbox_msg_flags(box, ctx->seq) & MAIL_SEEN) == 0) {
-		if (mailbox_msg_set_flags(box, ctx->seq,
-			mailbox_msg_flags(box, ctx->seq) | MAIL_SEEN, &error) < 0) {
+		if (mailbox_msg_change_flags(box, ctx->seq, MAILBOX_FLAGS_ADD,
+					     MAIL_SEEN, 0, &error) < 0) {
 			if (errno == ENOENT)
 				return -1;
 			i_error("Setting \\Seen failed: %s", error);

@@ -76,6 +76,66 @@ static void status_send_line(struct client *client, const char *name,
 	pool_unref(&pool);
 }
 
+struct imap_status_cache {
+	struct imap_user *user;
+	struct mailbox_status_cache *handles;
+	struct timeout *to_idle;
+};
+
+static void status_cache_idle(void *context)
+{
+	struct imap_status_cache *cache = context;
+
+	cache->to_idle = NULL;
+	if (mailbox_status_cache_expire(cache->handles,
+			time(NULL) - IMAP_STATUS_CACHE_IDLE_SECS) > 0) {
+		cache->to_idle = timeout_add(cache->user->ioloop,
+			IMAP_STATUS_CACHE_IDLE_SECS * 1000,
+			status_cache_idle, cache);
+	}
+}
+
+static struct mailbox_status_cache *status_cache_get(struct imap_user *user)
+{
+	struct imap_status_cache *cache = user->status_cache;
+
+	if (user->set->imap_status_cache_mailboxes == 0)
+		return NULL;
+	if (cache == NULL) {
+		cache = i_malloc(sizeof(*cache));
+		cache->user = user;
+		cache->handles = mailbox_status_cache_init(
+			user->set->imap_status_cache_mailboxes);
+		user->status_cache = cache;
+	}
+	return cache->handles;
+}
+
+/* After a call that may have opened a handle: make sure idle ones close. */
+static void status_cache_used(struct imap_user *user)
+{
+	struct imap_status_cache *cache = user->status_cache;
+
+	if (cache != NULL && cache->to_idle == NULL &&
+	    mailbox_status_cache_count(cache->handles) > 0) {
+		cache->to_idle = timeout_add(user->ioloop,
+			IMAP_STATUS_CACHE_IDLE_SECS * 1000,
+			status_cache_idle, cache);
+	}
+}
+
+void imap_status_cache_free(struct imap_status_cache **_cache)
+{
+	struct imap_status_cache *cache = *_cache;
+
+	if (cache == NULL)
+		return;
+	*_cache = NULL;
+	timeout_remove(&cache->to_idle);
+	mailbox_status_cache_deinit(&cache->handles);
+	i_free(cache);
+}
+
 int imap_status_send(struct client *client, const char *name,
 		     enum imap_status_items items)
 {
@@ -92,9 +152,11 @@ int imap_status_send(struct client *client, const char *name,
 			-1 : 1;
 	} else {
 		/* usually from the index alone (mailbox-status.c) */
-		ret = mailbox_status_get(client->user->mail_root, name,
-					 imap_mailbox_open_flags(client, true),
-					 mitems, &st, &error);
+		ret = mailbox_status_get_cached(status_cache_get(client->user),
+				client->user->mail_root, name,
+				imap_mailbox_open_flags(client, true),
+				mitems, &st, &error);
+		status_cache_used(client->user);
 	}
 	if (ret < 0)
 		i_error("STATUS: %s", error);

@@ -29,4 +29,12 @@ bool imap_status_parse_items(const struct imap_arg *arg,
 int imap_status_send(struct client *client, const char *name,
 		     enum imap_status_items items);
 
+/* The user's open index handles (imap_status_cache_mailboxes of them)
+   that keep STATUS of an unchanged mailbox at a few stat()s; created on
+   the first STATUS, closed after IMAP_STATUS_CACHE_IDLE_SECS unused. */
+#define IMAP_STATUS_CACHE_IDLE_SECS 60
+struct imap_status_cache;
+/* Close every handle (the last connection went, or exit). */
+void imap_status_cache_free(struct imap_status_cache **cache);
+
 #endif

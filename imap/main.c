@@ -11,6 +11,7 @@
 #include "imap-client.h"
 #include "master-service.h"
 #include "imap-mailbox.h"
+#include "imap-status.h"
 
 #include <sys/stat.h>
 
@@ -58,6 +59,8 @@ void imap_user_client_gone(struct imap_user *user)
 	i_assert(user == &proc->user);
 	if (user->client_count > 0)
 		return;
+	/* nobody polls now: give the index handles back */
+	imap_status_cache_free(&user->status_cache);
 	if (proc->shutdown_ok)
 		master_service_stop(proc->service);
 	else
@@ -226,6 +229,7 @@ int main(void)
 	master_service_run(proc->service);
 
 	imap_deinit_clients(proc, "Server shutting down.");
+	imap_status_cache_free(&proc->user.status_cache);
 	timeout_remove(&proc->to_linger);
 	if (proc->master != NULL)
 		ipc_conn_destroy(&proc->master);

@@ -39,3 +39,9 @@ EXTRA_DIST += tests/crash/run.sh tests/fuzz/fuzz-index-files.c
 noinst_PROGRAMS += index/bench-mail-index
 index_bench_mail_index_SOURCES = index/bench-mail-index.c
 index_bench_mail_index_LDADD = $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
+
+# A second writer process for tests/protocol/test_concurrent_writers.py
+# (appends, \Flagged toggles and expunges through the mailbox API).
+check_PROGRAMS += index/mailbox-writer
+index_mailbox_writer_SOURCES = index/mailbox-writer.c
+index_mailbox_writer_LDADD = $(LIBINDEX) $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)

@@ -5,6 +5,8 @@
 #include "log.h"
 #include "mailbox-private.h"
 
+#include <sys/stat.h>
+
 int mailbox_keywords_refresh(struct mailbox *box, const char **error_r)
 {
 	return maildir_keywords_refresh(box->keywords, error_r);
@@ -62,25 +64,59 @@ static void kw_merge_letters(const char *other, uint32_t keywords,
 	buf[n] = '\0';
 }
 
-/* Rename the file to carry flags and keywords (keeping foreign
-   letters). Returns 0 or -1 (errno ENOENT: the guessed name was not
-   there). */
+struct kw_change {
+	enum mailbox_flags_change mode;
+	enum mail_flags flags;
+	uint32_t keywords;
+	/* the result, from the file name that was renamed */
+	enum mail_flags new_flags;
+	uint32_t new_keywords;
+};
+
+static void kw_change_apply(struct kw_change *change, enum mail_flags cur,
+			    uint32_t cur_kw)
+{
+	switch (change->mode) {
+	case MAILBOX_FLAGS_REPLACE:
+		change->new_flags = change->flags;
+		change->new_keywords = change->keywords;
+		break;
+	case MAILBOX_FLAGS_ADD:
+		change->new_flags = cur | change->flags;
+		change->new_keywords = cur_kw | change->keywords;
+		break;
+	case MAILBOX_FLAGS_REMOVE:
+		change->new_flags = cur & ~change->flags;
+		change->new_keywords = cur_kw & ~change->keywords;
+		break;
+	}
+}
+
+/* Rename the file to carry the changed flags and keywords (keeping
+   foreign letters). The change applies to the flags in fname: if the
+   rename succeeds, fname was the file's name at that moment, so nothing
+   another writer did to it is lost. Returns 0 or -1 (errno ENOENT: the
+   guessed name was not there). */
 static int kw_rename(struct mailbox *box, const char *fname,
-		     enum mail_flags flags, uint32_t keywords,
+		     struct kw_change *change,
 		     char *new_name, size_t new_size, const char **error_r)
 {
 	struct maildir_filename fn;
 	char old_path[PATH_MAX], new_path[PATH_MAX];
 	char other[MAILDIR_OTHER_FLAGS_MAX + MAILDIR_KEYWORDS_MAX + 1];
+	struct stat st;
 
 	if (!maildir_filename_parse(fname, &fn)) {
 		errno = EINVAL;
 		*error_r = mailbox_set_error(box, "Bad file name %s", fname);
 		return -1;
 	}
-	kw_merge_letters(fn.other_flags, keywords, other, sizeof(other));
+	kw_change_apply(change, fn.flags & MAIL_FLAGS_PERMANENT,
+			maildir_keywords_from_letters(fn.other_flags));
+	kw_merge_letters(fn.other_flags, change->new_keywords, other,
+			 sizeof(other));
 	if (maildir_filename_make(new_name, new_size, fname, fn.base_len,
-				  flags, other) < 0 ||
+				  change->new_flags, other) < 0 ||
 	    snprintf(old_path, sizeof(old_path), "%s/%s", box->cur_dir,
 		     fname) >= (int)sizeof(old_path) ||
 	    snprintf(new_path, sizeof(new_path), "%s/%s", box->cur_dir,
@@ -89,21 +125,27 @@ static int kw_rename(struct mailbox *box, const char *fname,
 		*error_r = mailbox_set_error(box, "Can't rename %s", fname);
 		return -1;
 	}
-	if (rename(old_path, new_path) < 0) {
-		*error_r = errno == ENOENT ? "Message was expunged" :
-			mailbox_set_error(box, "rename(%s, %s) failed: %m",
-					  old_path, new_path);
-		return -1;
+	if (strcmp(fname, new_name) == 0) {
+		/* Nothing to rename, but the name must still be the file's
+		   (not one another writer renamed away) for the answer to
+		   be true. */
+		if (stat(old_path, &st) == 0)
+			return 0;
+	} else if (rename(old_path, new_path) == 0) {
+		return 0;
 	}
-	return 0;
+	*error_r = errno == ENOENT ? "Message was expunged" :
+		mailbox_set_error(box, "rename(%s, %s) failed: %m",
+				  old_path, new_path);
+	return -1;
 }
 
 /* Locked: rename (retrying once with the name read from cur/), then
-   commit the change to the index. */
+   commit the result to the index. */
 static int kw_store_locked(struct mailbox *box, uint32_t seq,
-			   enum mail_flags flags, uint32_t keywords,
-			   const char **error_r)
+			   struct kw_change *change, const char **error_r)
 {
+	const struct mailbox_expunged *exp;
 	uint32_t uid = mailbox_msg_uid(box, seq);
 	char new_name[MAILDIR_FILENAME_MAX + 1];
 	const char *fname;
@@ -113,7 +155,7 @@ static int kw_store_locked(struct mailbox *box, uint32_t seq,
 		if (mailbox_msg_get_fname(box, seq, attempt > 0, &fname,
 					  error_r) < 0)
 			return -1;
-		ret = kw_rename(box, fname, flags, keywords, new_name,
+		ret = kw_rename(box, fname, change, new_name,
 				sizeof(new_name), error_r);
 		if (ret < 0 && errno != ENOENT)
 			return -1;
@@ -123,35 +165,51 @@ static int kw_store_locked(struct mailbox *box, uint32_t seq,
 		return -1;
 	}
 	mailbox_msg_set_fname(box, uid, new_name);
+	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
+	if (rec != NULL &&
+	    (rec->flags & MAIL_FLAGS_PERMANENT) == change->new_flags &&
+	    rec->keywords == change->new_keywords)
+		return 0;
 	struct mail_index_transaction *t =
 		mail_index_transaction_begin(box->index);
-	mailbox_index_replace_flags(t, uid, flags, keywords);
+	mailbox_index_replace_flags(t, uid, change->new_flags,
+				    change->new_keywords);
 	if (mailbox_index_commit(box, &t, error_r) < 0)
 		return -1;
 	/* the session sees its own change at once, as STORE answers it */
 	return mailbox_view_refresh_own(box, uid, error_r);
 }
 
-int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,
-				   enum mail_flags flags, uint32_t keywords,
-				   const char **error_r)
+int mailbox_msg_change_flags(struct mailbox *box, uint32_t seq,
+			     enum mailbox_flags_change mode,
+			     enum mail_flags flags, uint32_t keywords,
+			     const char **error_r)
 {
 	const struct mailbox_expunged *exp;
 	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
+	struct kw_change change = {
+		.mode = mode,
+		.flags = flags & MAIL_FLAGS_PERMANENT,
+		.keywords = keywords,
+	};
 
 	i_assert(!mailbox_is_readonly(box));
-	flags &= MAIL_FLAGS_PERMANENT;
 	if (rec == NULL) {
 		errno = ENOENT;
 		*error_r = "Message was expunged";
 		return -1;
 	}
-	if ((rec->flags & MAIL_FLAGS_PERMANENT) == flags &&
-	    rec->keywords == keywords)
-		return 0;
 	if (maildir_uidlist_lock(box->uidlist, error_r) < 0)
 		return -1;
-	int ret = kw_store_locked(box, seq, flags, keywords, error_r);
+	int ret = kw_store_locked(box, seq, &change, error_r);
 	maildir_uidlist_unlock(box->uidlist);
 	return ret < 0 ? -1 : 0;
+}
+
+int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,
+				   enum mail_flags flags, uint32_t keywords,
+				   const char **error_r)
+{
+	return mailbox_msg_change_flags(box, seq, MAILBOX_FLAGS_REPLACE,
+					flags, keywords, error_r);
 }

@@ -1,13 +1,28 @@
 /* The cached folder list of a Maildir++ root (mailbox-list-private.h):
-   what the last scan of the root found, valid while the root directory
-   keeps the mtime the scan started with. Creating, deleting or renaming a
-   folder (by moat or by any other Maildir tool) changes that mtime.
+   what the last scan of the root found.
+
+   The rule (what the cache must notice): the list is valid while
+   - the root keeps the mtime the scan started with: creating, deleting
+     or renaming a folder (by moat or by any other Maildir tool) adds or
+     removes a root entry and so changes it; and
+   - every \Noselect folder keeps the mtime it had when the scan saw no
+     cur/ in it: a cur/ made inside (the folder becomes selectable, e.g.
+     by another tool) changes that folder's mtime, not the root's.
+   So a check costs one stat of the root plus one per \Noselect folder
+   (usually none). Not noticed: a selectable folder losing its cur/ while
+   the folder stays (it is broken then, SELECT calls it nonexistent) until
+   the root changes. An mtime within LIST_CACHE_SETTLE_SECS of now may
+   still hide a change made in the same timestamp tick: such a scan is
+   not cached.
 
    The file lives in its own subdirectory so that writing it (tmp +
    rename) does not change the root's mtime itself. Format:
-     "moat-mailboxlist 1 <root mtime sec> <nsec>\n"
-     then per folder "S <name>\n" (selectable) or "N <name>\n" (\Noselect)
-   with normalized UTF-8 names. */
+     "moat-mailboxlist 2 <root mtime sec> <nsec>\n"
+     then per folder "S <name>\n" (selectable) or
+     "N <mtime sec> <nsec> <name>\n" (\Noselect, the folder's mtime)
+   with normalized UTF-8 names. The last file read stays in memory (one
+   per process: an imap process serves one user), so an unchanged root
+   costs no read. */
 #include "lib.h"
 #include "log.h"
 #include "buffer.h"
@@ -17,10 +32,10 @@
 #include <sys/stat.h>
 
 #define LIST_CACHE_FILE MAILBOX_LIST_CACHE_DIR "/list"
-#define LIST_CACHE_HEADER "moat-mailboxlist 1 "
+#define LIST_CACHE_HEADER "moat-mailboxlist 2 "
 /* Names are at most MAILBOX_NAME_MAX bytes: a bigger file is not ours. */
 #define LIST_CACHE_MAX_SIZE \
-	((size_t)MAILBOX_LIST_MAX_NODES * (MAILBOX_NAME_MAX + 4) + 128)
+	((size_t)MAILBOX_LIST_MAX_NODES * (MAILBOX_NAME_MAX + 48) + 128)
 /* Within this many seconds of "now" an mtime may still hide a change
    made in the same timestamp tick: such a scan is not cached. */
 #define LIST_CACHE_SETTLE_SECS 2
@@ -65,32 +80,115 @@ static char *cache_read_file(const char *root, size_t *size_r)
 	return data;
 }
 
-/* Check the folder lines after the header (add == NULL), or pass them
-   to add (the lines are cut at their line ends then). */
-static bool cache_parse_lines(char *p, mailbox_list_cache_add_func_t *add,
+/* One folder line at *p: its kind ('S' or 'N'), for 'N' the folder's
+   mtime, and its name (cut at the line end). Advances *p. */
+static bool cache_parse_line(char **p, char *kind_r, struct timespec *mtime_r,
+			     char **name_r)
+{
+	char *line = *p, *end = strchr(line, '\n');
+	unsigned long long sec, nsec;
+	int len = 0;
+
+	if (end == NULL || end - line < 3 || line[1] != ' ' ||
+	    (line[0] != 'S' && line[0] != 'N'))
+		return false;
+	*end = '\0';
+	*kind_r = line[0];
+	*name_r = line + 2;
+	if (line[0] == 'N') {
+		if (sscanf(line + 2, "%llu %llu %n", &sec, &nsec, &len) != 2 ||
+		    len == 0 || nsec >= 1000000000ULL)
+			return false;
+		mtime_r->tv_sec = (time_t)sec;
+		mtime_r->tv_nsec = (long)nsec;
+		*name_r = line + 2 + len;
+	}
+	*p = end + 1;
+	return **name_r != '\0' && strlen(*name_r) <= MAILBOX_NAME_MAX;
+}
+
+/* Whether the \Noselect folder name still has mtime (no cur/ made). */
+static bool cache_noselect_unchanged(const char *root, const char *name,
+				     const struct timespec *mtime)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	return mailbox_name_to_path(root, name, path, sizeof(path)) == 0 &&
+		lstat(path, &st) == 0 &&
+		st.st_mtim.tv_sec == mtime->tv_sec &&
+		st.st_mtim.tv_nsec == mtime->tv_nsec;
+}
+
+/* Check the folder lines after the header (add == NULL: also that no
+   \Noselect folder changed), or pass them to add. Parses a scratch copy:
+   lines is not changed. */
+static bool cache_parse_lines(const char *root, const char *lines,
+			      size_t size, mailbox_list_cache_add_func_t *add,
 			      void *context)
 {
+	char *copy = i_malloc(size + 1), *p = copy, kind, *name;
+	struct timespec mtime;
 	unsigned int count = 0;
+	bool ok = true;
 
-	while (*p != '\0') {
-		char *end = strchr(p, '\n');
-		if (end == NULL || end - p < 3 || p[1] != ' ' ||
-		    (p[0] != 'S' && p[0] != 'N') ||
-		    end - p - 2 > MAILBOX_NAME_MAX ||
-		    ++count > MAILBOX_LIST_MAX_NODES)
-			return false;
-		if (add != NULL) {
-			*end = '\0';
-			add(context, p + 2, p[0] == 'S' ?
+	memcpy(copy, lines, size);
+	copy[size] = '\0';
+	while (ok && *p != '\0') {
+		ok = cache_parse_line(&p, &kind, &mtime, &name) &&
+			++count <= MAILBOX_LIST_MAX_NODES;
+		if (!ok)
+			break;
+		if (add == NULL) {
+			ok = kind == 'S' ||
+				cache_noselect_unchanged(root, name, &mtime);
+		} else {
+			add(context, name, kind == 'S' ?
 			    MAILBOX_NODE_SELECTABLE : MAILBOX_NODE_NOSELECT);
 		}
-		p = end + 1;
 	}
+	i_free(copy);
+	return ok;
+}
+
+/* The folder lines of the last file read (see the top). */
+static struct {
+	char *root;
+	struct timespec mtime;
+	char *lines;
+	size_t size;
+} cache_memo;
+
+static void cache_memo_set(const char *root, const struct timespec *mtime,
+			   const char *lines, size_t size)
+{
+	i_free(cache_memo.root);
+	i_free(cache_memo.lines);
+	cache_memo.root = i_strdup(root);
+	cache_memo.mtime = *mtime;
+	cache_memo.lines = i_malloc(size + 1);
+	memcpy(cache_memo.lines, lines, size);
+	cache_memo.lines[size] = '\0';
+	cache_memo.size = size;
+}
+
+static bool cache_memo_get(const char *root, const struct timespec *mtime,
+			   const char **lines_r, size_t *size_r)
+{
+	if (cache_memo.root == NULL || strcmp(cache_memo.root, root) != 0 ||
+	    cache_memo.mtime.tv_sec != mtime->tv_sec ||
+	    cache_memo.mtime.tv_nsec != mtime->tv_nsec)
+		return false;
+	*lines_r = cache_memo.lines;
+	*size_r = cache_memo.size;
 	return true;
 }
 
-int mailbox_list_cache_read(const char *root, const struct timespec *mtime,
-			    mailbox_list_cache_add_func_t *add, void *context)
+/* The folder lines of the file if it was written for mtime: i_malloc'd
+   (the caller frees *data_r), or false. */
+static bool cache_read_lines(const char *root, const struct timespec *mtime,
+			     char **data_r, const char **lines_r,
+			     size_t *size_r)
 {
 	unsigned long long sec, nsec;
 	size_t size;
@@ -98,20 +196,38 @@ int mailbox_list_cache_read(const char *root, const struct timespec *mtime,
 
 	char *data = cache_read_file(root, &size);
 	if (data == NULL)
-		return 0;
+		return false;
 	if (strlen(data) != size ||
 	    strncmp(data, LIST_CACHE_HEADER, strlen(LIST_CACHE_HEADER)) != 0 ||
 	    sscanf(data + strlen(LIST_CACHE_HEADER), "%llu %llu\n%n",
 		   &sec, &nsec, &len) != 2 || len == 0 ||
 	    (time_t)sec != mtime->tv_sec || (long)nsec != mtime->tv_nsec) {
 		i_free(data);
-		return 0;
+		return false;
 	}
-	/* checked in full first: a garbled file adds nothing */
-	char *lines = data + strlen(LIST_CACHE_HEADER) + len;
+	*data_r = data;
+	*lines_r = data + strlen(LIST_CACHE_HEADER) + len;
+	*size_r = size - strlen(LIST_CACHE_HEADER) - (size_t)len;
+	return true;
+}
+
+int mailbox_list_cache_read(const char *root, const struct timespec *mtime,
+			    mailbox_list_cache_add_func_t *add, void *context)
+{
+	const char *lines;
+	char *data = NULL;
+	size_t size;
+
+	if (!cache_memo_get(root, mtime, &lines, &size)) {
+		if (!cache_read_lines(root, mtime, &data, &lines, &size))
+			return 0;
+	}
+	/* checked in full first: a garbled or stale file adds nothing */
 	int ret = 0;
-	if (cache_parse_lines(lines, NULL, context)) {
-		(void)cache_parse_lines(lines, add, context);
+	if (cache_parse_lines(root, lines, size, NULL, context)) {
+		if (data != NULL)
+			cache_memo_set(root, mtime, lines, size);
+		(void)cache_parse_lines(root, lines, size, add, context);
 		ret = 1;
 	}
 	i_free(data);
@@ -120,18 +236,30 @@ int mailbox_list_cache_read(const char *root, const struct timespec *mtime,
 
 static bool cache_format(buffer_t *buf, const struct timespec *mtime,
 			 const struct mailbox_list_node *nodes,
-			 unsigned int count)
+			 const struct timespec *mtimes, unsigned int count,
+			 time_t settled)
 {
+	int ret;
+
 	if (buffer_printf(buf, LIST_CACHE_HEADER "%llu %llu\n",
 			  (unsigned long long)mtime->tv_sec,
 			  (unsigned long long)mtime->tv_nsec) < 0)
 		return false;
 	for (unsigned int i = 0; i < count; i++) {
 		/* a name with a line end can't be stored: no cache */
-		if (strchr(nodes[i].name, '\n') != NULL ||
-		    buffer_printf(buf, "%c %s\n",
-				  (nodes[i].flags & MAILBOX_NODE_SELECTABLE) != 0 ?
-				  'S' : 'N', nodes[i].name) < 0)
+		if (strchr(nodes[i].name, '\n') != NULL)
+			return false;
+		if ((nodes[i].flags & MAILBOX_NODE_SELECTABLE) != 0) {
+			ret = buffer_printf(buf, "S %s\n", nodes[i].name);
+		} else if (mtimes[i].tv_sec >= settled) {
+			return false;   /* a cur/ made in this tick won't show */
+		} else {
+			ret = buffer_printf(buf, "N %llu %llu %s\n",
+				(unsigned long long)mtimes[i].tv_sec,
+				(unsigned long long)mtimes[i].tv_nsec,
+				nodes[i].name);
+		}
+		if (ret < 0)
 			return false;
 	}
 	return true;
@@ -161,16 +289,18 @@ static void cache_write_file(const char *root, const buffer_t *buf)
 
 void mailbox_list_cache_write(const char *root, const struct timespec *mtime,
 			      const struct mailbox_list_node *nodes,
+			      const struct timespec *mtimes,
 			      unsigned int count)
 {
 	struct timespec now;
 
 	clock_gettime(CLOCK_REALTIME, &now);
-	if (mtime->tv_sec >= now.tv_sec - LIST_CACHE_SETTLE_SECS)
+	time_t settled = now.tv_sec - LIST_CACHE_SETTLE_SECS;
+	if (mtime->tv_sec >= settled)
 		return;
 	buffer_t buf;
 	buffer_init(&buf, LIST_CACHE_MAX_SIZE);
-	if (cache_format(&buf, mtime, nodes, count))
+	if (cache_format(&buf, mtime, nodes, mtimes, count, settled))
 		cache_write_file(root, &buf);
 	buffer_free(&buf);
 }
@@ -186,4 +316,7 @@ void mailbox_list_cache_invalidate(const char *root)
 	if (cache_path(root, LIST_CACHE_FILE, path, sizeof(path)) &&
 	    unlink(path) < 0 && errno != ENOENT)
 		i_error("unlink(%s) failed: %m", path);
+	/* the new root mtime makes the memo stale too; free it anyway */
+	i_free(cache_memo.root);
+	i_free(cache_memo.lines);
 }

@@ -8,7 +8,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* A folder holds cur/ new/ tmp/ and files; nothing nests deeper than
    this unless someone put it there, and then we stop rather than recurse
@@ -189,6 +191,7 @@ int mailbox_list_create(const char *root, const char *name,
 	if (ops_normalize(name, norm, code_r, error_r) < 0 ||
 	    ops_path(root, norm, path, code_r, error_r) < 0)
 		return -1;
+	(void)mailbox_list_rename_recover(root);
 	if (strcmp(norm, "INBOX") == 0 ||
 	    folder_state(path) == FOLDER_SELECTABLE) {
 		*code_r = MAILBOX_LIST_ERR_EXISTS;
@@ -316,6 +319,7 @@ int mailbox_list_delete(const char *root, const char *name,
 		*error_r = "INBOX can't be deleted";
 		return -1;
 	}
+	(void)mailbox_list_rename_recover(root);
 	enum folder_state state = folder_state(path);
 	if (state == FOLDER_NONE) {
 		*code_r = MAILBOX_LIST_ERR_NOTFOUND;
@@ -347,6 +351,8 @@ int mailbox_list_autocreate(const char *root,
 		*error_r = mailbox_list_set_error("mkdir(%s) failed: %m", root);
 		return -1;
 	}
+	/* a RENAME cut short by the death of the previous process */
+	(void)mailbox_list_rename_recover(root);
 	for (unsigned int i = 0; i < MAILBOX_SPECIAL_COUNT; i++) {
 		const char *name = specials->name[i];
 		if (name == NULL || name[0] == '\0' ||
@@ -370,6 +376,7 @@ static bool root_file_is_inbox(const char *fname)
 		str_begins(fname, "moat-", NULL)) &&
 		strcmp(fname, MAILBOX_UIDVALIDITY_FILE) != 0 &&
 		strcmp(fname, MAILBOX_LIST_CACHE_DIR) != 0 &&
+		strcmp(fname, MAILBOX_RENAME_JOURNAL) != 0 &&
 		!(len > 5 && strcmp(fname + len - 5, ".lock") == 0) &&
 		strstr(fname, ".tmp") == NULL;
 }
@@ -408,87 +415,407 @@ static int inbox_move_files(const char *root, const char *dest,
 	return ret;
 }
 
-/* RENAME INBOX: a new folder gets INBOX's messages and files; INBOX
-   starts over with a new UIDVALIDITY. Its children stay. */
-static int rename_inbox(const char *root, const char *newpath,
-			const char **error_r)
+/* ---- RENAME: journaled, always rolled forward ----
+   Maildir++ keeps each folder of a hierarchy in its own entry of the
+   root, so moving a mailbox with children takes one rename(2) per folder
+   and cannot be one atomic step (a directory per hierarchy would be, but
+   other Maildir++ tools could no longer read the tree). So RENAME writes
+   a journal (phase, old name, new name; fsynced) before its first change,
+   every step is one that can be done again, and whoever finds the
+   journal later (process start, LIST, open, CREATE/DELETE/RENAME)
+   finishes the job. Forward, not back: the checks (old exists, no target
+   exists) passed before the journal was written, so finishing cannot
+   fail on them, and a client that lost the tagged OK may see either
+   outcome. The writer holds an flock on the journal until it has removed
+   it, so only a rename whose process died is taken over. */
+#define RENAME_JOURNAL_TMP MAILBOX_RENAME_JOURNAL ".tmp"
+/* "<phase>\t<old>\t<new>\n"; names have no control characters */
+#define RENAME_JOURNAL_MAX (2 * (MAILBOX_NAME_MAX + 1) + 4)
+
+enum rename_phase {
+	RENAME_PHASE_FOLDERS = 'F',     /* move old and its children */
+	RENAME_PHASE_INBOX_MOVE = 'I',  /* move INBOX's files to new */
+	RENAME_PHASE_INBOX_RESET = 'E', /* INBOX: new uidlist, new cur/ */
+};
+
+struct rename_journal {
+	char phase;
+	char oldname[MAILBOX_NAME_MAX + 1], newname[MAILBOX_NAME_MAX + 1];
+	int fd;                 /* the journal, flocked; -1 = none */
+	unsigned int step;      /* for the test hook */
+};
+
+/* Tests only (crash simulation); the one piece of module state. */
+static mailbox_list_rename_hook_t *rename_hook;
+
+void mailbox_list_rename_set_hook(mailbox_list_rename_hook_t *hook)
 {
-	char sub[PATH_MAX];
-	struct maildir_uidlist *ul = maildir_uidlist_init(root, false);
-	uint32_t old_uv = 0;
+	rename_hook = hook;
+}
 
-	if (maildir_uidlist_refresh(ul, error_r) >= 0)
-		old_uv = maildir_uidlist_get_uidvalidity(ul);
-	maildir_uidlist_deinit(&ul);
+static void rename_step(struct rename_journal *j)
+{
+	j->step++;
+	if (rename_hook != NULL)
+		rename_hook(j->step);
+}
 
+static int write_all(int fd, const char *data, size_t size)
+{
+	while (size > 0) {
+		ssize_t ret = write(fd, data, size);
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret <= 0)
+			return -1;
+		data += ret;
+		size -= (size_t)ret;
+	}
+	return 0;
+}
+
+/* Write (or replace, on a phase change) the journal atomically. The new
+   file is locked before it becomes visible. */
+static int journal_write(const char *root, struct rename_journal *j,
+			 const char **error_r)
+{
+	char path[PATH_MAX], tmp[PATH_MAX], line[RENAME_JOURNAL_MAX];
+	int len = snprintf(line, sizeof(line), "%c\t%s\t%s\n", j->phase,
+			   j->oldname, j->newname);
+
+	snprintf(path, sizeof(path), "%s/" MAILBOX_RENAME_JOURNAL, root);
+	snprintf(tmp, sizeof(tmp), "%s/" RENAME_JOURNAL_TMP, root);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd == -1) {
+		*error_r = mailbox_list_set_error("open(%s) failed: %m", tmp);
+		return -1;
+	}
+	if (len < 0 || len >= (int)sizeof(line) || flock(fd, LOCK_EX) < 0 ||
+	    write_all(fd, line, (size_t)len) < 0 || fsync(fd) < 0 ||
+	    rename(tmp, path) < 0 || maildir_fsync_dir(root) < 0) {
+		*error_r = mailbox_list_set_error("write(%s) failed: %m", tmp);
+		(void)unlink(tmp);
+		i_close_fd(&fd);
+		return -1;
+	}
+	if (j->fd != -1)
+		i_close_fd(&j->fd);
+	j->fd = fd;
+	return 0;
+}
+
+/* The rename is complete: drop the journal (durably, so that a folder
+   created later under the old name is never moved by a stale journal). */
+static int journal_remove(const char *root, struct rename_journal *j,
+			  const char **error_r)
+{
+	char path[PATH_MAX];
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "%s/" MAILBOX_RENAME_JOURNAL, root);
+	if ((unlink(path) < 0 && errno != ENOENT) ||
+	    maildir_fsync_dir(root) < 0) {
+		*error_r = mailbox_list_set_error("unlink(%s) failed: %m", path);
+		ret = -1;
+	}
+	i_close_fd(&j->fd);
+	return ret;
+}
+
+static bool journal_parse(char *line, struct rename_journal *j)
+{
+	const char *error;
+	char *old = strchr(line, '\t'), *new, *end;
+
+	if (old == NULL || old != line + 1 ||
+	    (new = strchr(old + 1, '\t')) == NULL ||
+	    (end = strchr(new + 1, '\n')) == NULL || end[1] != '\0')
+		return false;
+	*new = *end = '\0';
+	j->phase = line[0];
+	if (j->phase != RENAME_PHASE_FOLDERS &&
+	    j->phase != RENAME_PHASE_INBOX_MOVE &&
+	    j->phase != RENAME_PHASE_INBOX_RESET)
+		return false;
+	if (mailbox_name_normalize(old + 1, j->oldname, &error) !=
+	    MAILBOX_NAME_OK ||
+	    mailbox_name_normalize(new + 1, j->newname, &error) !=
+	    MAILBOX_NAME_OK)
+		return false;
+	bool inbox = strcmp(j->oldname, "INBOX") == 0;
+	return strcmp(j->oldname, old + 1) == 0 &&
+		strcmp(j->newname, new + 1) == 0 &&
+		strcmp(j->newname, "INBOX") != 0 &&
+		inbox == (j->phase != RENAME_PHASE_FOLDERS);
+}
+
+/* Open and lock a journal left behind. Returns 1 (j filled, locked), 0
+   if there is none or its writer is still at work, -1 on error. */
+static int journal_open(const char *root, struct rename_journal *j)
+{
+	char path[PATH_MAX], line[RENAME_JOURNAL_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/" MAILBOX_RENAME_JOURNAL, root);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || fstat(fd, &st) < 0 ||
+	    st.st_nlink == 0) {
+		/* busy (a live rename), or removed while we waited */
+		i_close_fd(&fd);
+		return 0;
+	}
+	ssize_t len = read(fd, line, sizeof(line) - 1);
+	line[len < 0 ? 0 : len] = '\0';
+	memset(j, 0, sizeof(*j));
+	j->fd = fd;
+	if (!journal_parse(line, j)) {
+		/* written atomically, so not ours: nothing to finish */
+		i_error("%s is garbled, removing it", path);
+		(void)unlink(path);
+		i_close_fd(&j->fd);
+		return 0;
+	}
+	return 1;
+}
+
+/* Path of the folder that name (old or a child of old) becomes. */
+static int rename_target(const char *root, const char *oldname,
+			 const char *newname, const char *name,
+			 char to[PATH_MAX], enum mailbox_list_error *code_r,
+			 const char **error_r)
+{
+	char target[MAILBOX_NAME_MAX + 1], norm[MAILBOX_NAME_MAX + 1];
+	int len = snprintf(target, sizeof(target), "%s%s", newname,
+			   name + strlen(oldname));
+
+	if (len >= (int)sizeof(target) ||
+	    ops_normalize(target, norm, code_r, error_r) < 0 ||
+	    ops_path(root, norm, to, code_r, error_r) < 0) {
+		*code_r = MAILBOX_LIST_ERR_LIMIT;
+		*error_r = "New mailbox name is too long";
+		return -1;
+	}
+	return 0;
+}
+
+/* The folder names under the root that are old or its children (read
+   completely before anything is renamed: readdir and rename in the
+   same directory do not mix). */
+static int rename_scan(const char *root, const char *oldname,
+		       char ***names_r, unsigned int *count_r,
+		       const char **error_r)
+{
+	char name[MAILBOX_NAME_MAX + 1];
+	char **names = NULL;
+	unsigned int count = 0;
+	DIR *dir = opendir(root);
+	struct dirent *d;
+
+	if (dir == NULL) {
+		*error_r = mailbox_list_set_error("opendir(%s) failed: %m", root);
+		return -1;
+	}
+	while ((d = readdir(dir)) != NULL && count < MAILBOX_LIST_MAX_NODES) {
+		if (d->d_name[0] != '.' ||
+		    mailbox_name_from_dir(d->d_name, name) < 0 ||
+		    (strcmp(name, oldname) != 0 &&
+		     !mailbox_name_is_child(name, oldname)))
+			continue;
+		names = i_realloc(names, i_mul_size((size_t)count + 1,
+						    sizeof(*names)));
+		names[count++] = i_strdup(name);
+	}
+	closedir(dir);
+	*names_r = names;
+	*count_r = count;
+	return 0;
+}
+
+static void names_free(char **names, unsigned int count)
+{
+	for (unsigned int i = 0; i < count; i++)
+		i_free(names[i]);
+	i_free(names);
+}
+
+/* Phase F: make the new parents, then move every folder still under the
+   old name. A folder already moved is simply not found any more. */
+static int rename_apply_folders(const char *root, struct rename_journal *j,
+				const char **error_r)
+{
+	enum mailbox_list_error code;
+	char from[PATH_MAX], to[PATH_MAX];
+	char **names;
+	unsigned int count;
+	int ret = 0;
+
+	if (make_parents(root, j->newname, &code, error_r) < 0)
+		return -1;
+	rename_step(j);
+	if (rename_scan(root, j->oldname, &names, &count, error_r) < 0)
+		return -1;
+	for (unsigned int i = 0; i < count && ret == 0; i++) {
+		if (ops_path(root, names[i], from, &code, error_r) < 0 ||
+		    rename_target(root, j->oldname, j->newname, names[i], to,
+				  &code, error_r) < 0) {
+			ret = -1;
+		} else if (folder_state(to) != FOLDER_NONE) {
+			/* checked before the journal; someone else's since */
+			i_error("RENAME: %s exists, %s left in place", to, from);
+		} else if (rename(from, to) < 0 && errno != ENOENT) {
+			*error_r = mailbox_list_set_error(
+				"rename(%s, %s) failed: %m", from, to);
+			ret = -1;
+		} else {
+			rename_step(j);
+		}
+	}
+	names_free(names, count);
+	return ret;
+}
+
+/* Phase I: INBOX's per-mailbox files, new/ and cur/ go to the new
+   folder. Each move is a rename that finds nothing when redone. */
+static int rename_apply_inbox_move(const char *root,
+				   struct rename_journal *j,
+				   const char **error_r)
+{
+	enum mailbox_list_error code;
+	char newpath[PATH_MAX], sub[PATH_MAX];
+
+	if (make_parents(root, j->newname, &code, error_r) < 0 ||
+	    ops_path(root, j->newname, newpath, &code, error_r) < 0)
+		return -1;
+	rename_step(j);
 	if (snprintf(sub, sizeof(sub), "%s/tmp", newpath) >= (int)sizeof(sub)) {
 		*error_r = "Path too long";
 		return -1;
 	}
-	if (mkdir(newpath, 0700) < 0 || mkdir(sub, 0700) < 0) {
+	if ((mkdir(newpath, 0700) < 0 && errno != EEXIST) ||
+	    (mkdir(sub, 0700) < 0 && errno != EEXIST)) {
 		*error_r = mailbox_list_set_error("mkdir(%s) failed: %m", sub);
 		return -1;
 	}
-	if (inbox_move_files(root, newpath, error_r) < 0 ||
-	    move_entry(root, newpath, "new", error_r) < 0 ||
-	    move_entry(root, newpath, "cur", error_r) < 0)
+	rename_step(j);
+	if (inbox_move_files(root, newpath, error_r) < 0)
 		return -1;
-	/* INBOX again: empty, and UIDs that can't be confused with the old */
+	rename_step(j);
+	if (move_entry(root, newpath, "new", error_r) < 0)
+		return -1;
+	rename_step(j);
+	return move_entry(root, newpath, "cur", error_r);
+}
+
+/* Phase E: INBOX again, empty, with UIDs that can't be confused with
+   the old ones (whose UIDVALIDITY now lives in the new folder). */
+static int rename_apply_inbox_reset(const char *root,
+				    struct rename_journal *j,
+				    const char **error_r)
+{
+	enum mailbox_list_error code;
+	char newpath[PATH_MAX];
+	const char *error;
+	uint32_t old_uv = 0;
+
+	if (ops_path(root, j->newname, newpath, &code, error_r) < 0)
+		return -1;
+	struct maildir_uidlist *ul = maildir_uidlist_init(newpath, false);
+	if (maildir_uidlist_refresh(ul, &error) >= 0)
+		old_uv = maildir_uidlist_get_uidvalidity(ul);
+	maildir_uidlist_deinit(&ul);
 	if (folder_write_uidlist(root, root, old_uv, error_r) < 0)
 		return -1;
+	rename_step(j);
 	return folder_make(root, root, error_r);
 }
 
-struct rename_pair {
-	char from[PATH_MAX], to[PATH_MAX];
-};
+static int rename_apply(const char *root, struct rename_journal *j,
+			const char **error_r)
+{
+	switch (j->phase) {
+	case RENAME_PHASE_FOLDERS:
+		return rename_apply_folders(root, j, error_r);
+	case RENAME_PHASE_INBOX_MOVE:
+		if (rename_apply_inbox_move(root, j, error_r) < 0)
+			return -1;
+		rename_step(j);
+		j->phase = RENAME_PHASE_INBOX_RESET;
+		if (journal_write(root, j, error_r) < 0)
+			return -1;
+		rename_step(j);
+		/* fall through */
+	case RENAME_PHASE_INBOX_RESET:
+		return rename_apply_inbox_reset(root, j, error_r);
+	}
+	i_unreached();
+}
 
-/* The folders to move (name and its existing descendants) with their
-   new paths; refuses if any target exists. Returns the count or -1. */
+/* Apply j (journal written) and remove the journal. On failure the
+   journal stays, so the next recovery finishes the rename. */
+static int rename_run(const char *root, struct rename_journal *j,
+		      const char **error_r)
+{
+	int ret = rename_apply(root, j, error_r);
+
+	if (ret == 0) {
+		rename_step(j);
+		ret = journal_remove(root, j, error_r);
+	} else if (j->fd != -1) {
+		i_close_fd(&j->fd);
+	}
+	mailbox_list_cache_invalidate(root);
+	return ret;
+}
+
+int mailbox_list_rename_recover(const char *root)
+{
+	struct rename_journal j;
+	const char *error;
+	int ret = journal_open(root, &j);
+
+	if (ret <= 0)
+		return ret;
+	i_warning("Finishing an interrupted RENAME of %s to %s",
+		  j.oldname, j.newname);
+	if (rename_run(root, &j, &error) < 0) {
+		i_error("Finishing RENAME of %s to %s failed: %s",
+			j.oldname, j.newname, error);
+		return -1;
+	}
+	return 0;
+}
+
+/* Refuse (before the journal) if a folder under the old name has a
+   target that exists or would be too long. */
 static int rename_collect(const char *root, const char *oldname,
-			  const char *newname, struct rename_pair **pairs_r,
+			  const char *newname,
 			  enum mailbox_list_error *code_r, const char **error_r)
 {
-	char target[MAILBOX_NAME_MAX + 1], norm[MAILBOX_NAME_MAX + 1];
+	char to[PATH_MAX];
 	struct mailbox_list *list;
-	struct rename_pair *pairs = NULL;
-	int count = 0;
+	int ret = 0;
 
 	if (mailbox_list_read(root, NULL, &list, error_r) < 0)
 		return internal_error(code_r, error_r, *error_r);
-	size_t old_len = strlen(oldname);
-	for (unsigned int i = 0; i < mailbox_list_count(list); i++) {
+	for (unsigned int i = 0; i < mailbox_list_count(list) && ret == 0; i++) {
 		const struct mailbox_list_node *node = mailbox_list_get(list, i);
 		if ((node->flags & MAILBOX_NODE_EXISTS) == 0 ||
 		    (strcmp(node->name, oldname) != 0 &&
 		     !mailbox_name_is_child(node->name, oldname)))
 			continue;
-		int len = snprintf(target, sizeof(target), "%s%s", newname,
-				   node->name + old_len);
-		pairs = i_realloc(pairs, i_mul_size((size_t)count + 1,
-						    sizeof(*pairs)));
-		struct rename_pair *pair = &pairs[count++];
-		if (len >= (int)sizeof(target) ||
-		    ops_path(root, node->name, pair->from, code_r, error_r) < 0 ||
-		    ops_normalize(target, norm, code_r, error_r) < 0 ||
-		    ops_path(root, norm, pair->to, code_r, error_r) < 0) {
-			*code_r = MAILBOX_LIST_ERR_LIMIT;
-			*error_r = "New mailbox name is too long";
-			count = -1;
-			break;
-		}
-		if (folder_state(pair->to) != FOLDER_NONE) {
+		if (rename_target(root, oldname, newname, node->name, to,
+				  code_r, error_r) < 0) {
+			ret = -1;
+		} else if (folder_state(to) != FOLDER_NONE) {
 			*code_r = MAILBOX_LIST_ERR_EXISTS;
 			*error_r = "Target mailbox already exists";
-			count = -1;
-			break;
+			ret = -1;
 		}
 	}
 	mailbox_list_free(&list);
-	if (count < 0)
-		i_free(pairs);
-	*pairs_r = pairs;
-	return count;
+	return ret;
 }
 
 static int rename_check(const char *oldname, const char *newname,
@@ -511,18 +838,18 @@ int mailbox_list_rename(const char *root, const char *oldname,
 			const char *newname,
 			enum mailbox_list_error *code_r, const char **error_r)
 {
-	char oldnorm[MAILBOX_NAME_MAX + 1], newnorm[MAILBOX_NAME_MAX + 1];
+	struct rename_journal j = { .fd = -1 };
 	char oldpath[PATH_MAX], newpath[PATH_MAX];
-	struct rename_pair *pairs;
 
-	if (ops_normalize(oldname, oldnorm, code_r, error_r) < 0 ||
-	    ops_normalize(newname, newnorm, code_r, error_r) < 0 ||
-	    ops_path(root, oldnorm, oldpath, code_r, error_r) < 0 ||
-	    ops_path(root, newnorm, newpath, code_r, error_r) < 0 ||
-	    rename_check(oldnorm, newnorm, code_r, error_r) < 0)
+	if (ops_normalize(oldname, j.oldname, code_r, error_r) < 0 ||
+	    ops_normalize(newname, j.newname, code_r, error_r) < 0 ||
+	    ops_path(root, j.oldname, oldpath, code_r, error_r) < 0 ||
+	    ops_path(root, j.newname, newpath, code_r, error_r) < 0 ||
+	    rename_check(j.oldname, j.newname, code_r, error_r) < 0)
 		return -1;
-	if (strcmp(oldnorm, "INBOX") != 0 &&
-	    folder_state(oldpath) == FOLDER_NONE) {
+	(void)mailbox_list_rename_recover(root);
+	bool inbox = strcmp(j.oldname, "INBOX") == 0;
+	if (!inbox && folder_state(oldpath) == FOLDER_NONE) {
 		*code_r = MAILBOX_LIST_ERR_NOTFOUND;
 		*error_r = "Mailbox doesn't exist";
 		return -1;
@@ -532,28 +859,16 @@ int mailbox_list_rename(const char *root, const char *oldname,
 		*error_r = "Target mailbox already exists";
 		return -1;
 	}
-	if (strcmp(oldnorm, "INBOX") == 0) {
-		if (make_parents(root, newnorm, code_r, error_r) < 0)
-			return -1;
-		int ret = rename_inbox(root, newpath, error_r);
-		mailbox_list_cache_invalidate(root);
-		return ret < 0 ? internal_error(code_r, error_r, *error_r) : 0;
-	}
-	int count = rename_collect(root, oldnorm, newnorm, &pairs, code_r,
-				   error_r);
-	if (count < 0)
+	if (!inbox && rename_collect(root, j.oldname, j.newname, code_r,
+				     error_r) < 0)
 		return -1;
-	int ret = make_parents(root, newnorm, code_r, error_r);
-	for (int i = 0; i < count && ret == 0; i++) {
-		if (rename(pairs[i].from, pairs[i].to) < 0) {
-			ret = internal_error(code_r, error_r,
-				mailbox_list_set_error("rename(%s, %s) failed: %m",
-						       pairs[i].from, pairs[i].to));
-		}
-	}
-	i_free(pairs);
-	mailbox_list_cache_invalidate(root);
-	return ret;
+	j.phase = inbox ? RENAME_PHASE_INBOX_MOVE : RENAME_PHASE_FOLDERS;
+	if (journal_write(root, &j, error_r) < 0)
+		return internal_error(code_r, error_r, *error_r);
+	rename_step(&j);
+	if (rename_run(root, &j, error_r) < 0)
+		return internal_error(code_r, error_r, *error_r);
+	return 0;
 }
 
 int mailbox_list_find_folder(const char *root, const char *name,
@@ -565,6 +880,8 @@ int mailbox_list_find_folder(const char *root, const char *name,
 	if (mailbox_name_normalize(name, norm_r, &error) != MAILBOX_NAME_OK ||
 	    mailbox_name_to_path(root, norm_r, path_r, PATH_MAX) < 0)
 		return 0;
+	/* one failed open(2) when there is no journal */
+	(void)mailbox_list_rename_recover(root);
 	if (strcmp(norm_r, "INBOX") == 0)
 		return 1;
 	return folder_state(path_r) == FOLDER_SELECTABLE ? 1 : 0;

@@ -18,7 +18,9 @@ int mailbox_subscriptions_read(const char *root, char ***names_r,
 
 /* mailbox-list-cache.c: the folders found by the last scan of the root,
    in MAILBOX_LIST_CACHE_DIR, valid while the root keeps the mtime that
-   scan started with (folder create/delete/rename by anyone changes it). */
+   scan started with (folder create/delete/rename by anyone changes it)
+   and each \Noselect folder keeps its mtime (a cur/ made inside changes
+   it); the rule is explained in mailbox-list-cache.c. */
 #define MAILBOX_LIST_CACHE_DIR "moat.mailboxlist"
 typedef void mailbox_list_cache_add_func_t(void *context, const char *name,
 					   enum mailbox_list_node_flags flags);
@@ -27,14 +29,27 @@ typedef void mailbox_list_cache_add_func_t(void *context, const char *name,
 int mailbox_list_cache_read(const char *root, const struct timespec *mtime,
 			    mailbox_list_cache_add_func_t *add, void *context);
 /* Store the folders (SELECTABLE or NOSELECT) of a scan that began and
-   ended with the root at mtime; nothing is stored while mtime is within
-   2 s of now (a change in the same tick would not show). */
+   ended with the root at mtime; mtimes[i] is the folder's mtime as the
+   scan saw it before looking for its cur/ (used for NOSELECT ones).
+   Nothing is stored while an mtime is within 2 s of now (a change in the
+   same tick would not show). */
 void mailbox_list_cache_write(const char *root, const struct timespec *mtime,
 			      const struct mailbox_list_node *nodes,
+			      const struct timespec *mtimes,
 			      unsigned int count);
 /* After moat changed the folders: give the root a new mtime (also a
    \Noselect <-> selectable change, which touches no root entry) and
    drop the file. */
 void mailbox_list_cache_invalidate(const char *root);
+
+/* mailbox-list-ops.c: RENAME is journaled in this root file and rolled
+   forward (doc/mail-storage.md). Finish a RENAME whose process died;
+   a no-op (one failed open) without a journal. Returns 0 or -1 (logged). */
+#define MAILBOX_RENAME_JOURNAL "moat.rename.journal"
+int mailbox_list_rename_recover(const char *root);
+/* Tests only: hook(step) runs after each step of a RENAME (and of its
+   recovery), so a test can stop there to simulate a crash. NULL = none. */
+typedef void mailbox_list_rename_hook_t(unsigned int step);
+void mailbox_list_rename_set_hook(mailbox_list_rename_hook_t *hook);
 
 #endif

@@ -20,6 +20,8 @@ struct mailbox_list {
 	pool_t pool;
 	const struct mailbox_special_names *specials;
 	struct mailbox_list_node *nodes;
+	/* per node: the folder's mtime as the scan saw it (else 0) */
+	struct timespec *mtimes;
 	unsigned int count, alloc;
 };
 
@@ -93,15 +95,21 @@ static void list_add(struct mailbox_list *list, const char *name,
 		list->alloc = list->alloc == 0 ? 64 : list->alloc * 2;
 		list->nodes = i_realloc(list->nodes,
 			i_mul_size(list->alloc, sizeof(*list->nodes)));
+		list->mtimes = i_realloc(list->mtimes,
+			i_mul_size(list->alloc, sizeof(*list->mtimes)));
 	}
+	memset(&list->mtimes[list->count], 0, sizeof(*list->mtimes));
 	struct mailbox_list_node *node = &list->nodes[list->count++];
 	node->name = p_strdup(list->pool, name);
 	node->flags = flags;
 	node->special = mailbox_special_use_of(list->specials, name);
 }
 
-/* A folder is selectable when it has cur/. */
-static enum mailbox_list_node_flags dir_flags(int root_fd, const char *dir)
+/* A folder is selectable when it has cur/. *mtime_r: the folder's mtime
+   before looking for cur/ (a cur/ made later changes it: the cache's rule
+   in mailbox-list-cache.c). */
+static enum mailbox_list_node_flags dir_flags(int root_fd, const char *dir,
+					      struct timespec *mtime_r)
 {
 	char path[MAILBOX_NAME_DISK_MAX + 8];
 	struct stat st;
@@ -109,6 +117,7 @@ static enum mailbox_list_node_flags dir_flags(int root_fd, const char *dir)
 	if (fstatat(root_fd, dir, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISDIR(st.st_mode))
 		return 0;
+	*mtime_r = st.st_mtim;
 	snprintf(path, sizeof(path), "%s/cur", dir);
 	if (fstatat(root_fd, path, &st, 0) == 0 && S_ISDIR(st.st_mode))
 		return MAILBOX_NODE_SELECTABLE;
@@ -132,8 +141,9 @@ static int list_scan_dir(struct mailbox_list *list, const char *root,
 		if (d->d_name[0] != '.' ||
 		    mailbox_name_from_dir(d->d_name, name) < 0)
 			continue;   /* not a folder moat could have written */
+		struct timespec mtime;
 		enum mailbox_list_node_flags flags =
-			dir_flags(dirfd(dir), d->d_name);
+			dir_flags(dirfd(dir), d->d_name, &mtime);
 		if (flags == 0)
 			continue;
 		if (list->count >= MAILBOX_LIST_MAX_NODES) {
@@ -142,6 +152,7 @@ static int list_scan_dir(struct mailbox_list *list, const char *root,
 			break;
 		}
 		list_add(list, name, flags);
+		list->mtimes[list->count - 1] = mtime;
 	}
 	closedir(dir);
 	return 0;
@@ -176,25 +187,78 @@ static int list_scan_root(struct mailbox_list *list, const char *root,
 	    st2.st_mtim.tv_sec == st.st_mtim.tv_sec &&
 	    st2.st_mtim.tv_nsec == st.st_mtim.tv_nsec) {
 		mailbox_list_cache_write(root, &st.st_mtim, list->nodes + first,
+					 list->mtimes + first,
 					 list->count - first);
 	}
 	return 0;
 }
 
+/* The subscriptions last read, while the file keeps its identity, size
+   and times (moat replaces it by rename; an edit in place changes its
+   mtime): one stat instead of a read per LIST. One per process, as the
+   folder list's (mailbox-list-cache.c). */
+static struct {
+	char *root;
+	struct stat st;            /* st_ino 0: the file was missing */
+	char **names;
+	unsigned int count;
+} subs_memo;
+
+static void subs_memo_free(void)
+{
+	for (unsigned int i = 0; i < subs_memo.count; i++)
+		i_free(subs_memo.names[i]);
+	i_free(subs_memo.names);
+	i_free(subs_memo.root);
+	subs_memo.count = 0;
+}
+
+static bool subs_same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+		a->st_size == b->st_size &&
+		a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+		a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+		a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+		a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* Refresh the memo. Returns false if the file can't be read. */
+static bool subs_memo_update(const char *root)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	memset(&st, 0, sizeof(st));
+	if (snprintf(path, sizeof(path), "%s/" MAILBOX_SUBSCRIPTIONS_FILE,
+		     root) >= (int)sizeof(path) ||
+	    (stat(path, &st) < 0 && errno != ENOENT)) {
+		subs_memo_free();
+		return false;
+	}
+	if (subs_memo.root != NULL && strcmp(subs_memo.root, root) == 0 &&
+	    subs_same_file(&subs_memo.st, &st))
+		return true;
+	subs_memo_free();
+	if (mailbox_subscriptions_read(root, &subs_memo.names,
+				       &subs_memo.count) < 0)
+		return false;   /* logged */
+	subs_memo.root = i_strdup(root);
+	/* stat before the read: a change meanwhile shows next time */
+	subs_memo.st = st;
+	return true;
+}
+
 static void list_add_subscriptions(struct mailbox_list *list,
 				   const char *root)
 {
-	char **names;
-	unsigned int count;
-
-	if (mailbox_subscriptions_read(root, &names, &count) < 0)
-		return;   /* logged; listing goes on without them */
-	for (unsigned int i = 0; i < count; i++) {
+	if (!subs_memo_update(root))
+		return;   /* listing goes on without them */
+	for (unsigned int i = 0; i < subs_memo.count; i++) {
 		if (list->count < MAILBOX_LIST_MAX_NODES)
-			list_add(list, names[i], MAILBOX_NODE_SUBSCRIBED);
-		i_free(names[i]);
+			list_add(list, subs_memo.names[i],
+				 MAILBOX_NODE_SUBSCRIBED);
 	}
-	i_free(names);
 }
 
 /* Every ancestor of every node becomes a node (flags 0 if missing). */
@@ -253,6 +317,8 @@ int mailbox_list_read(const char *root,
 		      const struct mailbox_special_names *specials,
 		      struct mailbox_list **list_r, const char **error_r)
 {
+	/* finish a RENAME cut short first (mailbox-list-ops.c) */
+	(void)mailbox_list_rename_recover(root);
 	struct mailbox_list *list = i_malloc(sizeof(*list));
 
 	list->specials = specials;
@@ -279,6 +345,7 @@ void mailbox_list_free(struct mailbox_list **_list)
 		return;
 	pool_unref(&list->pool);
 	i_free(list->nodes);
+	i_free(list->mtimes);
 	i_free(list);
 }
 

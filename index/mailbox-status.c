@@ -1,6 +1,13 @@
 /* STATUS of a mailbox that is not selected (mailbox.h): from moat.index
    alone when the folder's directories did not change since the index last
-   reflected them, else through one full open + sync. */
+   reflected them, else through one full open + sync.
+
+   With a mailbox_status_cache the index handles stay open between calls
+   (a few, LRU), so a STATUS of an unchanged mailbox costs three stat()s:
+   new/ and cur/ (a file another tool dropped or removed changes their
+   mtimes: then the stamp decides, as without the cache) and the log (an
+   append, flag change or expunge by any process grows it, a rotation or
+   reset replaces it: then the view catches up). */
 #include "lib.h"
 #include "log.h"
 #include "mailbox-private.h"
@@ -50,19 +57,6 @@ static bool status_stamp_read(const char *path, struct status_stamp *stamp_r)
 	return true;
 }
 
-static bool dir_mtime_is(const char *path, const char *sub,
-			 const struct timespec *ts)
-{
-	char dir[PATH_MAX];
-	struct stat st;
-
-	if (snprintf(dir, sizeof(dir), "%s/%s", path, sub) >= (int)sizeof(dir) ||
-	    stat(dir, &st) < 0)
-		return false;
-	return st.st_mtim.tv_sec == ts->tv_sec &&
-		st.st_mtim.tv_nsec == ts->tv_nsec;
-}
-
 /* Sum of RFC822.SIZE from the records (a size the record lacks may be in
    the cache, as mailbox.c keeps it). Returns false if one is unknown. */
 static bool status_index_size(struct mail_index_view *view, uint64_t *size_r)
@@ -102,8 +96,9 @@ static uint32_t status_index_recent(struct mail_index_view *view)
 }
 
 /* The counts from the index view, if the stamp says it is current.
-   Returns true when status_r is complete. */
-static bool status_from_view(struct mail_index_view *view,
+   Returns 1 when status_r is complete, 0 if a size is not in the index,
+   -1 if the index is not the one the stamp describes. */
+static int status_from_view(struct mail_index_view *view,
 			     const struct status_stamp *stamp,
 			     enum mailbox_status_items items,
 			     struct mailbox_status *status_r)
@@ -114,7 +109,7 @@ static bool status_from_view(struct mail_index_view *view,
 	/* an index recreated or reset since the scan the stamp describes */
 	if (st.uidvalidity != stamp->uidvalidity ||
 	    st.highest_modseq < stamp->modseq)
-		return false;
+		return -1;
 	memset(status_r, 0, sizeof(*status_r));
 	status_r->messages = st.messages_count;
 	status_r->uidnext = st.next_uid;
@@ -124,9 +119,26 @@ static bool status_from_view(struct mail_index_view *view,
 	status_r->recent = status_index_recent(view);
 	if ((items & MAILBOX_STATUS_SIZE) != 0 &&
 	    !status_index_size(view, &status_r->size))
-		return false;
+		return 0;
 	status_r->from_index = true;
-	return true;
+	return 1;
+}
+
+static bool stamp_matches(const struct status_stamp *stamp,
+			  const struct stat *st_new, const struct stat *st_cur)
+{
+	return st_new->st_mtim.tv_sec == stamp->new.tv_sec &&
+		st_new->st_mtim.tv_nsec == stamp->new.tv_nsec &&
+		st_cur->st_mtim.tv_sec == stamp->cur.tv_sec &&
+		st_cur->st_mtim.tv_nsec == stamp->cur.tv_nsec;
+}
+
+static bool dir_stat(const char *path, const char *sub, struct stat *st_r)
+{
+	char dir[PATH_MAX];
+
+	return snprintf(dir, sizeof(dir), "%s/%s", path, sub) <
+		(int)sizeof(dir) && stat(dir, st_r) == 0;
 }
 
 /* Returns 1 when answered from the index, 0 to fall back. */
@@ -134,12 +146,13 @@ static int status_fast(const char *path, enum mailbox_status_items items,
 		       struct mailbox_status *status_r)
 {
 	struct status_stamp stamp;
+	struct stat st_new, st_cur;
 	struct mail_index *index;
 	const char *error;
 
 	if (!status_stamp_read(path, &stamp) ||
-	    !dir_mtime_is(path, "new", &stamp.new) ||
-	    !dir_mtime_is(path, "cur", &stamp.cur))
+	    !dir_stat(path, "new", &st_new) || !dir_stat(path, "cur", &st_cur) ||
+	    !stamp_matches(&stamp, &st_new, &st_cur))
 		return 0;
 	/* read-only: no lock file, no log creation, no checkpoint */
 	if (mail_index_open(path, MAIL_INDEX_OPEN_READONLY, &index,
@@ -148,11 +161,289 @@ static int status_fast(const char *path, enum mailbox_status_items items,
 	int ret = 0;
 	if (!mail_index_was_rebuilt(index)) {
 		struct mail_index_view *view = mail_index_view_open(index);
-		ret = status_from_view(view, &stamp, items, status_r) ? 1 : 0;
+		ret = status_from_view(view, &stamp, items, status_r) > 0 ? 1 : 0;
 		mail_index_view_close(&view);
 	}
 	mail_index_close(&index);
 	return ret;
+}
+
+/* ---- the handle cache ---- */
+
+/* Above this many index records in all cached handles together the least
+   recently used are closed (memory: each handle maps its records, and
+   records a log replay touched are private copies): 1M records = 40 MB. */
+#define STATUS_CACHE_MAX_RECORDS (1024U * 1024)
+
+struct status_handle {
+	char *path;                 /* the Maildir folder; NULL = free slot */
+	uint32_t path_hash;
+	struct mail_index *index;
+	struct mail_index_view *view;
+	/* the stamp the view was checked against, and the identity of cur/
+	   (a folder deleted or renamed and made again is another one) */
+	struct status_stamp stamp;
+	dev_t cur_dev;
+	ino_t cur_ino;
+	/* the log as it was before the last view sync: unchanged means
+	   nothing to catch up (append-only; rotation replaces the inode) */
+	struct stat log_st;
+	uint32_t records;
+	uint64_t used_tick;
+	time_t used_at;
+};
+
+struct mailbox_status_cache {
+	struct status_handle *handles;   /* max_handles slots */
+	unsigned int max_handles, count;
+	uint64_t tick, records;
+};
+
+struct mailbox_status_cache *mailbox_status_cache_init(unsigned int max_handles)
+{
+	struct mailbox_status_cache *cache = i_malloc(sizeof(*cache));
+
+	cache->max_handles = MIN(max_handles, MAILBOX_STATUS_CACHE_MAX_HANDLES);
+	if (cache->max_handles > 0) {
+		cache->handles = i_malloc(i_mul_size(cache->max_handles,
+						     sizeof(*cache->handles)));
+	}
+	return cache;
+}
+
+static void handle_close(struct mailbox_status_cache *cache,
+			 struct status_handle *h)
+{
+	if (h->path == NULL)
+		return;
+	mail_index_view_close(&h->view);
+	mail_index_close(&h->index);
+	i_free(h->path);
+	i_assert(cache->count > 0 && cache->records >= h->records);
+	cache->count--;
+	cache->records -= h->records;
+	memset(h, 0, sizeof(*h));
+}
+
+void mailbox_status_cache_deinit(struct mailbox_status_cache **_cache)
+{
+	struct mailbox_status_cache *cache = *_cache;
+
+	if (cache == NULL)
+		return;
+	*_cache = NULL;
+	for (unsigned int i = 0; i < cache->max_handles; i++)
+		handle_close(cache, &cache->handles[i]);
+	i_free(cache->handles);
+	i_free(cache);
+}
+
+unsigned int mailbox_status_cache_expire(struct mailbox_status_cache *cache,
+					 time_t unused_since)
+{
+	for (unsigned int i = 0; i < cache->max_handles; i++) {
+		struct status_handle *h = &cache->handles[i];
+		if (h->path != NULL && h->used_at < unused_since)
+			handle_close(cache, h);
+	}
+	return cache->count;
+}
+
+unsigned int mailbox_status_cache_count(const struct mailbox_status_cache *cache)
+{
+	return cache->count;
+}
+
+static uint32_t path_hash(const char *path)
+{
+	uint32_t h = 2166136261U;   /* FNV-1a */
+
+	for (; *path != '\0'; path++)
+		h = (h ^ (unsigned char)*path) * 16777619U;
+	return h;
+}
+
+static struct status_handle *
+cache_find(struct mailbox_status_cache *cache, const char *path, uint32_t hash)
+{
+	for (unsigned int i = 0; i < cache->max_handles; i++) {
+		struct status_handle *h = &cache->handles[i];
+		if (h->path != NULL && h->path_hash == hash &&
+		    strcmp(h->path, path) == 0)
+			return h;
+	}
+	return NULL;
+}
+
+/* A free slot, closing the least recently used handle if none is. */
+static struct status_handle *cache_slot(struct mailbox_status_cache *cache)
+{
+	struct status_handle *lru = NULL;
+
+	for (unsigned int i = 0; i < cache->max_handles; i++) {
+		struct status_handle *h = &cache->handles[i];
+		if (h->path == NULL)
+			return h;
+		if (lru == NULL || h->used_tick < lru->used_tick)
+			lru = h;
+	}
+	handle_close(cache, lru);
+	return lru;
+}
+
+/* Close least recently used handles (never keep) until the records fit. */
+static void cache_trim(struct mailbox_status_cache *cache,
+		       struct status_handle *keep)
+{
+	while (cache->records > STATUS_CACHE_MAX_RECORDS && cache->count > 1) {
+		struct status_handle *lru = NULL;
+		for (unsigned int i = 0; i < cache->max_handles; i++) {
+			struct status_handle *h = &cache->handles[i];
+			if (h->path != NULL && h != keep &&
+			    (lru == NULL || h->used_tick < lru->used_tick))
+				lru = h;
+		}
+		handle_close(cache, lru);
+	}
+	if (cache->records > STATUS_CACHE_MAX_RECORDS)
+		handle_close(cache, keep);   /* alone too big: not kept */
+}
+
+static bool log_stat(const char *path, struct stat *st_r)
+{
+	char log[PATH_MAX];
+
+	if (snprintf(log, sizeof(log), "%s/%s", path,
+		     MAIL_INDEX_LOG_FILE_NAME) >= (int)sizeof(log) ||
+	    stat(log, st_r) < 0) {
+		memset(st_r, 0, sizeof(*st_r));   /* never "unchanged" */
+		return false;
+	}
+	return true;
+}
+
+static bool log_unchanged(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino != 0 && a->st_ino == b->st_ino &&
+		a->st_dev == b->st_dev && a->st_size == b->st_size &&
+		a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+		a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Open a handle for path into a slot. Returns it, or NULL. */
+static struct status_handle *
+cache_open(struct mailbox_status_cache *cache, const char *path,
+	   uint32_t hash, const struct stat *st_cur)
+{
+	struct mail_index *index;
+	struct stat st_log;
+	const char *error;
+
+	/* the log's state before the open: a later append shows as a change */
+	(void)log_stat(path, &st_log);
+	if (mail_index_open(path, MAIL_INDEX_OPEN_READONLY, &index,
+			    &error) <= 0)
+		return NULL;
+	if (mail_index_was_rebuilt(index)) {
+		mail_index_close(&index);
+		return NULL;
+	}
+	struct status_handle *h = cache_slot(cache);
+	h->path = i_strdup(path);
+	h->path_hash = hash;
+	h->index = index;
+	h->view = mail_index_view_open(index);
+	h->cur_dev = st_cur->st_dev;
+	h->cur_ino = st_cur->st_ino;
+	h->log_st = st_log;
+	cache->count++;
+	return h;
+}
+
+/* Bring a cached view up to the log. Returns false if the handle is no
+   longer usable (the caller closes it). */
+static bool cache_sync(struct status_handle *h)
+{
+	struct stat st_log;
+	const char *error;
+
+	(void)log_stat(h->path, &st_log);
+	if (log_unchanged(&h->log_st, &st_log))
+		return true;
+	if (mail_index_view_sync(h->view, NULL, NULL, &error) < 0 ||
+	    mail_index_was_rebuilt(h->index))
+		return false;
+	h->log_st = st_log;
+	return true;
+}
+
+/* The handle of path with a view that is current and a stamp that matches
+   the directories, or NULL (fall back to a full open). */
+static struct status_handle *
+cache_get(struct mailbox_status_cache *cache, const char *path)
+{
+	struct stat st_new, st_cur;
+	struct status_stamp stamp;
+	uint32_t hash = path_hash(path);
+	struct status_handle *h = cache_find(cache, path, hash);
+
+	if (!dir_stat(path, "new", &st_new) || !dir_stat(path, "cur", &st_cur)) {
+		if (h != NULL)
+			handle_close(cache, h);
+		return NULL;
+	}
+	if (h != NULL && (h->cur_ino != st_cur.st_ino ||
+			  h->cur_dev != st_cur.st_dev)) {
+		/* deleted or renamed, and made again: another mailbox */
+		handle_close(cache, h);
+		h = NULL;
+	}
+	if (h == NULL || !stamp_matches(&h->stamp, &st_new, &st_cur)) {
+		/* the directories changed since: a sync must have stamped
+		   them (else: the full open rescans) */
+		if (!status_stamp_read(path, &stamp) ||
+		    !stamp_matches(&stamp, &st_new, &st_cur))
+			return NULL;
+		if (h == NULL) {
+			if ((h = cache_open(cache, path, hash, &st_cur)) == NULL)
+				return NULL;
+		} else if (!cache_sync(h)) {
+			handle_close(cache, h);
+			return NULL;
+		}
+		h->stamp = stamp;
+	} else if (!cache_sync(h)) {
+		handle_close(cache, h);
+		return NULL;
+	}
+	h->used_tick = ++cache->tick;
+	h->used_at = time(NULL);
+	return h;
+}
+
+/* The status from the cached handle of path. Returns 1 when answered, 0 to
+   fall back. */
+static int status_cached(struct mailbox_status_cache *cache, const char *path,
+			 enum mailbox_status_items items,
+			 struct mailbox_status *status_r)
+{
+	struct status_handle *h = cache_get(cache, path);
+
+	if (h == NULL)
+		return 0;
+	int ret = status_from_view(h->view, &h->stamp, items, status_r);
+	if (ret <= 0) {
+		/* stale: reset or recreated behind the stamp (a size not
+		   known from the index keeps the handle) */
+		if (ret < 0)
+			handle_close(cache, h);
+		return 0;
+	}
+	cache->records -= h->records;
+	h->records = status_r->messages;
+	cache->records += h->records;
+	cache_trim(cache, h);
+	return 1;
 }
 
 int mailbox_status_from_box(struct mailbox *box,
@@ -195,14 +486,29 @@ int mailbox_status_get(const char *root, const char *name,
 		       enum mailbox_status_items items,
 		       struct mailbox_status *status_r, const char **error_r)
 {
+	return mailbox_status_get_cached(NULL, root, name, flags, items,
+					 status_r, error_r);
+}
+
+int mailbox_status_get_cached(struct mailbox_status_cache *cache,
+			      const char *root, const char *name,
+			      enum mailbox_open_flags flags,
+			      enum mailbox_status_items items,
+			      struct mailbox_status *status_r,
+			      const char **error_r)
+{
 	static char error[MAILBOX_ERROR_MAX];
 	char norm[MAILBOX_NAME_MAX + 1], path[PATH_MAX];
 	struct mailbox *box;
 
 	if (mailbox_list_find_folder(root, name, norm, path) <= 0)
 		return 0;
-	if (status_fast(path, items, status_r) > 0)
+	if (cache != NULL && cache->max_handles > 0) {
+		if (status_cached(cache, path, items, status_r) > 0)
+			return 1;
+	} else if (status_fast(path, items, status_r) > 0) {
 		return 1;
+	}
 	int ret = mailbox_open(root, norm, flags, &box, error_r);
 	if (ret <= 0)
 		return ret;

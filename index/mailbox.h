@@ -157,6 +157,22 @@ int mailbox_keyword_get(struct mailbox *box, const char *name, bool create,
 bool mailbox_keyword_is_valid(const char *name);
 
 uint32_t mailbox_msg_keywords(struct mailbox *box, uint32_t seq);
+
+enum mailbox_flags_change {
+	MAILBOX_FLAGS_REPLACE,
+	MAILBOX_FLAGS_ADD,
+	MAILBOX_FLAGS_REMOVE,
+};
+/* Add, remove or replace permanent flags and keywords of seq (one
+   rename). ADD and REMOVE apply to what the message's file name says at
+   the moment of the rename, not to this handle's view, which may be
+   older: a flag another writer set meanwhile is kept. The handle's view
+   shows the result at once. Returns 0 or -1 (errno ENOENT if the message
+   vanished). */
+int mailbox_msg_change_flags(struct mailbox *box, uint32_t seq,
+			     enum mailbox_flags_change mode,
+			     enum mail_flags flags, uint32_t keywords,
+			     const char **error_r);
 /* Replace both the permanent flags and the keywords of seq (one rename).
    Returns 0 or -1 (errno ENOENT if the message vanished). */
 int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,
@@ -231,6 +247,28 @@ int mailbox_status_get(const char *root, const char *name,
 		       enum mailbox_open_flags flags,
 		       enum mailbox_status_items items,
 		       struct mailbox_status *status_r, const char **error_r);
+/* Index handles kept open between STATUS calls of one process (LRU,
+   mailbox-status.c): a STATUS of an unchanged mailbox then costs three
+   stat()s. Changes by anyone (other sessions, delivery agents, files
+   dropped into new/ or cur/, expunges, DELETE/RENAME) are seen as without
+   the cache. Handles of big mailboxes are closed when their records
+   together pass 1M. max_handles 0 = keep none. */
+#define MAILBOX_STATUS_CACHE_MAX_HANDLES 1024
+struct mailbox_status_cache;
+struct mailbox_status_cache *mailbox_status_cache_init(unsigned int max_handles);
+void mailbox_status_cache_deinit(struct mailbox_status_cache **cache);
+/* Close the handles last used before unused_since (time()). Returns how
+   many stay open. */
+unsigned int mailbox_status_cache_expire(struct mailbox_status_cache *cache,
+					 time_t unused_since);
+unsigned int mailbox_status_cache_count(const struct mailbox_status_cache *cache);
+/* mailbox_status_get() through cache (NULL = none). */
+int mailbox_status_get_cached(struct mailbox_status_cache *cache,
+			      const char *root, const char *name,
+			      enum mailbox_open_flags flags,
+			      enum mailbox_status_items items,
+			      struct mailbox_status *status_r,
+			      const char **error_r);
 /* The same from an open view (the selected mailbox: its own numbers).
    Returns 0 or -1. */
 int mailbox_status_from_box(struct mailbox *box,

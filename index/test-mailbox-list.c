@@ -2,8 +2,13 @@
 #include "test-common.h"
 #include "mailbox.h"
 #include "mailbox-list.h"
+#include "mailbox-list-private.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static char root[512];
 
@@ -330,7 +335,179 @@ static void test_open_folder(void)
 	test_assert(mailbox_open(root, "p", 0, &box, &error) == 0);
 }
 
+/* ---- RENAME crash safety: a child stops (_exit, as if killed) after
+   step k of a rename; the next LIST must finish it. */
+#define CRASH_EXIT 42
+#define CRASH_STEPS_MAX 64
+
+static unsigned int crash_at;
+
+static void crash_hook(unsigned int step)
+{
+	if (step == crash_at)
+		_exit(CRASH_EXIT);
+}
+
+/* Run fn in a child that dies at step k. Returns true if it died there,
+   false if it got through every step. */
+static bool run_crashing(unsigned int k, void (*fn)(void))
+{
+	pid_t pid = fork();
+	int status;
+
+	test_assert(pid >= 0);
+	if (pid == 0) {
+		crash_at = k;
+		mailbox_list_rename_set_hook(crash_hook);
+		fn();
+		_exit(0);
+	}
+	test_assert(waitpid(pid, &status, 0) == pid);
+	test_assert(WIFEXITED(status));
+	return WEXITSTATUS(status) == CRASH_EXIT;
+}
+
+static void rename_foo(void)
+{
+	enum mailbox_list_error code;
+	const char *error;
+
+	(void)mailbox_list_rename(root, "foo", "zap/zowie", &code, &error);
+}
+
+static void rename_inbox(void)
+{
+	enum mailbox_list_error code;
+	const char *error;
+
+	(void)mailbox_list_rename(root, "INBOX", "old/mail", &code, &error);
+}
+
+static void recover(void)
+{
+	(void)mailbox_list_rename_recover(root);
+}
+
+static void setup_foo(unsigned int k)
+{
+	enum mailbox_list_error code;
+	char name[64];
+
+	snprintf(name, sizeof(name), "rename-crash-%u", k);
+	new_root(name);
+	test_assert(create("foo/bar/baz", &code) == 0);
+	test_assert(create("foo/qux", &code) == 0);
+	test_assert(create("foo-x", &code) == 0);
+	append_one("foo");
+	append_one("foo/bar");
+	append_one("foo/bar");
+}
+
+static void check_foo_renamed(uint32_t uv_bar)
+{
+	uint32_t uv;
+
+	test_assert_str(list_str(), "INBOX:s foo-x:s zap:sc zap/zowie:sc "
+			"zap/zowie/bar:sc zap/zowie/bar/baz:s zap/zowie/qux:s");
+	test_assert_int(box_count("zap/zowie", NULL), 1);
+	test_assert_int(box_count("zap/zowie/bar", &uv), 2);
+	test_assert_int(uv, uv_bar);
+	test_assert(!path_exists(MAILBOX_RENAME_JOURNAL));
+}
+
+static void test_rename_crash(void)
+{
+	unsigned int k, crashes = 0;
+	uint32_t uv_bar;
+
+	for (k = 1; k < CRASH_STEPS_MAX; k++) {
+		setup_foo(k);
+		box_count("foo/bar", &uv_bar);
+		if (!run_crashing(k, rename_foo))
+			break;
+		crashes++;
+		test_assert(path_exists(MAILBOX_RENAME_JOURNAL));
+		/* and the recovery itself dies once, at its first step */
+		test_assert(run_crashing(1, recover));
+		test_assert(path_exists(MAILBOX_RENAME_JOURNAL));
+		check_foo_renamed(uv_bar);
+	}
+	/* journal, parents, four folders, journal removal */
+	test_assert(crashes >= 6);
+	test_assert(k < CRASH_STEPS_MAX);
+	check_foo_renamed(uv_bar);
+}
+
+static void test_rename_inbox_crash(void)
+{
+	enum mailbox_list_error code;
+	unsigned int k, crashes = 0;
+	uint32_t uv1, uv2, uv3;
+	char name[64];
+
+	for (k = 1; k < CRASH_STEPS_MAX; k++) {
+		snprintf(name, sizeof(name), "rename-inbox-crash-%u", k);
+		new_root(name);
+		append_one("INBOX");
+		append_one("INBOX");
+		test_assert(create("INBOX/bar", &code) == 0);
+		test_assert_int(box_count("INBOX", &uv1), 2);
+		if (!run_crashing(k, rename_inbox))
+			break;
+		crashes++;
+		test_assert(path_exists(MAILBOX_RENAME_JOURNAL));
+		test_assert_str(list_str(),
+				"INBOX:sc INBOX/bar:s old:sc old/mail:s");
+		test_assert(!path_exists(MAILBOX_RENAME_JOURNAL));
+		test_assert_int(box_count("old/mail", &uv2), 2);
+		test_assert_int(box_count("INBOX", &uv3), 0);
+		test_assert_int(uv1, uv2);
+		test_assert(uv3 != uv1);
+		test_assert_int(append_one("INBOX"), 1);
+	}
+	test_assert(crashes >= 7);
+	test_assert(k < CRASH_STEPS_MAX);
+}
+
+static void write_journal(const char *text)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/" MAILBOX_RENAME_JOURNAL, root);
+	FILE *f = fopen(path, "w");
+	test_assert(f != NULL);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A journal whose writer is alive (locked) is left alone; a garbled one
+   is removed without touching any folder. */
+static void test_rename_journal_busy(void)
+{
+	enum mailbox_list_error code;
+	char path[1024];
+
+	new_root("rename-busy");
+	test_assert(create("foo/bar", &code) == 0);
+	write_journal("F\tfoo\tzap\n");
+	snprintf(path, sizeof(path), "%s/" MAILBOX_RENAME_JOURNAL, root);
+	int fd = open(path, O_RDONLY);
+	test_assert(fd != -1 && flock(fd, LOCK_EX) == 0);
+	test_assert_str(list_str(), "INBOX:s foo:sc foo/bar:s");
+	close(fd);
+	test_assert_str(list_str(), "INBOX:s zap:sc zap/bar:s");
+	test_assert(!path_exists(MAILBOX_RENAME_JOURNAL));
+
+	write_journal("F\tzap\t../../etc\n");
+	test_assert_str(list_str(), "INBOX:s zap:sc zap/bar:s");
+	test_assert(!path_exists(MAILBOX_RENAME_JOURNAL));
+	write_journal("X\tzap\tfoo\n");
+	test_assert_str(list_str(), "INBOX:s zap:sc zap/bar:s");
+}
+
 TEST_MAIN(TEST(test_create_list), TEST(test_create_invalid),
 	  TEST(test_delete), TEST(test_rename), TEST(test_rename_inbox),
 	  TEST(test_recreate_uidvalidity), TEST(test_subscriptions),
-	  TEST(test_autocreate), TEST(test_open_folder))
+	  TEST(test_autocreate), TEST(test_open_folder),
+	  TEST(test_rename_crash), TEST(test_rename_inbox_crash),
+	  TEST(test_rename_journal_busy))

@@ -221,6 +221,91 @@ static void test_status_other_session(void)
 	mailbox_close(&box);
 }
 
+/* ---- the handle cache ---- */
+
+static void cstatus(struct mailbox_status_cache *cache, const char *root,
+		    struct mailbox_status *st_r)
+{
+	const char *error;
+
+	test_assert_int(mailbox_status_get_cached(cache, root, "INBOX",
+				MAILBOX_OPEN_NO_FSYNC, MAILBOX_STATUS_SIZE,
+				st_r, &error), 1);
+}
+
+static void test_status_cache(void)
+{
+	char root[512], root2[512];   /* root_path() reuses its buffer */
+	snprintf(root, sizeof(root), "%s", root_path("cache"));
+	snprintf(root2, sizeof(root2), "%s", root_path("cache2"));
+	struct mailbox_status_cache *cache = mailbox_status_cache_init(1);
+	struct mailbox_status st, ref;
+	struct mail_index *index;
+	const char *error;
+
+	make_mailbox(root);
+	open_counts(root, &ref);
+	cstatus(cache, root, &st);
+	test_assert(st.from_index);
+	test_assert_int(mailbox_status_cache_count(cache), 1);
+	assert_same(&st, &ref, true);
+	cstatus(cache, root, &st);
+	test_assert(st.from_index);
+
+	/* a change in the log only (another process's flag change) */
+	test_assert_int(mail_index_open(root, 0, &index, &error), 1);
+	struct mail_index_transaction *t = mail_index_transaction_begin(index);
+	mail_index_update_flags(t, 1, 1, MAIL_SEEN, 0, 0, 0);
+	test_assert_int(mail_index_transaction_commit(&t, MAIL_INDEX_FSYNC_NEVER,
+		NULL, &error), 0);
+	cstatus(cache, root, &st);
+	test_assert(st.from_index);
+	test_assert_int(st.unseen, ref.unseen - 1);
+	t = mail_index_transaction_begin(index);
+	mail_index_expunge(t, 2, 2);
+	test_assert_int(mail_index_transaction_commit(&t, MAIL_INDEX_FSYNC_NEVER,
+		NULL, &error), 0);
+	mail_index_close(&index);
+	cstatus(cache, root, &st);
+	test_assert(st.from_index);
+	test_assert_int(st.messages, ref.messages - 1);
+
+	/* a file dropped into new/: not from the index until stamped */
+	put_file(root, "new", "300.test", "new\n");
+	cstatus(cache, root, &st);
+	test_assert(!st.from_index);
+	dirs_backdate(root, 20);
+	open_counts(root, &ref);
+	cstatus(cache, root, &st);
+	test_assert(st.from_index);
+	assert_same(&st, &ref, true);
+
+	/* one slot: another mailbox takes it, the first comes back right */
+	struct mailbox_status first = ref;
+	make_mailbox(root2);
+	open_counts(root2, &ref);
+	cstatus(cache, root2, &st);
+	test_assert(st.from_index);
+	assert_same(&st, &ref, true);
+	test_assert_int(mailbox_status_cache_count(cache), 1);
+	cstatus(cache, root, &st);
+	test_assert(st.from_index);
+	assert_same(&st, &first, true);
+
+	/* the folder replaced by another one with the same path */
+	char old[1024];
+	snprintf(old, sizeof(old), "%s.old", root);
+	test_assert(rename(root, old) == 0);
+	test_assert(rename(root2, root) == 0);
+	cstatus(cache, root, &st);
+	assert_same(&st, &ref, true);
+
+	test_assert_int(mailbox_status_cache_expire(cache, time(NULL) - 3600), 1);
+	test_assert_int(mailbox_status_cache_expire(cache, time(NULL) + 1), 0);
+	mailbox_status_cache_deinit(&cache);
+	test_assert(cache == NULL);
+}
+
 /* ---- LIST's cached folder list ---- */
 
 static bool list_has(const char *root, const char *name,
@@ -305,4 +390,5 @@ static void test_list_cache(void)
 
 TEST_MAIN(TEST(test_status_fast), TEST(test_status_new_file),
 	  TEST(test_status_external_rename), TEST(test_status_deleted_index),
-	  TEST(test_status_other_session), TEST(test_list_cache))
+	  TEST(test_status_other_session), TEST(test_status_cache),
+	  TEST(test_list_cache))

@@ -87,6 +87,9 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(imap_literal_minus, SET_BOOL, "no"),
 	GLOBAL(imap_idle_timeout, SET_TIME, "30 mins", .min = 60),
 	GLOBAL(imap_process_linger, SET_TIME, "30 secs"),
+	/* clients poll STATUS of every folder; each handle is a log fd
+	   and a small mapping (MAILBOX_STATUS_CACHE_MAX_HANDLES) */
+	GLOBAL(imap_status_cache_mailboxes, SET_UINT, "64", .max = 1024),
 	GLOBAL(login_timeout, SET_TIME, "60 secs", .min = 1),
 	GLOBAL(disable_plaintext_auth, SET_BOOL, "yes"),
 	GLOBAL(auth_mechanisms, SET_STRING, "plain login",

@@ -103,6 +103,8 @@ struct moat_settings {
 	bool imap_literal_minus;
 	unsigned int imap_idle_timeout;     /* seconds without a command */
 	unsigned int imap_process_linger;   /* seconds after the last connection */
+	/* Index handles kept open for STATUS per imap process (0 = none). */
+	unsigned int imap_status_cache_mailboxes;
 
 	/* login / auth */
 	unsigned int login_timeout;         /* seconds to authenticate */

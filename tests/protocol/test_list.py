@@ -493,3 +493,39 @@ def test_rename_and_delete_around_selected(client):
     assert client.command("FETCH 1 FLAGS").status == "BAD"
     r = ok(client, "SELECT z/q")
     assert b"* 1 EXISTS" in r.untagged
+
+
+def test_list_cache_sees_cur_made_by_another_tool(client, moat_server):
+    """A bare folder directory (\\Noselect) becomes selectable when another
+    tool adds cur/ to it: that changes the folder's mtime, not the root's,
+    and the cached folder list must still notice it
+    (index/mailbox-list-cache.c)."""
+    import os
+    import time
+    root = moat_server.maildir("testuser1")
+    os.mkdir(root / ".Bare")
+    moat_server.chown_home(moat_server.users["testuser1"])
+    old = time.time() - 3600
+    os.utime(root / ".Bare", (old, old))
+    os.utime(root, (old, old))
+    attrs = {n: v[0] for n, v in do_list(client, '"" *')[0].items()}
+    assert "\\noselect" in attrs["Bare"]
+    # the second LIST comes from the cache file (and the process's memo)
+    assert (root / "moat.mailboxlist" / "list").exists()
+    attrs = {n: v[0] for n, v in do_list(client, '"" *')[0].items()}
+    assert "\\noselect" in attrs["Bare"]
+    root_mtime = os.stat(root).st_mtime_ns
+    for sub in ("cur", "new", "tmp"):
+        os.mkdir(root / ".Bare" / sub)
+    moat_server.chown_home(moat_server.users["testuser1"])
+    assert os.stat(root).st_mtime_ns == root_mtime
+    attrs = {n: v[0] for n, v in do_list(client, '"" *')[0].items()}
+    assert "\\noselect" not in attrs["Bare"]
+    ok(client, "SELECT Bare")
+    ok(client, "CLOSE")
+    # and once settled it is cached as selectable
+    os.utime(root / ".Bare", (old, old))
+    os.utime(root, (old + 60, old + 60))
+    for _ in range(2):
+        attrs = {n: v[0] for n, v in do_list(client, '"" *')[0].items()}
+        assert "\\noselect" not in attrs["Bare"]

@@ -171,3 +171,89 @@ def test_list_sees_folder_made_by_another_tool(client, moat_server):
     assert client.command("CLOSE").ok
     shutil.rmtree(root / ".Foo")
     assert "Foo" not in list_names(client)
+
+
+# ---- the per-process index handle cache (index/mailbox-status.c) ----
+
+def cached_status(c, mailbox, md):
+    """STATUS twice on settled directories: the second one is answered
+    from the handle the first one left open."""
+    settle(md, "cur", "new")
+    first = status_of(c, mailbox)
+    assert status_of(c, mailbox) == first
+    return first
+
+
+def test_status_cache_sees_other_session_append(client, moat_server):
+    assert client.command("CREATE box").ok
+    assert client.append("box", MSG).ok
+    md = moat_server.maildir("testuser1") / ".box"
+    before = cached_status(client, "box", md)
+    other = moat_server.login("testuser1")
+    assert other.append("box", MSG + b"other\r\n").ok
+    st = status_of(client, "box")
+    assert st["MESSAGES"] == before["MESSAGES"] + 1
+    assert st["UIDNEXT"] == before["UIDNEXT"] + 1
+    # a flag change by the other session (the log only, once settled)
+    st = cached_status(client, "box", md)
+    assert other.command("SELECT box").ok
+    assert other.command("STORE 1 +FLAGS (\\Seen)").ok
+    assert status_of(client, "box")["UNSEEN"] == st["UNSEEN"] - 1
+    settle(md, "cur", "new")
+    assert status_of(client, "box")["UNSEEN"] == st["UNSEEN"] - 1
+    # and an EXPUNGE
+    assert other.command("STORE 1 +FLAGS (\\Deleted)").ok
+    assert other.command("EXPUNGE").ok
+    st2 = status_of(client, "box")
+    assert st2["MESSAGES"] == st["MESSAGES"] - 1
+    assert st2 == select_counts(client, "box")
+
+
+def test_status_cache_sees_dropped_and_removed_files(client, moat_server):
+    assert client.command("CREATE box").ok
+    for i in range(3):
+        assert client.append("box", MSG + b"%d\r\n" % i).ok
+    md = moat_server.maildir("testuser1") / ".box"
+    before = cached_status(client, "box", md)
+    drop_new(moat_server, md, 1)
+    st = status_of(client, "box")
+    assert st["MESSAGES"] == before["MESSAGES"] + 1
+    assert st["UIDNEXT"] == before["UIDNEXT"] + 1
+    # another tool removes a message file (an expunge by another process)
+    st = cached_status(client, "box", md)
+    victim = sorted((md / "cur").iterdir())[0]
+    victim.unlink()
+    st2 = status_of(client, "box")
+    assert st2["MESSAGES"] == st["MESSAGES"] - 1
+    settle(md, "cur", "new")
+    assert status_of(client, "box") == st2
+    assert st2 == select_counts(client, "box")
+
+
+def test_status_cache_delete_and_rename(client, moat_server):
+    root = moat_server.maildir("testuser1")
+    assert client.command("CREATE box").ok
+    for i in range(2):
+        assert client.append("box", MSG + b"%d\r\n" % i).ok
+    before = cached_status(client, "box", root / ".box")
+    assert before["MESSAGES"] == 2
+    other = moat_server.login("testuser1")
+    assert other.command("DELETE box").ok
+    assert not client.command("STATUS box (MESSAGES)").ok
+    assert other.command("CREATE box").ok
+    st = status_of(client, "box")
+    assert st["MESSAGES"] == 0
+    assert st["UIDVALIDITY"] != before["UIDVALIDITY"] or \
+        st["UIDNEXT"] == 1
+    # RENAME away, then a new folder of the same name
+    assert client.append("box", MSG).ok
+    st = cached_status(client, "box", root / ".box")
+    assert st["MESSAGES"] == 1
+    assert other.command("RENAME box moved").ok
+    assert not client.command("STATUS box (MESSAGES)").ok
+    assert status_of(client, "moved")["MESSAGES"] == 1
+    assert other.command("CREATE box").ok
+    assert status_of(client, "box")["MESSAGES"] == 0
+    settle(root / ".box", "cur", "new")
+    assert status_of(client, "box")["MESSAGES"] == 0
+    assert status_of(client, "box") == select_counts(client, "box")
