@@ -30,10 +30,14 @@ static const struct command imap_commands[] = {
 	{ "SEARCH", cmd_search, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
 		CMD_FLAG_UID_ALLOWED },
 	{ "SELECT", cmd_select, 0 },
+	{ "SORT", cmd_sort, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
+		CMD_FLAG_UID_ALLOWED },
 	{ "STATUS", cmd_status, 0 },
 	{ "STORE", cmd_store, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
 		CMD_FLAG_UID_ALLOWED },
 	{ "SUBSCRIBE", cmd_subscribe, 0 },
+	{ "THREAD", cmd_thread, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
+		CMD_FLAG_UID_ALLOWED },
 	{ "UNSELECT", cmd_unselect, CMD_FLAG_NEEDS_SELECTED },
 	{ "UNSUBSCRIBE", cmd_unsubscribe, 0 },
 };

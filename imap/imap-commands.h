@@ -42,6 +42,9 @@ bool cmd_noop(struct client_command *cmd);
 bool cmd_search(struct client_command *cmd);
 bool cmd_select(struct client_command *cmd);
 bool cmd_store(struct client_command *cmd);
+/* SORT and THREAD (cmd-sort.c, cmd-thread.c) */
+bool cmd_sort(struct client_command *cmd);
+bool cmd_thread(struct client_command *cmd);
 bool cmd_unselect(struct client_command *cmd);
 /* mailbox list commands */
 bool cmd_create(struct client_command *cmd);

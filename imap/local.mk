@@ -62,3 +62,13 @@ tests_unit_test_imap_fetch_body_SOURCES = tests/unit/test-imap-fetch-body.c \
 tests_unit_test_imap_fetch_body_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
 tests_unit_test_imap_fetch_body_LDADD = tests/unit/libtest.a index/libindex.a \
 	$(LIBMAILINDEX) $(LIBMIME) $(LIBMOAT) $(ZLIB_LIBS)
+# SORT and THREAD (RFC 5256, 5957, ESORT of 5267); keys from the cache
+# through index/mail-sort-keys.c
+imap_imap_SOURCES += imap/cmd-sort.c imap/cmd-thread.c \
+	imap/imap-sort.c imap/imap-sort.h imap/imap-thread.c imap/imap-thread.h
+check_PROGRAMS += tests/unit/test-imap-thread
+TESTS += tests/unit/test-imap-thread
+tests_unit_test_imap_thread_SOURCES = tests/unit/test-imap-thread.c \
+	imap/imap-thread.c
+tests_unit_test_imap_thread_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
+tests_unit_test_imap_thread_LDADD = tests/unit/libtest.a $(LIBMOAT)

@@ -92,3 +92,13 @@ check_PROGRAMS += index/test-mailbox-status
 TESTS += index/test-mailbox-status
 index_test_mailbox_status_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_status_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+
+# SORT/THREAD keys in the cache (mail-sort-keys.c) and the RFC 5256 base
+# subject (imap-base-subject.c); they use libmime's header parsers
+index_libindex_a_SOURCES += \
+	index/imap-base-subject.c index/imap-base-subject.h \
+	index/mail-sort-keys.c index/mail-sort-keys.h
+check_PROGRAMS += tests/unit/test-imap-base-subject
+TESTS += tests/unit/test-imap-base-subject
+tests_unit_test_imap_base_subject_LDADD = $(LIBINDEX) $(LIBMAILINDEX) \
+	$(LIBMIME) tests/unit/libtest.a $(LIBMOAT) $(ZLIB_LIBS)

@@ -1,0 +1,341 @@
+/* SORT and UID SORT (RFC 5256), with the DISPLAYFROM/DISPLAYTO keys of
+   RFC 5957 and ESORT's RETURN options (RFC 5267 3.1: MIN MAX ALL COUNT,
+   and SAVE of RFC 5182). Arguments are parsed fully first; then the
+   search, the key reading and the answer each run in slices, yielding
+   to the loop. Keys come from the mail cache (mail-sort-keys.h), so a
+   second SORT of a big mailbox opens no message file. */
+#include "imap-common.h"
+#include "imap-commands.h"
+#include "imap-search.h"
+#include "imap-sort.h"
+
+#include <stdlib.h>
+
+/* Bytes of numbers written to the output per step. */
+#define SORT_OUTPUT_PIECE (16 * 1024)
+
+enum sort_return {
+	SORT_RETURN_MIN = 0x01,
+	SORT_RETURN_MAX = 0x02,
+	SORT_RETURN_ALL = 0x04,
+	SORT_RETURN_COUNT = 0x08,
+	SORT_RETURN_SAVE = 0x10,
+};
+
+struct sort_cmd {
+	struct client_command *cmd;
+	struct mailbox *box;
+	struct imap_sort_criterion crit[IMAP_SORT_MAX_KEYS];
+	unsigned int crit_count;
+	bool esort;
+	enum sort_return ret;
+
+	struct imap_sort_search search;
+	bool searching;
+	struct imap_sort_ctx *sort;
+	const uint32_t *sorted;
+	unsigned int out_next;
+	bool output_started;
+};
+
+static void sort_cmd_free(struct sort_cmd *ctx)
+{
+	imap_sort_search_deinit(&ctx->search);
+	memset(&ctx->search, 0, sizeof(ctx->search));
+	if (ctx->sort != NULL)
+		imap_sort_deinit(&ctx->sort);
+}
+
+static void cmd_sort_cancel(struct client_command *cmd)
+{
+	sort_cmd_free(cmd->context);
+}
+
+static bool sort_parse_return(struct sort_cmd *ctx,
+			      const struct imap_arg **args)
+{
+	static const struct { const char *name; enum sort_return ret; }
+	options[] = {
+		{ "MIN", SORT_RETURN_MIN }, { "MAX", SORT_RETURN_MAX },
+		{ "ALL", SORT_RETURN_ALL }, { "COUNT", SORT_RETURN_COUNT },
+		{ "SAVE", SORT_RETURN_SAVE },
+	};
+	const struct imap_arg *list;
+	unsigned int count;
+
+	if (!imap_arg_atom_equals(*args, "RETURN"))
+		return true;
+	if (!imap_arg_get_list(&(*args)[1], &list, &count))
+		return false;
+	*args += 2;
+	ctx->esort = true;
+	for (unsigned int i = 0; i < count; i++) {
+		unsigned int j;
+		for (j = 0; j < N_ELEMENTS(options); j++) {
+			if (imap_arg_atom_equals(&list[i], options[j].name))
+				break;
+		}
+		if (j == N_ELEMENTS(options))
+			return false;
+		ctx->ret |= options[j].ret;
+	}
+	if (count == 0)
+		ctx->ret = SORT_RETURN_ALL;   /* RFC 5267 3.3 */
+	return true;
+}
+
+/* ---- the answer ---- */
+
+static uint32_t sort_number(struct sort_cmd *ctx, unsigned int i)
+{
+	uint32_t seq = ctx->sorted[i];
+
+	return ctx->cmd->uid ? mailbox_msg_uid(ctx->box, seq) : seq;
+}
+
+static void sort_esort_head(struct sort_cmd *ctx, buffer_t *piece)
+{
+	unsigned int count = ctx->search.count;
+	int ret = buffer_append_str(piece, "* ESEARCH (TAG ");
+
+	ret |= imap_append_quoted(piece, ctx->cmd->tag);
+	ret |= buffer_append_str(piece, ctx->cmd->uid ? ") UID" : ")");
+	if (count > 0 && (ctx->ret & SORT_RETURN_MIN) != 0)
+		ret |= buffer_printf(piece, " MIN %u", sort_number(ctx, 0));
+	if (count > 0 && (ctx->ret & SORT_RETURN_MAX) != 0)
+		ret |= buffer_printf(piece, " MAX %u",
+				     sort_number(ctx, count - 1));
+	if ((ctx->ret & SORT_RETURN_COUNT) != 0)
+		ret |= buffer_printf(piece, " COUNT %u", count);
+	if (count > 0 && (ctx->ret & SORT_RETURN_ALL) != 0)
+		ret |= buffer_append_str(piece, " ALL ");
+	i_assert(ret == 0);
+	if ((ctx->ret & SORT_RETURN_ALL) == 0)
+		ctx->out_next = count;
+}
+
+/* Append the next numbers: "* SORT" lists each; ESORT ALL is a
+   sequence-set in sort order whose ranges only ever ascend
+   (RFC 5267 3.2). Returns false when all were written. */
+static bool sort_output_numbers(struct sort_cmd *ctx, buffer_t *piece)
+{
+	unsigned int count = ctx->search.count;
+
+	while (ctx->out_next < count) {
+		if (piece->used + 32 > SORT_OUTPUT_PIECE)
+			return true;
+		unsigned int first = ctx->out_next, last = first;
+		uint32_t num = sort_number(ctx, first);
+		while (ctx->esort && last + 1 < count &&
+		       sort_number(ctx, last + 1) == num + (last - first) + 1)
+			last++;
+		const char *sep = !ctx->esort ? " " : first == 0 ? "" : ",";
+		int ret = last == first ?
+			buffer_printf(piece, "%s%u", sep, num) :
+			buffer_printf(piece, "%s%u:%u", sep, num,
+				      num + (last - first));
+		i_assert(ret == 0);
+		ctx->out_next = last + 1;
+	}
+	return false;
+}
+
+/* Write the untagged answer as output room allows. Returns true when
+   it is complete. */
+static bool sort_output(struct sort_cmd *ctx)
+{
+	struct client *client = ctx->cmd->client;
+	buffer_t piece;
+
+	if (ctx->esort && (ctx->ret & ~SORT_RETURN_SAVE) == 0)
+		return true;
+	buffer_init(&piece, i_add_size(SORT_OUTPUT_PIECE + CLIENT_REPLY_LINE_MAX,
+				       2 * strlen(ctx->cmd->tag)));
+	for (;;) {
+		if (o_stream_get_buffer_avail(client->output) <
+		    CLIENT_OUTPUT_SLICE_MIN_AVAIL || client->disconnected)
+			break;
+		buffer_reset(&piece);
+		if (!ctx->output_started) {
+			ctx->output_started = true;
+			if (ctx->esort)
+				sort_esort_head(ctx, &piece);
+			else if (buffer_append_str(&piece, "* SORT") < 0)
+				i_unreached();
+		}
+		bool more = sort_output_numbers(ctx, &piece);
+		if (!more && buffer_append_str(&piece, "\r\n") < 0)
+			i_unreached();
+		if (o_stream_send(client->output, piece.data, piece.used) < 0) {
+			client_disconnect(client, NULL, "Output failed");
+			break;
+		}
+		if (!more) {
+			buffer_free(&piece);
+			return true;
+		}
+	}
+	buffer_free(&piece);
+	return false;
+}
+
+static int uid_cmp(const void *p1, const void *p2)
+{
+	uint32_t a = *(const uint32_t *)p1, b = *(const uint32_t *)p2;
+
+	return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/* RETURN (SAVE): "$" becomes the matches (RFC 5182), or with MIN/MAX
+   but neither ALL nor COUNT only those. */
+static void sort_save(struct sort_cmd *ctx)
+{
+	unsigned int count = ctx->search.count, n = 0, ranges = 0;
+	bool only_ends = (ctx->ret & (SORT_RETURN_MIN | SORT_RETURN_MAX)) != 0 &&
+		(ctx->ret & (SORT_RETURN_ALL | SORT_RETURN_COUNT)) == 0;
+	uint32_t *uids = i_malloc(i_mul_size(count + 1, sizeof(*uids)));
+	struct mail_search_range *r =
+		i_malloc(i_mul_size(count + 1, sizeof(*r)));
+
+	for (unsigned int i = 0; i < count; i++) {
+		if (only_ends &&
+		    !(i == 0 && (ctx->ret & SORT_RETURN_MIN) != 0) &&
+		    !(i == count - 1 && (ctx->ret & SORT_RETURN_MAX) != 0))
+			continue;
+		uids[n++] = mailbox_msg_uid(ctx->box, ctx->sorted[i]);
+	}
+	qsort(uids, n, sizeof(*uids), uid_cmp);
+	for (unsigned int i = 0; i < n; i++) {
+		if (ranges > 0 && r[ranges - 1].hi + 1 >= uids[i]) {
+			r[ranges - 1].hi = uids[i];
+		} else {
+			r[ranges].lo = r[ranges].hi = uids[i];
+			ranges++;
+		}
+	}
+	imap_search_saved_set(ctx->cmd->client, r, ranges);
+	i_free(uids);
+	i_free(r);
+}
+
+/* ---- running ---- */
+
+static bool sort_fail(struct sort_cmd *ctx, const char *error)
+{
+	struct client_command *cmd = ctx->cmd;
+
+	i_error("SORT in %s: %s", mailbox_get_name(ctx->box), error);
+	if ((ctx->ret & SORT_RETURN_SAVE) != 0)
+		imap_search_saved_clear(cmd->client);
+	sort_cmd_free(ctx);
+	client_send_tagline(cmd, "NO [SERVERBUG] Sort failed.");
+	return true;
+}
+
+static bool cmd_sort_continue(struct client_command *cmd)
+{
+	struct sort_cmd *ctx = cmd->context;
+	const char *error;
+	int ret;
+
+	cmd->wait = CLIENT_WAIT_NONE;
+	if (ctx->searching) {
+		if ((ret = imap_sort_search_continue(&ctx->search, &error)) < 0)
+			return sort_fail(ctx, error);
+		if (ret == 0)
+			return false;
+		ctx->searching = false;
+		ctx->sort = imap_sort_init(ctx->box, ctx->crit, ctx->crit_count,
+					   ctx->search.seqs, ctx->search.count);
+		return false;
+	}
+	if (ctx->sorted == NULL) {
+		if ((ret = imap_sort_read_keys(ctx->sort, &error)) < 0)
+			return sort_fail(ctx, error);
+		if (ret == 0)
+			return false;
+		imap_sort_run(ctx->sort);
+		ctx->sorted = imap_sort_get_seqs(ctx->sort);
+	}
+	if (!sort_output(ctx)) {
+		cmd->wait = CLIENT_WAIT_OUTPUT;
+		return false;
+	}
+	if ((ctx->ret & SORT_RETURN_SAVE) != 0)
+		sort_save(ctx);
+	struct mail_sort_keys_stats stats;
+	imap_sort_get_stats(ctx->sort, &stats);
+	i_debug("SORT: %u messages, %llu key hits, %llu headers parsed",
+		  ctx->search.count, (unsigned long long)stats.hits,
+		  (unsigned long long)stats.misses);
+	sort_cmd_free(ctx);
+	client_send_tagline(cmd, "OK Sort completed.");
+	return true;
+}
+
+/* Parse "[RETURN (...)] (criteria) charset search-key...". Returns the
+   search keys, or NULL after answering. */
+static const struct imap_arg *
+sort_parse_args(struct client_command *cmd, struct sort_cmd *ctx)
+{
+	const struct imap_arg *args = cmd->args, *list;
+	unsigned int count;
+	const char *error, *charset;
+
+	if (!sort_parse_return(ctx, &args)) {
+		client_send_command_error(cmd, "Invalid RETURN options.");
+		return NULL;
+	}
+	if (!imap_arg_get_list(args, &list, &count) ||
+	    imap_sort_parse(list, count, ctx->crit, &ctx->crit_count,
+			    &error) < 0) {
+		client_send_command_error(cmd, "Invalid sort criteria.");
+		return NULL;
+	}
+	if (!imap_arg_get_astring(&args[1], &charset) ||
+	    args[2].type == IMAP_ARG_EOL) {
+		client_send_command_error(cmd, "Missing charset or search keys.");
+		return NULL;
+	}
+	if (!imap_sort_charset_ok(&args[1])) {
+		client_send_taglinef(cmd, "NO %s Unsupported charset.",
+				     MAIL_SEARCH_BADCHARSET);
+		return NULL;
+	}
+	return &args[2];
+}
+
+bool cmd_sort(struct client_command *cmd)
+{
+	struct sort_cmd *ctx = p_malloc(cmd->pool, sizeof(*ctx));
+	const struct imap_arg *keys;
+	struct mail_search_program *program;
+	const char *error;
+
+	ctx->cmd = cmd;
+	ctx->box = cmd->client->mailbox;
+	if ((keys = sort_parse_args(cmd, ctx)) == NULL) {
+		if ((ctx->ret & SORT_RETURN_SAVE) != 0)
+			imap_search_saved_clear(cmd->client);
+		return true;
+	}
+	enum mail_search_parse_result ret =
+		mail_search_parse(cmd->pool, keys,
+				  imap_search_saved_get(cmd->client),
+				  &program, &error);
+	if (ret != MAIL_SEARCH_PARSE_OK) {
+		if ((ctx->ret & SORT_RETURN_SAVE) != 0)
+			imap_search_saved_clear(cmd->client);
+		if (ret == MAIL_SEARCH_PARSE_BADCHARSET)
+			client_send_taglinef(cmd, "NO %s", error);
+		else
+			client_send_command_error(cmd, error);
+		return true;
+	}
+	imap_sort_search_init(&ctx->search, ctx->box, program);
+	ctx->searching = true;
+	cmd->context = ctx;
+	cmd->func = cmd_sort_continue;
+	cmd->cancel = cmd_sort_cancel;
+	return cmd_sort_continue(cmd);
+}

@@ -1,0 +1,362 @@
+/* SORT program, search slices and key ordering (imap-sort.h). */
+#include "imap-common.h"
+#include "imap-sort.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- parsing ---- */
+
+static const struct {
+	const char *name;
+	enum imap_sort_key key;
+} sort_key_names[] = {
+	{ "ARRIVAL", IMAP_SORT_ARRIVAL }, { "CC", IMAP_SORT_CC },
+	{ "DATE", IMAP_SORT_DATE }, { "FROM", IMAP_SORT_FROM },
+	{ "SIZE", IMAP_SORT_SIZE }, { "SUBJECT", IMAP_SORT_SUBJECT },
+	{ "TO", IMAP_SORT_TO }, { "DISPLAYFROM", IMAP_SORT_DISPLAYFROM },
+	{ "DISPLAYTO", IMAP_SORT_DISPLAYTO },
+};
+
+int imap_sort_parse(const struct imap_arg *list, unsigned int count,
+		    struct imap_sort_criterion crit[IMAP_SORT_MAX_KEYS],
+		    unsigned int *count_r, const char **error_r)
+{
+	unsigned int n = 0;
+	bool reverse = false;
+
+	for (unsigned int i = 0; i < count; i++) {
+		if (imap_arg_atom_equals(&list[i], "REVERSE") && !reverse) {
+			reverse = true;
+			continue;
+		}
+		unsigned int j;
+		for (j = 0; j < N_ELEMENTS(sort_key_names); j++) {
+			if (imap_arg_atom_equals(&list[i], sort_key_names[j].name))
+				break;
+		}
+		if (j == N_ELEMENTS(sort_key_names)) {
+			*error_r = "Invalid sort criterion.";
+			return -1;
+		}
+		if (n == IMAP_SORT_MAX_KEYS) {
+			*error_r = "Too many sort criteria.";
+			return -1;
+		}
+		crit[n].key = sort_key_names[j].key;
+		crit[n].reverse = reverse;
+		n++;
+		reverse = false;
+	}
+	if (n == 0 || reverse) {
+		*error_r = "Invalid sort criteria.";
+		return -1;
+	}
+	*count_r = n;
+	return 0;
+}
+
+bool imap_sort_charset_ok(const struct imap_arg *arg)
+{
+	const char *name;
+
+	if (!imap_arg_get_astring(arg, &name))
+		return false;
+	return strcasecmp(name, "US-ASCII") == 0 ||
+		strcasecmp(name, "UTF-8") == 0;
+}
+
+/* ---- searching ---- */
+
+void imap_sort_search_init(struct imap_sort_search *ss, struct mailbox *box,
+			   struct mail_search_program *program)
+{
+	memset(ss, 0, sizeof(*ss));
+	ss->box = box;
+	ss->next_seq = 1;
+	ss->search = mail_search_init(box, program, time(NULL));
+}
+
+void imap_sort_search_deinit(struct imap_sort_search *ss)
+{
+	if (ss->search != NULL)
+		mail_search_deinit(&ss->search);
+	i_free(ss->seqs);
+}
+
+int imap_sort_search_continue(struct imap_sort_search *ss,
+			      const char **error_r)
+{
+	uint32_t count = mailbox_get_count(ss->box);
+	uint64_t bytes_end = mail_search_get_bytes_read(ss->search) +
+		4 * 1024 * 1024;
+
+	for (unsigned int n = 0; n < IMAP_SORT_MSGS_PER_SLICE; n++) {
+		if (ss->next_seq > count)
+			break;
+		int ret = mail_search_match(ss->search, ss->next_seq, error_r);
+		if (ret < 0)
+			return -1;
+		if (ret > 0) {
+			if (ss->count == ss->alloc) {
+				ss->alloc = ss->alloc == 0 ? 256 : ss->alloc * 2;
+				ss->seqs = i_realloc(ss->seqs, i_mul_size(
+					ss->alloc, sizeof(*ss->seqs)));
+			}
+			ss->seqs[ss->count++] = ss->next_seq;
+		}
+		ss->next_seq++;
+		if (mail_search_get_bytes_read(ss->search) >= bytes_end)
+			break;
+	}
+	if (ss->next_seq <= count)
+		return 0;
+	mail_search_deinit(&ss->search);
+	return 1;
+}
+
+int64_t imap_sort_sent_date(struct mailbox *box, uint32_t seq,
+			    const struct mail_sort_keys *keys)
+{
+	const char *error;
+	time_t t = 0;
+
+	if (keys->sent_valid)
+		return keys->sent_date;
+	if (mailbox_msg_internaldate(box, seq, &t, &error) < 0)
+		t = 0;
+	return (int64_t)t;
+}
+
+/* ---- ordering ---- */
+
+/* One key of one message: a number, or a string in the arena. */
+union sort_value {
+	int64_t num;
+	struct {
+		uint32_t off, len;
+	} str;
+};
+
+struct imap_sort_ctx {
+	struct mailbox *box;
+	struct imap_sort_criterion crit[IMAP_SORT_MAX_KEYS];
+	unsigned int crit_count;
+	bool need_keys;            /* a key comes from mail-sort-keys */
+	struct mail_sort_keys_reader *reader;
+
+	uint32_t *seqs;            /* the matches; sorted by imap_sort_run */
+	unsigned int count, next;
+	union sort_value *values;  /* count * crit_count */
+	char *arena;               /* the string keys */
+	size_t arena_used, arena_alloc;
+};
+
+/* what qsort() compares: a message and the shared keys */
+struct sort_entry {
+	uint32_t idx;
+	const struct imap_sort_ctx *ctx;
+};
+
+static bool key_is_string(enum imap_sort_key key)
+{
+	return key != IMAP_SORT_ARRIVAL && key != IMAP_SORT_DATE &&
+		key != IMAP_SORT_SIZE;
+}
+
+struct imap_sort_ctx *
+imap_sort_init(struct mailbox *box, const struct imap_sort_criterion *crit,
+	       unsigned int crit_count, const uint32_t *seqs,
+	       unsigned int count)
+{
+	struct imap_sort_ctx *ctx = i_malloc(sizeof(*ctx));
+
+	i_assert(crit_count > 0 && crit_count <= IMAP_SORT_MAX_KEYS);
+	ctx->box = box;
+	memcpy(ctx->crit, crit, crit_count * sizeof(*crit));
+	ctx->crit_count = crit_count;
+	for (unsigned int i = 0; i < crit_count; i++) {
+		if (crit[i].key != IMAP_SORT_ARRIVAL &&
+		    crit[i].key != IMAP_SORT_SIZE)
+			ctx->need_keys = true;
+	}
+	if (ctx->need_keys)
+		ctx->reader = mail_sort_keys_reader_init(box);
+	ctx->count = count;
+	ctx->seqs = i_malloc(i_mul_size(count + 1, sizeof(*ctx->seqs)));
+	memcpy(ctx->seqs, seqs, count * sizeof(*seqs));
+	ctx->values = i_malloc(i_mul_size(i_mul_size(count + 1, crit_count),
+					  sizeof(*ctx->values)));
+	return ctx;
+}
+
+void imap_sort_deinit(struct imap_sort_ctx **_ctx)
+{
+	struct imap_sort_ctx *ctx = *_ctx;
+
+	*_ctx = NULL;
+	if (ctx->reader != NULL)
+		mail_sort_keys_reader_deinit(&ctx->reader);
+	i_free(ctx->seqs);
+	i_free(ctx->values);
+	i_free(ctx->arena);
+	i_free(ctx);
+}
+
+static void arena_add(struct imap_sort_ctx *ctx, union sort_value *v,
+		      const unsigned char *data, size_t len)
+{
+	if (ctx->arena_used + len > ctx->arena_alloc) {
+		ctx->arena_alloc = i_add_size(ctx->arena_alloc, len) * 2;
+		ctx->arena = i_realloc(ctx->arena, ctx->arena_alloc);
+	}
+	/* keys are at most MAIL_SORT_STR_MAX bytes; the arena stays far
+	   below 4 GB for any mailbox the index can hold */
+	i_assert(ctx->arena_used + len <= UINT32_MAX);
+	memcpy(ctx->arena + ctx->arena_used, data, len);
+	v->str.off = (uint32_t)ctx->arena_used;
+	v->str.len = (uint32_t)len;
+	ctx->arena_used += len;
+}
+
+static const enum mail_sort_str key_strs[] = {
+	[IMAP_SORT_CC] = MAIL_SORT_STR_CC,
+	[IMAP_SORT_FROM] = MAIL_SORT_STR_FROM,
+	[IMAP_SORT_SUBJECT] = MAIL_SORT_STR_SUBJECT,
+	[IMAP_SORT_TO] = MAIL_SORT_STR_TO,
+	[IMAP_SORT_DISPLAYFROM] = MAIL_SORT_STR_DISPLAYFROM,
+	[IMAP_SORT_DISPLAYTO] = MAIL_SORT_STR_DISPLAYTO,
+};
+
+/* The keys of message i. Returns 0, or -1 on an I/O error; a message
+   that vanished gets empty keys. */
+static int read_msg_keys(struct imap_sort_ctx *ctx, unsigned int i,
+			 const char **error_r)
+{
+	struct mail_sort_keys keys;
+	uint32_t seq = ctx->seqs[i];
+	union sort_value *v = &ctx->values[(size_t)i * ctx->crit_count];
+	int ret = 0;
+
+	memset(&keys, 0, sizeof(keys));
+	if (ctx->need_keys &&
+	    (ret = mail_sort_keys_get(ctx->reader, seq, &keys, error_r)) < 0)
+		return -1;
+	for (unsigned int k = 0; k < ctx->crit_count; k++) {
+		enum imap_sort_key key = ctx->crit[k].key;
+		time_t t = 0;
+		uint64_t size = 0;
+
+		switch (key) {
+		case IMAP_SORT_ARRIVAL:
+			(void)mailbox_msg_internaldate(ctx->box, seq, &t, error_r);
+			v[k].num = (int64_t)t;
+			break;
+		case IMAP_SORT_SIZE:
+			(void)mailbox_msg_vsize(ctx->box, seq, &size, error_r);
+			v[k].num = (int64_t)size;
+			break;
+		case IMAP_SORT_DATE:
+			v[k].num = imap_sort_sent_date(ctx->box, seq, &keys);
+			break;
+		default:
+			if (ret == 0)
+				arena_add(ctx, &v[k], (const void *)"", 0);
+			else
+				arena_add(ctx, &v[k], keys.str[key_strs[key]],
+					  keys.str_len[key_strs[key]]);
+			break;
+		}
+	}
+	return 0;
+}
+
+int imap_sort_read_keys(struct imap_sort_ctx *ctx, const char **error_r)
+{
+	struct mail_sort_keys_stats stats;
+	uint64_t misses_end = 0;
+
+	if (ctx->reader != NULL) {
+		mail_sort_keys_reader_get_stats(ctx->reader, &stats);
+		misses_end = stats.misses + IMAP_SORT_MISSES_PER_SLICE;
+	}
+	for (unsigned int n = 0; n < IMAP_SORT_MSGS_PER_SLICE; n++) {
+		if (ctx->next == ctx->count)
+			return 1;
+		if (read_msg_keys(ctx, ctx->next, error_r) < 0)
+			return -1;
+		ctx->next++;
+		if (ctx->reader != NULL) {
+			mail_sort_keys_reader_get_stats(ctx->reader, &stats);
+			if (stats.misses >= misses_end)
+				break;
+		}
+	}
+	return ctx->next == ctx->count ? 1 : 0;
+}
+
+static int str_cmp(const struct imap_sort_ctx *ctx, const union sort_value *a,
+		   const union sort_value *b)
+{
+	uint32_t len = MIN(a->str.len, b->str.len);
+	int ret = memcmp(ctx->arena + a->str.off, ctx->arena + b->str.off, len);
+
+	if (ret != 0)
+		return ret;
+	return a->str.len < b->str.len ? -1 : a->str.len > b->str.len ? 1 : 0;
+}
+
+static int sort_entry_cmp(const void *p1, const void *p2)
+{
+	const struct sort_entry *e1 = p1, *e2 = p2;
+	const struct imap_sort_ctx *ctx = e1->ctx;
+	const union sort_value *a = &ctx->values[(size_t)e1->idx * ctx->crit_count];
+	const union sort_value *b = &ctx->values[(size_t)e2->idx * ctx->crit_count];
+
+	for (unsigned int k = 0; k < ctx->crit_count; k++) {
+		int ret;
+		if (key_is_string(ctx->crit[k].key))
+			ret = str_cmp(ctx, &a[k], &b[k]);
+		else
+			ret = a[k].num < b[k].num ? -1 : a[k].num > b[k].num ? 1 : 0;
+		if (ret != 0)
+			return ctx->crit[k].reverse ? -ret : ret;
+	}
+	/* the implicit last key: mailbox order, never reversed */
+	return e1->idx < e2->idx ? -1 : e1->idx > e2->idx ? 1 : 0;
+}
+
+void imap_sort_run(struct imap_sort_ctx *ctx)
+{
+	struct sort_entry *entries;
+
+	i_assert(ctx->next == ctx->count);
+	entries = i_malloc(i_mul_size(ctx->count + 1, sizeof(*entries)));
+	for (unsigned int i = 0; i < ctx->count; i++) {
+		entries[i].idx = i;
+		entries[i].ctx = ctx;
+	}
+	qsort(entries, ctx->count, sizeof(*entries), sort_entry_cmp);
+	/* seqs are ascending, so idx order is mailbox order */
+	uint32_t *sorted = i_malloc(i_mul_size(ctx->count + 1, sizeof(*sorted)));
+	for (unsigned int i = 0; i < ctx->count; i++)
+		sorted[i] = ctx->seqs[entries[i].idx];
+	i_free(entries);
+	i_free(ctx->seqs);
+	ctx->seqs = sorted;
+}
+
+const uint32_t *imap_sort_get_seqs(struct imap_sort_ctx *ctx)
+{
+	return ctx->seqs;
+}
+
+void imap_sort_get_stats(struct imap_sort_ctx *ctx,
+			 struct mail_sort_keys_stats *stats_r)
+{
+	if (ctx->reader != NULL)
+		mail_sort_keys_reader_get_stats(ctx->reader, stats_r);
+	else
+		memset(stats_r, 0, sizeof(*stats_r));
+}

@@ -1,0 +1,622 @@
+/* SORT and THREAD keys through the mail cache (mail-sort-keys.h).
+
+   Stored forms (little-endian; a value that does not decode exactly is
+   a miss):
+     sort.keys   u8 version 2 (1 had lower case keys), u8 flags (1 = sent date valid, 2 = reply),
+                 i64 sent date, then MAIL_SORT_STR_COUNT strings, each a
+                 LEB128 length and its bytes;
+     thread.refs u8 version 1, u8 flags (1 = Message-ID present),
+                 u16 count, [u64 Message-ID hash], count u64 hashes. */
+#include "lib.h"
+#include "log.h"
+#include "mail-sort-keys.h"
+#include "imap-base-subject.h"
+#include "mail-search.h"
+#include "message-header.h"
+#include "message-address.h"
+#include "message-date.h"
+#include "rfc2047.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define SORT_KEYS_FIELD "sort.keys"
+#define THREAD_REFS_FIELD "thread.refs"
+#define SORT_KEYS_VERSION 2
+#define THREAD_REFS_VERSION 1
+#define SORT_KEYS_FLAG_SENT 0x01
+#define SORT_KEYS_FLAG_REPLY 0x02
+#define THREAD_REFS_FLAG_MSGID 0x01
+/* version, flags, date, and per string at most 2 length bytes */
+#define SORT_KEYS_ENCODED_MAX \
+	(10 + MAIL_SORT_STR_COUNT * (2 + MAIL_SORT_STR_MAX))
+#define THREAD_REFS_ENCODED_MAX (4 + 8 * (1 + MAIL_THREAD_REFS_MAX))
+/* Bytes read from a message file per read. */
+#define SORT_KEYS_CHUNK_SIZE (16 * 1024)
+
+enum hdr_field {
+	HDR_DATE, HDR_SUBJECT, HDR_FROM, HDR_TO, HDR_CC,
+	HDR_MESSAGE_ID, HDR_IN_REPLY_TO, HDR_REFERENCES,
+};
+#define HDR_COUNT 8
+static const char *const hdr_names[HDR_COUNT] = {
+	"Date", "Subject", "From", "To", "Cc",
+	"Message-ID", "In-Reply-To", "References",
+};
+
+struct mail_sort_keys_reader {
+	struct mailbox *box;
+	pool_t pool;                 /* one message's header values */
+	struct message_header_parser *hparser;
+	buffer_t line;
+	unsigned char chunk[SORT_KEYS_CHUNK_SIZE];
+	buffer_t keys_buf, refs_buf; /* encoded forms after a miss */
+	buffer_t scratch;
+	const char *hdr[HDR_COUNT];  /* first of each field, or NULL */
+	size_t hdr_len[HDR_COUNT];
+	/* the message keys_buf and refs_buf hold (0: none): its other
+	   field is queued, not yet in the cache, so it is served from here */
+	uint32_t computed_seq;
+	unsigned int pending;
+	struct mail_sort_keys_stats stats;
+};
+
+struct mail_sort_keys_reader *mail_sort_keys_reader_init(struct mailbox *box)
+{
+	struct mail_sort_keys_reader *r = i_malloc(sizeof(*r));
+
+	r->box = box;
+	r->pool = pool_create("sort keys", 4096);
+	r->hparser = message_header_parser_init(MAIL_SORT_KEYS_FIELD_MAX);
+	buffer_init(&r->line, MAIL_SORT_KEYS_FIELD_MAX);
+	buffer_init(&r->keys_buf, SORT_KEYS_ENCODED_MAX);
+	buffer_init(&r->refs_buf, THREAD_REFS_ENCODED_MAX);
+	buffer_init(&r->scratch, MAIL_SORT_KEYS_FIELD_MAX);
+	return r;
+}
+
+static void reader_flush(struct mail_sort_keys_reader *r)
+{
+	const char *error;
+
+	if (r->pending == 0)
+		return;
+	r->pending = 0;
+	if (mailbox_cache_flush(r->box, &error) < 0)
+		i_error("SORT: writing the cache failed: %s", error);
+}
+
+void mail_sort_keys_reader_deinit(struct mail_sort_keys_reader **reader)
+{
+	struct mail_sort_keys_reader *r = *reader;
+
+	*reader = NULL;
+	reader_flush(r);
+	message_header_parser_deinit(&r->hparser);
+	buffer_free(&r->line);
+	buffer_free(&r->keys_buf);
+	buffer_free(&r->refs_buf);
+	buffer_free(&r->scratch);
+	pool_unref(&r->pool);
+	i_free(r);
+}
+
+void mail_sort_keys_reader_get_stats(const struct mail_sort_keys_reader *reader,
+				     struct mail_sort_keys_stats *stats_r)
+{
+	*stats_r = reader->stats;
+}
+
+/* ---- Message-IDs ---- */
+
+uint64_t mail_thread_msgid_hash(const void *id, size_t len)
+{
+	const unsigned char *p = id;
+	uint64_t h = 0xcbf29ce484222325ULL;   /* FNV-1a 64 */
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	/* a final mix spreads the last bytes over all bits */
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 31;
+	return h == 0 ? 1 : h;
+}
+
+/* Append the id between '<' (at *p) and '>' to out, without quotes,
+   backslashes, whitespace and comments. Returns false if it is not
+   "left@right" or another '<' comes first. */
+static bool msgid_read(const char **p, const char *end, buffer_t *out)
+{
+	const char *s = *p + 1;
+	bool quoted = false, at = false;
+	int comment = 0;
+
+	buffer_reset(out);
+	for (; s < end; s++) {
+		char c = *s;
+		if (c == '\\' && s + 1 < end && (quoted || comment > 0)) {
+			s++;
+			if (comment == 0)
+				buffer_append_trunc(out, s, 1);
+			continue;
+		}
+		if (comment > 0) {
+			comment += c == '(' ? 1 : c == ')' ? -1 : 0;
+			continue;
+		}
+		if (c == '"') {
+			quoted = !quoted;
+		} else if (!quoted && c == '(') {
+			comment = 1;
+		} else if (!quoted && (c == '>' || c == '<')) {
+			break;
+		} else if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+			at = at || (c == '@' && !quoted);
+			buffer_append_trunc(out, &c, 1);
+		}
+	}
+	*p = s;
+	return s < end && *s == '>' && at && out->used > 0 &&
+		out->data[0] != '@' && out->data[out->used - 1] != '@';
+}
+
+bool mail_thread_msgid_next(const char **p, const char *end, buffer_t *out)
+{
+	while (*p < end) {
+		const char *lt = memchr(*p, '<', (size_t)(end - *p));
+		if (lt == NULL)
+			break;
+		*p = lt;
+		if (msgid_read(p, end, out)) {
+			(*p)++;
+			return true;
+		}
+	}
+	*p = end;
+	return false;
+}
+
+/* ---- encoding ---- */
+
+static void put_u64(buffer_t *buf, uint64_t v)
+{
+	unsigned char b[8];
+
+	for (unsigned int i = 0; i < 8; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+	buffer_append_trunc(buf, b, sizeof(b));
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (unsigned int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+uint64_t mail_thread_refs_at(const struct mail_thread_refs *refs,
+			     unsigned int idx)
+{
+	i_assert(idx < refs->count);
+	return get_u64(refs->refs + 8 * idx);
+}
+
+static void put_str(buffer_t *buf, const void *data, size_t len)
+{
+	unsigned char b[2];
+
+	i_assert(len <= MAIL_SORT_STR_MAX);
+	if (len < 0x80) {
+		b[0] = (unsigned char)len;
+		buffer_append_trunc(buf, b, 1);
+	} else {
+		b[0] = (unsigned char)(0x80 | (len & 0x7f));
+		b[1] = (unsigned char)(len >> 7);
+		buffer_append_trunc(buf, b, 2);
+	}
+	buffer_append_trunc(buf, data, len);
+}
+
+static bool decode_keys(const unsigned char *p, size_t size,
+			struct mail_sort_keys *keys_r)
+{
+	const unsigned char *end = p + size;
+
+	if (size < 10 || p[0] != SORT_KEYS_VERSION)
+		return false;
+	keys_r->sent_valid = (p[1] & SORT_KEYS_FLAG_SENT) != 0;
+	keys_r->reply = (p[1] & SORT_KEYS_FLAG_REPLY) != 0;
+	keys_r->sent_date = (int64_t)get_u64(p + 2);
+	p += 10;
+	for (unsigned int i = 0; i < MAIL_SORT_STR_COUNT; i++) {
+		if (p >= end)
+			return false;
+		size_t len = *p & 0x7f;
+		if ((*p++ & 0x80) != 0) {
+			if (p >= end)
+				return false;
+			len |= (size_t)*p++ << 7;
+		}
+		if (len > MAIL_SORT_STR_MAX || len > (size_t)(end - p))
+			return false;
+		keys_r->str[i] = p;
+		keys_r->str_len[i] = len;
+		p += len;
+	}
+	return p == end;
+}
+
+static bool decode_refs(const unsigned char *p, size_t size,
+			struct mail_thread_refs *refs_r)
+{
+	if (size < 4 || p[0] != THREAD_REFS_VERSION)
+		return false;
+	bool has_id = (p[1] & THREAD_REFS_FLAG_MSGID) != 0;
+	unsigned int count = p[2] | ((unsigned int)p[3] << 8);
+	if (count > MAIL_THREAD_REFS_MAX ||
+	    size != 4 + 8 * ((size_t)count + (has_id ? 1 : 0)))
+		return false;
+	p += 4;
+	refs_r->msgid = has_id ? get_u64(p) : 0;
+	if (has_id && refs_r->msgid == 0)
+		return false;
+	refs_r->refs = p + (has_id ? 8 : 0);
+	refs_r->count = count;
+	return true;
+}
+
+/* ---- reading the header ---- */
+
+static void header_field(struct mail_sort_keys_reader *r,
+			 const struct message_header_field *field)
+{
+	for (unsigned int i = 0; i < HDR_COUNT; i++) {
+		if (r->hdr[i] == NULL && strcasecmp(field->name, hdr_names[i]) == 0) {
+			r->hdr[i] = p_strndup(r->pool, field->value,
+					      field->value_len);
+			r->hdr_len[i] = field->value_len;
+			return;
+		}
+	}
+}
+
+/* One physical line (without LF). Returns true at the blank line. */
+static bool header_line(struct mail_sort_keys_reader *r, bool truncated)
+{
+	struct message_header_field field;
+	const unsigned char *p = (const unsigned char *)r->line.data;
+	size_t len = r->line.used;
+
+	if (len > 0 && p[len - 1] == '\r' && !truncated)
+		len--;
+	if (len == 0 && !truncated) {
+		if (message_header_parser_flush(r->hparser, &field))
+			header_field(r, &field);
+		return true;
+	}
+	if (message_header_parser_line(r->hparser, p, len, truncated, &field))
+		header_field(r, &field);
+	return false;
+}
+
+/* Feed a chunk; returns true when the header ended. */
+static bool header_chunk(struct mail_sort_keys_reader *r, size_t size,
+			 bool *skipping)
+{
+	const unsigned char *p = r->chunk, *end = p + size;
+
+	while (p < end) {
+		const unsigned char *lf = memchr(p, '\n', (size_t)(end - p));
+		size_t n = lf == NULL ? (size_t)(end - p) : (size_t)(lf - p);
+		if (!*skipping && buffer_append(&r->line, p, n) < 0) {
+			/* over-long line: keep its start, drop the rest */
+			size_t room = r->line.max_size - r->line.used;
+			buffer_append_trunc(&r->line, p, MIN(room, n));
+			(void)header_line(r, true);
+			*skipping = true;
+		}
+		if (lf == NULL)
+			break;
+		bool done = !*skipping && header_line(r, false);
+		*skipping = false;
+		buffer_reset(&r->line);
+		p = lf + 1;
+		if (done)
+			return true;
+	}
+	return false;
+}
+
+static int header_read(struct mail_sort_keys_reader *r, int fd)
+{
+	struct message_header_field field;
+	uint64_t offset = 0;
+	bool skipping = false;
+	ssize_t ret = 0;
+
+	memset(r->hdr, 0, sizeof(r->hdr));
+	pool_clear(r->pool);
+	message_header_parser_reset(r->hparser);
+	buffer_reset(&r->line);
+	while (offset < MAIL_SORT_KEYS_HEADER_MAX) {
+		ret = pread(fd, r->chunk, sizeof(r->chunk), (off_t)offset);
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret <= 0)
+			break;
+		if (header_chunk(r, (size_t)ret, &skipping))
+			return 0;
+		offset += (uint64_t)ret;
+	}
+	if (ret < 0 && offset < MAIL_SORT_KEYS_HEADER_MAX)
+		return -1;
+	/* no blank line: all of it is header */
+	if (r->line.used > 0 && !skipping)
+		(void)header_line(r, false);
+	if (message_header_parser_flush(r->hparser, &field))
+		header_field(r, &field);
+	return 0;
+}
+
+/* ---- computing the keys ---- */
+
+/* Append the folded text, cut to MAIL_SORT_STR_MAX, as a string key. */
+static void put_folded(struct mail_sort_keys_reader *r, const char *text,
+		       size_t len)
+{
+	buffer_reset(&r->scratch);
+	len = MIN(len, MAIL_SORT_KEYS_FIELD_MAX - 1);
+	imap_sort_fold_utf8(text, len, &r->scratch);
+	size_t n = r->scratch.used;
+	if (n > MAIL_SORT_STR_MAX) {
+		n = MAIL_SORT_STR_MAX;
+		while (n > 0 && ((unsigned char)r->scratch.data[n] & 0xc0) == 0x80)
+			n--;
+	}
+	put_str(&r->keys_buf, r->scratch.data, n);
+}
+
+/* The first address of a header as the ENVELOPE lists it: a group's
+   start marker (its name as addr-mailbox) counts, as RFC 5256 and 5957
+   take the envelope's first address (and Dovecot does). */
+static const struct message_address *
+first_address(struct mail_sort_keys_reader *r, enum hdr_field which)
+{
+	const struct message_address *addr;
+
+	if (r->hdr[which] == NULL)
+		return NULL;
+	addr = message_address_parse(r->pool, r->hdr[which], r->hdr_len[which]);
+	for (; addr != NULL; addr = addr->next) {
+		if (addr->mailbox != NULL)
+			return addr;
+	}
+	return NULL;
+}
+
+static void put_mailbox(struct mail_sort_keys_reader *r,
+			const struct message_address *addr)
+{
+	if (addr == NULL)
+		put_str(&r->keys_buf, "", 0);
+	else
+		put_folded(r, addr->mailbox, strlen(addr->mailbox));
+}
+
+/* RFC 5957 section 3: the decoded display name, else mailbox@host. */
+static void put_display(struct mail_sort_keys_reader *r,
+			const struct message_address *addr)
+{
+	const char *text = "";
+
+	if (addr != NULL && addr->name != NULL)
+		text = rfc2047_decode(r->pool, addr->name, strlen(addr->name));
+	if (*text == '\0' && addr != NULL) {
+		text = addr->domain == NULL ? addr->mailbox :
+			p_strdup_printf(r->pool, "%s@%s", addr->mailbox,
+					addr->domain);
+	}
+	put_folded(r, text, strlen(text));
+}
+
+static void keys_encode(struct mail_sort_keys_reader *r)
+{
+	const struct message_address *from, *to, *cc;
+	unsigned char head[2] = { SORT_KEYS_VERSION, 0 };
+	time_t t = 0;
+	int tz;
+	bool reply = false;
+
+	buffer_reset(&r->keys_buf);
+	if (r->hdr[HDR_DATE] != NULL &&
+	    message_date_parse(r->hdr[HDR_DATE], r->hdr_len[HDR_DATE],
+			       &t, &tz) == 0)
+		head[1] |= SORT_KEYS_FLAG_SENT;
+	else
+		t = 0;
+	buffer_t subject;
+	buffer_init(&subject, IMAP_BASE_SUBJECT_MAX);
+	if (r->hdr[HDR_SUBJECT] != NULL)
+		imap_base_subject_get(r->pool, r->hdr[HDR_SUBJECT],
+				      r->hdr_len[HDR_SUBJECT], &subject, &reply);
+	if (reply)
+		head[1] |= SORT_KEYS_FLAG_REPLY;
+	buffer_append_trunc(&r->keys_buf, head, sizeof(head));
+	put_u64(&r->keys_buf, (uint64_t)(int64_t)t);
+	put_str(&r->keys_buf, subject.data, subject.used);
+	buffer_free(&subject);
+
+	from = first_address(r, HDR_FROM);
+	to = first_address(r, HDR_TO);
+	cc = first_address(r, HDR_CC);
+	put_mailbox(r, from);
+	put_mailbox(r, to);
+	put_mailbox(r, cc);
+	put_display(r, from);
+	put_display(r, to);
+}
+
+/* Hashes of the msg-ids in a header value, the last `max` of them, into
+   ids (returns how many). */
+static unsigned int refs_collect(struct mail_sort_keys_reader *r,
+				 enum hdr_field which, uint64_t *ids,
+				 unsigned int max, bool first_only)
+{
+	const char *p = r->hdr[which], *end;
+	unsigned int count = 0, total = 0;
+
+	if (p == NULL)
+		return 0;
+	end = p + r->hdr_len[which];
+	while (mail_thread_msgid_next(&p, end, &r->scratch)) {
+		/* a ring of the last max ids, put in order below */
+		ids[total % max] = mail_thread_msgid_hash(r->scratch.data,
+							  r->scratch.used);
+		total++;
+		if (first_only)
+			break;
+	}
+	count = MIN(total, max);
+	if (total > max) {
+		/* rotate the ring so the oldest kept id comes first */
+		unsigned int shift = total % max;
+		uint64_t *tmp = p_malloc(r->pool, sizeof(*tmp) * max);
+		for (unsigned int i = 0; i < max; i++)
+			tmp[i] = ids[(shift + i) % max];
+		memcpy(ids, tmp, sizeof(*tmp) * max);
+	}
+	return count;
+}
+
+static void refs_encode(struct mail_sort_keys_reader *r)
+{
+	uint64_t *ids = p_malloc(r->pool, sizeof(*ids) * MAIL_THREAD_REFS_MAX);
+	uint64_t msgid = 0;
+	unsigned int count;
+
+	if (refs_collect(r, HDR_MESSAGE_ID, &msgid, 1, true) == 0)
+		msgid = 0;
+	count = refs_collect(r, HDR_REFERENCES, ids, MAIL_THREAD_REFS_MAX,
+			     false);
+	if (count == 0)
+		count = refs_collect(r, HDR_IN_REPLY_TO, ids, 1, true);
+
+	unsigned char head[4] = {
+		THREAD_REFS_VERSION, msgid != 0 ? THREAD_REFS_FLAG_MSGID : 0,
+		(unsigned char)count, (unsigned char)(count >> 8),
+	};
+	buffer_reset(&r->refs_buf);
+	buffer_append_trunc(&r->refs_buf, head, sizeof(head));
+	if (msgid != 0)
+		put_u64(&r->refs_buf, msgid);
+	for (unsigned int i = 0; i < count; i++)
+		put_u64(&r->refs_buf, ids[i]);
+}
+
+/* ---- lookups ---- */
+
+static void cache_add(struct mail_sort_keys_reader *r, uint32_t seq,
+		      const char *field, const buffer_t *value)
+{
+	const char *error;
+
+	if (mailbox_msg_cache_add(r->box, seq, field, value->data, value->used,
+				  &error) == 0 &&
+	    ++r->pending >= MAIL_SORT_KEYS_FLUSH_COUNT)
+		reader_flush(r);
+}
+
+/* Parse seq's header into keys_buf and refs_buf, and queue both for
+   the cache (other_field only if it is missing there). */
+static int keys_compute(struct mail_sort_keys_reader *r, uint32_t seq,
+			const char *field, const char *other_field,
+			const char **error_r)
+{
+	const void *data;
+	size_t size;
+	int fd, ret;
+
+	r->computed_seq = 0;
+	fd = mailbox_msg_open(r->box, seq, error_r);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	ret = header_read(r, fd);
+	int saved_errno = errno;
+	i_close_fd(&fd);
+	if (ret < 0) {
+		*error_r = p_strdup_printf(r->pool, "read(message %u) failed: %s",
+					   seq, strerror(saved_errno));
+		return -1;
+	}
+	r->stats.misses++;
+	keys_encode(r);
+	refs_encode(r);
+	r->computed_seq = seq;
+	bool keys_first = strcmp(field, SORT_KEYS_FIELD) == 0;
+	cache_add(r, seq, field, keys_first ? &r->keys_buf : &r->refs_buf);
+	if (mailbox_msg_cache_lookup(r->box, seq, other_field, &data, &size) <= 0)
+		cache_add(r, seq, other_field,
+			  keys_first ? &r->refs_buf : &r->keys_buf);
+	return 1;
+}
+
+int mail_sort_keys_get(struct mail_sort_keys_reader *r, uint32_t seq,
+		       struct mail_sort_keys *keys_r, const char **error_r)
+{
+	const void *data;
+	size_t size;
+	int ret;
+
+	if (seq == r->computed_seq) {
+		ret = 1;
+	} else if (mailbox_msg_cache_lookup(r->box, seq, SORT_KEYS_FIELD,
+					    &data, &size) > 0 &&
+		   decode_keys(data, size, keys_r)) {
+		r->stats.hits++;
+		return 1;
+	} else {
+		ret = keys_compute(r, seq, SORT_KEYS_FIELD, THREAD_REFS_FIELD,
+				   error_r);
+	}
+	if (ret <= 0)
+		return ret;
+	if (!decode_keys((const void *)r->keys_buf.data, r->keys_buf.used,
+			 keys_r))
+		i_panic("sort keys: own encoding does not decode");
+	return 1;
+}
+
+int mail_thread_refs_get(struct mail_sort_keys_reader *r, uint32_t seq,
+			 struct mail_thread_refs *refs_r, const char **error_r)
+{
+	const void *data;
+	size_t size;
+	int ret;
+
+	if (seq == r->computed_seq) {
+		ret = 1;
+	} else if (mailbox_msg_cache_lookup(r->box, seq, THREAD_REFS_FIELD,
+					    &data, &size) > 0 &&
+		   decode_refs(data, size, refs_r)) {
+		r->stats.hits++;
+		return 1;
+	} else {
+		ret = keys_compute(r, seq, THREAD_REFS_FIELD, SORT_KEYS_FIELD,
+				   error_r);
+	}
+	if (ret <= 0)
+		return ret;
+	if (!decode_refs((const void *)r->refs_buf.data, r->refs_buf.used,
+			 refs_r))
+		i_panic("thread refs: own encoding does not decode");
+	return 1;
+}

@@ -1,0 +1,97 @@
+#ifndef MAIL_SORT_KEYS_H
+#define MAIL_SORT_KEYS_H
+/* The keys SORT and THREAD (RFC 5256, RFC 5957) order messages by, kept
+   in the mail cache so that sorting a big mailbox a second time opens no
+   message file:
+
+     "sort.keys"   sent date (UTC seconds, or "none": INTERNALDATE then),
+                   the reply flag of base subject extraction, and the
+                   folded strings SUBJECT (base subject), FROM, TO, CC
+                   (first addr-mailbox), DISPLAYFROM, DISPLAYTO;
+     "thread.refs" 64-bit hashes of the normalized Message-ID and of the
+                   references (References:, else the first In-Reply-To
+                   id), for REFERENCES threading.
+
+   On a miss the message's header (only the header: reading stops at the
+   blank line) is parsed once and both fields are queued for the cache.
+   Strings are folded with imap_sort_fold_utf8() (i;unicode-casemap for
+   the scripts it knows), so they compare with memcmp().
+
+   Message-IDs are hashed, not stored: 8 bytes instead of ~50 per id.
+   Two different ids colliding in 64 bits (about 1e-10 for a 100k-message
+   mailbox) would only join two threads. */
+
+#include "mailbox.h"
+#include "buffer.h"
+
+#include <stdint.h>
+
+enum mail_sort_str {
+	MAIL_SORT_STR_SUBJECT,
+	MAIL_SORT_STR_FROM,
+	MAIL_SORT_STR_TO,
+	MAIL_SORT_STR_CC,
+	MAIL_SORT_STR_DISPLAYFROM,
+	MAIL_SORT_STR_DISPLAYTO,
+};
+#define MAIL_SORT_STR_COUNT 6
+/* Longest string key kept (bytes, cut at a character boundary). */
+#define MAIL_SORT_STR_MAX 512
+/* References kept per message: the last ones (the nearest ancestors). */
+#define MAIL_THREAD_REFS_MAX 256
+/* Header bytes read per message at most; a header longer than this
+   (only a hostile message has one) is judged by its start. */
+#define MAIL_SORT_KEYS_HEADER_MAX (1024 * 1024)
+/* One header field at most (a References: of a long thread fits). */
+#define MAIL_SORT_KEYS_FIELD_MAX (64 * 1024)
+/* Cache values queued before they are written. */
+#define MAIL_SORT_KEYS_FLUSH_COUNT 1000
+
+/* The pointers are valid until the next call with the same reader. */
+struct mail_sort_keys {
+	int64_t sent_date;      /* UTC seconds, when sent_valid */
+	bool sent_valid;        /* false: no parsable Date: */
+	bool reply;             /* the subject is a reply or forward */
+	const unsigned char *str[MAIL_SORT_STR_COUNT];
+	size_t str_len[MAIL_SORT_STR_COUNT];
+};
+
+struct mail_thread_refs {
+	uint64_t msgid;         /* 0: no valid Message-ID */
+	unsigned int count;
+	const unsigned char *refs;   /* count little-endian 8-byte hashes */
+};
+
+struct mail_sort_keys_stats {
+	uint64_t hits;          /* fields found in the cache */
+	uint64_t misses;        /* headers parsed */
+};
+
+struct mail_sort_keys_reader;
+
+struct mail_sort_keys_reader *mail_sort_keys_reader_init(struct mailbox *box);
+/* Writes what was queued for the cache. */
+void mail_sort_keys_reader_deinit(struct mail_sort_keys_reader **reader);
+void mail_sort_keys_reader_get_stats(const struct mail_sort_keys_reader *reader,
+				     struct mail_sort_keys_stats *stats_r);
+
+/* Returns 1 with the keys of seq, 0 if its file vanished, -1 on an I/O
+   error (*error_r for the log). */
+int mail_sort_keys_get(struct mail_sort_keys_reader *reader, uint32_t seq,
+		       struct mail_sort_keys *keys_r, const char **error_r);
+int mail_thread_refs_get(struct mail_sort_keys_reader *reader, uint32_t seq,
+			 struct mail_thread_refs *refs_r, const char **error_r);
+uint64_t mail_thread_refs_at(const struct mail_thread_refs *refs,
+			     unsigned int idx);
+
+/* ---- pieces, exposed for tests ---- */
+
+/* Hash of a normalized Message-ID; never 0. */
+uint64_t mail_thread_msgid_hash(const void *id, size_t len);
+/* Find the next msg-id "<left@right>" in [*p, end) and append its
+   normalized form (quotes, escapes, whitespace and comments removed) to
+   out (reset first). Returns false when there is none; *p moves past
+   what was read. */
+bool mail_thread_msgid_next(const char **p, const char *end, buffer_t *out);
+
+#endif
