@@ -9,6 +9,8 @@
 # random port, log_debug on) and prints, in one session:
 #   - first SELECT (no index yet: builds it), page cache dropped first
 #   - second SELECT (re-open, nothing changed)
+#   - SELECT after renaming 1% of the files in cur/ (a flag change, as
+#     mutt would do it: another client; page cache warm)
 #   - FETCH 1:* (UID FLAGS ENVELOPE INTERNALDATE BODYSTRUCTURE) the first
 #     time (parses the files, fills the cache) and the second time (from
 #     the cache), each with the message files it opened (from the imap
@@ -81,7 +83,7 @@ out=$BENCH_WORK/client.out
 fifo=$BENCH_WORK/client.in
 mkfifo "$fifo"
 python3 "$ROOT/bench/big-mailbox-client.py" "$port" "$USER_NAME" pass "$COUNT" \
-	select select wait fetch fetch wait <"$fifo" >"$out" &
+	select select wait select wait fetch fetch wait <"$fifo" >"$out" &
 client=$!
 exec 3>"$fifo"
 
@@ -111,8 +113,12 @@ big_imap_mem() {
 }
 big_wait_client 1
 read -r hwm_sel rss_sel anon_sel file_sel < <(big_imap_mem)
+# another client changes \Seen of 1% of the messages
+renamed=$(python3 "$ROOT/bench/mkmaildir.py" --flip-seen "$home/Maildir" 100)
 echo >&3
 big_wait_client 2
+echo >&3
+big_wait_client 3
 read -r hwm rss anon file < <(big_imap_mem)
 echo >&3
 exec 3>&-
@@ -132,6 +138,8 @@ printf 'messages                       %d (%d MB of Maildir files)\n' \
 	"$COUNT" $((maildir_bytes / 1000000))
 printf 'first SELECT (builds index)    %s s\n' "$(val select1_s)"
 printf 'second SELECT                  %s s\n' "$(val select2_s)"
+printf 'SELECT after renaming 1%% in cur/ %s s (%d files renamed)\n' \
+	"$(val select3_s)" "$renamed"
 printf 'FETCH 1:* first (fills cache)  %s s, %s message files opened, %s bytes\n' \
 	"$(val fetch1_s)" "${opened[0]:-?}" "$(val fetch1_bytes)"
 printf 'FETCH 1:* second (from cache)  %s s, %s message files opened, %s bytes\n' \

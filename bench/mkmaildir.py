@@ -5,6 +5,10 @@ unpacked to disk) as Maildir files into each DIR/cur, or as a small mbox.
   mkmaildir.py SOURCE COUNT DIR...        Maildir files (the same names in
                                           every DIR, so servers get equal input)
   mkmaildir.py --mbox OUT SOURCE COUNT    the first COUNT messages as mboxrd
+  mkmaildir.py --flip-seen DIR N          another client's flag change: flip
+                                          \\Seen (rename) on every Nth file of
+                                          DIR/cur in directory order; prints
+                                          the number renamed
 
 Used by bench/compare.sh for the big-mailbox steps (a Maildir that no server
 has indexed yet, as in the courier comparison) and for the APPEND source.
@@ -79,8 +83,31 @@ def write_mbox(out_path, source, count):
     return written
 
 
+def flip_seen(maildir, every):
+    """Renames one file in every of cur/ (":2," <-> ":2,S"), as mutt does
+    for a flag change, in directory order like bench-workload.c."""
+    cur = os.path.join(maildir, "cur")
+    renamed = 0
+    with os.scandir(cur) as it:
+        names = [e.name for e in it if not e.name.startswith(".")]
+    for i, name in enumerate(names):
+        if i % every:
+            continue
+        if name.endswith(":2,"):
+            new = name + "S"
+        elif name.endswith(":2,S"):
+            new = name[:-1]
+        else:
+            continue
+        os.rename(os.path.join(cur, name), os.path.join(cur, new))
+        renamed += 1
+    return renamed
+
+
 def main(argv):
-    if len(argv) >= 4 and argv[0] == "--mbox":
+    if len(argv) >= 3 and argv[0] == "--flip-seen":
+        n = flip_seen(argv[1], int(argv[2]))
+    elif len(argv) >= 4 and argv[0] == "--mbox":
         n = write_mbox(argv[1], argv[2], int(argv[3]))
     elif len(argv) >= 3:
         n = write_maildirs(argv[0], int(argv[1]), argv[2:])

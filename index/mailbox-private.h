@@ -40,6 +40,9 @@ struct mailbox_fname_cache {
 /* Cache field: the save date (RFC 8514), i64 seconds since the epoch,
    added in the commit that appends the message (maildir-save.c). */
 #define MAILBOX_CACHE_SAVEDATE "savedate"
+/* Cache field: INTERNALDATE (i64, the file's mtime) of a message indexed
+   with internal_date 0, i.e. without a stat() (maildir-sync.c). */
+#define MAILBOX_CACHE_DATE "date"
 
 struct mailbox {
 	char *name;

@@ -667,6 +667,51 @@ int mailbox_msg_open(struct mailbox *box, uint32_t seq, const char **error_r)
 	return mailbox_msg_gone(error_r);
 }
 
+/* A message indexed without a stat() (the first scan of a Maildir made
+   by another tool, a rebuild) has INTERNALDATE 0: it is the file's mtime,
+   read once and kept in the cache. A file really dated 0 is only
+   stat()ed each time. */
+static int mailbox_msg_file_date(struct mailbox *box, uint32_t seq,
+				 time_t *date_r, const char **error_r)
+{
+	char path[PATH_MAX];
+	const char *fname;
+	const void *data;
+	size_t size;
+	int64_t value;
+	struct stat st;
+
+	if (mailbox_msg_cache_lookup(box, seq, MAILBOX_CACHE_DATE, &data,
+				     &size) > 0 && size == sizeof(value)) {
+		memcpy(&value, data, sizeof(value));
+		*date_r = (time_t)value;
+		return 0;
+	}
+	for (unsigned int attempt = 0; attempt < 2; attempt++) {
+		if (mailbox_msg_get_fname(box, seq, attempt > 0, &fname,
+					  error_r) < 0)
+			return -1;
+		if (snprintf(path, sizeof(path), "%s/%s", box->cur_dir,
+			     fname) >= (int)sizeof(path))
+			return mailbox_msg_gone(error_r);
+		if (stat(path, &st) == 0) {
+			value = st.st_mtime;
+			*date_r = st.st_mtime;
+			(void)mailbox_msg_cache_add(box, seq, MAILBOX_CACHE_DATE,
+						    &value, sizeof(value),
+						    error_r);
+			return 0;
+		}
+		if (errno != ENOENT) {
+			*error_r = mailbox_set_error(box, "stat(%s) failed: %m",
+						     path);
+			return -1;
+		}
+	}
+	mailbox_msg_forget_fname(box, seq);
+	return mailbox_msg_gone(error_r);
+}
+
 int mailbox_msg_internaldate(struct mailbox *box, uint32_t seq,
 			     time_t *date_r, const char **error_r)
 {
@@ -675,6 +720,8 @@ int mailbox_msg_internaldate(struct mailbox *box, uint32_t seq,
 
 	if (rec == NULL)
 		return mailbox_msg_gone(error_r);
+	if (rec->internal_date == 0)
+		return mailbox_msg_file_date(box, seq, date_r, error_r);
 	*date_r = (time_t)rec->internal_date;
 	return 0;
 }

@@ -27,55 +27,77 @@ char maildir_flag_char(enum mail_flags flag)
 
 static enum mail_flags maildir_char_flag(char c)
 {
-	for (unsigned int i = 0; i < N_ELEMENTS(maildir_flag_map); i++) {
-		if (maildir_flag_map[i].c == c)
-			return maildir_flag_map[i].flag;
+	/* called for every letter of every name a scan reads */
+	switch (c) {
+	case 'D': return MAIL_DRAFT;
+	case 'F': return MAIL_FLAGGED;
+	case 'R': return MAIL_ANSWERED;
+	case 'S': return MAIL_SEEN;
+	case 'T': return MAIL_DELETED;
+	default: return 0;
 	}
-	return 0;
 }
 
-/* Find ",<key>=<digits>" inside base and parse it. */
-static uint64_t maildir_base_get_size(const char *base, size_t base_len,
-				      char key)
+/* The digits of a size field at p (up to end): the value, or
+   MAILDIR_SIZE_UNKNOWN if there are none, they overflow or do not end at
+   a ',' or the end of the base. */
+static uint64_t maildir_parse_size(const char *p, const char *end)
 {
-	for (size_t i = 0; i + 2 < base_len; i++) {
-		if (base[i] != ',' || base[i + 1] != key || base[i + 2] != '=')
-			continue;
-		uint64_t num = 0;
-		size_t j = i + 3;
-		if (j >= base_len || base[j] < '0' || base[j] > '9')
-			continue;
-		for (; j < base_len && base[j] >= '0' && base[j] <= '9'; j++) {
-			if (num > (UINT64_MAX - 9) / 10)
-				return MAILDIR_SIZE_UNKNOWN;
-			num = num * 10 + (uint64_t)(base[j] - '0');
-		}
-		if (j == base_len || base[j] == ',')
-			return num;
+	uint64_t num = 0;
+	const char *start = p;
+
+	for (; p < end && *p >= '0' && *p <= '9'; p++) {
+		if (num > (UINT64_MAX - 9) / 10)
+			return MAILDIR_SIZE_UNKNOWN;
+		num = num * 10 + (uint64_t)(*p - '0');
 	}
-	return MAILDIR_SIZE_UNKNOWN;
+	if (p == start || (p < end && *p != ','))
+		return MAILDIR_SIZE_UNKNOWN;
+	return num;
+}
+
+/* The first well-formed ",S=<digits>" and ",W=<digits>" of base. */
+static void maildir_base_parse_sizes(const char *base, size_t base_len,
+				     struct maildir_filename *fn)
+{
+	const char *p = base, *end = base + base_len;
+
+	fn->size = fn->vsize = MAILDIR_SIZE_UNKNOWN;
+	while ((p = memchr(p, ',', (size_t)(end - p))) != NULL) {
+		p++;
+		if (end - p < 3 || p[1] != '=')
+			continue;
+		uint64_t *field = p[0] == 'S' ? &fn->size :
+			p[0] == 'W' ? &fn->vsize : NULL;
+		if (field != NULL && *field == MAILDIR_SIZE_UNKNOWN)
+			*field = maildir_parse_size(p + 2, end);
+	}
 }
 
 static void maildir_parse_info(const char *info, struct maildir_filename *fn)
 {
-	bool seen[128] = { false };
+	/* the letters that are not flags, as a 128-bit set */
+	uint64_t other[2] = { 0, 0 };
+	size_t n = 0;
 
 	for (; *info != '\0'; info++) {
 		unsigned char c = (unsigned char)*info;
-		if (c >= 128 || c <= ' ' || seen[c])
+		if (c >= 128 || c <= ' ')
 			continue;
-		seen[c] = true;
 		enum mail_flags flag = maildir_char_flag((char)c);
 		if (flag != 0)
 			fn->flags |= flag;
+		else
+			other[c / 64] |= 1ULL << (c % 64);
 	}
-	/* other letters in ASCII order, deduplicated */
-	size_t n = 0;
-	for (unsigned int c = 0; c < 128; c++) {
-		if (!seen[c] || maildir_char_flag((char)c) != 0)
-			continue;
-		if (n < MAILDIR_OTHER_FLAGS_MAX)
-			fn->other_flags[n++] = (char)c;
+	/* in ASCII order, deduplicated */
+	for (unsigned int w = 0; w < N_ELEMENTS(other); w++) {
+		for (uint64_t bits = other[w]; bits != 0; bits &= bits - 1) {
+			if (n < MAILDIR_OTHER_FLAGS_MAX) {
+				fn->other_flags[n++] =
+					(char)(w * 64 + (unsigned int)__builtin_ctzll(bits));
+			}
+		}
 	}
 	fn->other_flags[n] = '\0';
 }
@@ -84,17 +106,22 @@ bool maildir_filename_parse(const char *fname, struct maildir_filename *fn_r)
 {
 	size_t len = strlen(fname);
 
-	memset(fn_r, 0, sizeof(*fn_r));
+	/* (no memset: this runs for every file of every scan) */
+	fn_r->len = len;
+	fn_r->base_len = 0;
+	fn_r->size = fn_r->vsize = MAILDIR_SIZE_UNKNOWN;
+	fn_r->flags = 0;
+	fn_r->have_info = false;
+	fn_r->other_flags[0] = '\0';
 	if (len == 0 || len > MAILDIR_FILENAME_MAX || fname[0] == '.' ||
-	    strchr(fname, '/') != NULL)
+	    memchr(fname, '/', len) != NULL)
 		return false;
 
-	const char *colon = strchr(fname, ':');
+	const char *colon = memchr(fname, ':', len);
 	fn_r->base_len = colon == NULL ? len : (size_t)(colon - fname);
 	if (fn_r->base_len == 0)
 		return false;
-	fn_r->size = maildir_base_get_size(fname, fn_r->base_len, 'S');
-	fn_r->vsize = maildir_base_get_size(fname, fn_r->base_len, 'W');
+	maildir_base_parse_sizes(fname, fn_r->base_len, fn_r);
 	if (colon != NULL && strncmp(colon, MAILDIR_INFO_PREFIX,
 				     strlen(MAILDIR_INFO_PREFIX)) == 0) {
 		fn_r->have_info = true;

@@ -21,6 +21,7 @@
 #define MAILDIR_SIZE_UNKNOWN ((uint64_t)-1)
 
 struct maildir_filename {
+	size_t len;               /* strlen(fname) */
 	size_t base_len;          /* bytes of fname before ':' */
 	uint64_t size;            /* ,S= or MAILDIR_SIZE_UNKNOWN */
 	uint64_t vsize;           /* ,W= or MAILDIR_SIZE_UNKNOWN */

@@ -7,6 +7,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#  include <malloc.h>
+#endif
 #include <sys/stat.h>
 #include <time.h>
 
@@ -16,9 +19,15 @@
 #define MAILDIR_SYNC_VANISH_RETRIES 1
 
 struct sync_entry {
-	char *fname;             /* i_malloc'd */
-	size_t base_len;
+	/* 8 bytes of the base name from sync_ctx.key_offset on (big-endian,
+	   zero-padded): most comparisons of the sort end here, without
+	   touching the name */
+	uint64_t key;
+	const char *fname;       /* in sync_ctx.names */
+	uint32_t base_len;       /* <= MAILDIR_FILENAME_MAX */
+	uint32_t keywords;       /* of the info part */
 	uint64_t size, vsize;
+	uint8_t flags;           /* enum mail_flags of the info part */
 	bool is_new;
 };
 
@@ -26,6 +35,14 @@ struct sync_ctx {
 	struct mailbox *box;
 	struct sync_entry *entries;
 	unsigned int count, alloc;
+	pool_t names;            /* the entries' file names */
+	/* Bytes every scanned base name shares with the first one: the
+	   sort keys start after them */
+	uint32_t key_offset;
+	/* The index had never been written (a Maildir made by another tool,
+	   or a new mailbox): its messages are no news and nothing about them
+	   needs a stat() now (sizes and dates are read when asked for). */
+	bool first_build;
 	uint32_t first_new_uid;  /* UIDs >= this were assigned by us */
 	/* The uidlist's next_uid before the readdir: files that got UIDs
 	   later (another session's append) may be missing from the scan
@@ -33,10 +50,13 @@ struct sync_ctx {
 	uint32_t scan_next_uid;
 };
 
+/* One pool block holds this many names (~40 bytes each) */
+#define SYNC_NAMES_BLOCK (64U * 1024)
+
 static void sync_entries_free(struct sync_ctx *ctx)
 {
-	for (unsigned int i = 0; i < ctx->count; i++)
-		i_free(ctx->entries[i].fname);
+	if (ctx->names != NULL)
+		pool_clear(ctx->names);
 	ctx->count = 0;
 }
 
@@ -118,27 +138,70 @@ static void sync_add_entry(struct sync_ctx *ctx, const char *fname,
 			   const struct maildir_filename *fn)
 {
 	if (ctx->count == ctx->alloc) {
-		ctx->alloc = ctx->alloc == 0 ? 128 : ctx->alloc * 2;
+		ctx->alloc = ctx->alloc == 0 ? 1024 : ctx->alloc * 2;
 		ctx->entries = i_realloc(ctx->entries,
 			i_mul_size(ctx->alloc, sizeof(*ctx->entries)));
 	}
+	if (ctx->names == NULL)
+		ctx->names = pool_create("maildir sync names", SYNC_NAMES_BLOCK);
 	struct sync_entry *e = &ctx->entries[ctx->count++];
-	e->fname = i_strdup(fname);
-	e->base_len = fn->base_len;
+	/* parse() checked that len <= MAILDIR_FILENAME_MAX */
+	char *name = p_malloc(ctx->names, fn->len + 1);
+	memcpy(name, fname, fn->len);
+	e->fname = name;
+	e->base_len = (uint32_t)fn->base_len;
 	e->size = fn->size;
 	e->vsize = fn->vsize;
+	e->flags = (uint8_t)(fn->flags & MAIL_FLAGS_PERMANENT);
+	e->keywords = fn->other_flags[0] == '\0' ? 0 :
+		maildir_keywords_from_letters(fn->other_flags);
+	if (ctx->count == 1) {
+		ctx->key_offset = e->base_len;
+	} else {
+		const char *first = ctx->entries[0].fname;
+		uint32_t n = 0;
+		while (n < ctx->key_offset && n < e->base_len &&
+		       first[n] == e->fname[n])
+			n++;
+		ctx->key_offset = n;
+	}
 }
 
+static void sync_entry_set_key(struct sync_entry *e, uint32_t offset)
+{
+	uint64_t key = 0;
+
+	for (uint32_t i = 0; i < 8; i++) {
+		unsigned char c = offset + i < e->base_len ?
+			(unsigned char)e->fname[offset + i] : 0;
+		key = key << 8 | c;
+	}
+	e->key = key;
+}
+
+/* Base names in byte order, a shorter prefix first. */
 static int entry_cmp(const void *p1, const void *p2)
 {
 	const struct sync_entry *e1 = p1, *e2 = p2;
-	size_t len = MIN(e1->base_len, e2->base_len);
+
+	if (e1->key != e2->key)
+		return e1->key < e2->key ? -1 : 1;
+	uint32_t len = MIN(e1->base_len, e2->base_len);
 	int ret = memcmp(e1->fname, e2->fname, len);
 
 	if (ret != 0)
 		return ret;
 	return e1->base_len < e2->base_len ? -1 :
 		e1->base_len > e2->base_len ? 1 : 0;
+}
+
+static void sync_sort_entries(struct sync_ctx *ctx)
+{
+	if (ctx->count == 0)
+		return;
+	for (unsigned int i = 0; i < ctx->count; i++)
+		sync_entry_set_key(&ctx->entries[i], ctx->key_offset);
+	qsort(ctx->entries, ctx->count, sizeof(*ctx->entries), entry_cmp);
 }
 
 static int sync_scan_cur(struct sync_ctx *ctx, const char **error_r)
@@ -165,8 +228,7 @@ static int sync_scan_cur(struct sync_ctx *ctx, const char **error_r)
 		sync_add_entry(ctx, d->d_name, &fn);
 	}
 	closedir(dir);
-	if (ctx->count > 0)
-		qsort(ctx->entries, ctx->count, sizeof(*ctx->entries), entry_cmp);
+	sync_sort_entries(ctx);
 	return 0;
 }
 
@@ -194,6 +256,14 @@ static uint64_t sync_stat_size(struct mailbox *box, const char *fname)
 	return (uint64_t)st.st_size;
 }
 
+static void sync_rec_set_file(struct maildir_uidlist_rec *rec,
+			      const struct sync_entry *e)
+{
+	rec->fname = e->fname;
+	rec->fname_flags = e->flags;
+	rec->fname_keywords = e->keywords;
+}
+
 /* Match the scanned entries with the uidlist records (both sorted by base
    name). Returns the number of records whose file was not found. With
    add_new, unknown entries get UIDs in name order (after the walk: adding
@@ -218,7 +288,7 @@ static unsigned int sync_match(struct sync_ctx *ctx, bool add_new)
 		int cmp = i == ctx->count ? 1 : j == rcount ? -1 :
 			entry_rec_cmp(&ctx->entries[i], recs[j]);
 		if (cmp == 0) {
-			recs[j]->fname = ctx->entries[i].fname;
+			sync_rec_set_file(recs[j], &ctx->entries[i]);
 			recs[j]->expunged = false;
 			i++; j++;
 		} else if (cmp > 0) {
@@ -235,11 +305,12 @@ static unsigned int sync_match(struct sync_ctx *ctx, bool add_new)
 		struct sync_entry *e = &ctx->entries[i];
 		if (!e->is_new)
 			continue;
-		uint64_t size = e->size != MAILDIR_SIZE_UNKNOWN ?
-			e->size : sync_stat_size(ctx->box, e->fname);
+		uint64_t size = e->size != MAILDIR_SIZE_UNKNOWN ||
+			ctx->first_build ? e->size :
+			sync_stat_size(ctx->box, e->fname);
 		struct maildir_uidlist_rec *rec = maildir_uidlist_add(ul,
 			e->fname, e->base_len, size, e->vsize);
-		rec->fname = e->fname;
+		sync_rec_set_file(rec, e);
 	}
 	return vanished;
 }
@@ -491,20 +562,6 @@ static bool rec_present(const struct maildir_uidlist_rec *rec)
 	return rec->fname != NULL && !rec->expunged;
 }
 
-static void fname_flags(const char *fname, enum mail_flags *flags_r,
-			uint32_t *keywords_r)
-{
-	struct maildir_filename fn;
-
-	if (!maildir_filename_parse(fname, &fn)) {
-		*flags_r = 0;
-		*keywords_r = 0;
-		return;
-	}
-	*flags_r = fn.flags & MAIL_FLAGS_PERMANENT;
-	*keywords_r = maildir_keywords_from_letters(fn.other_flags);
-}
-
 /* stat() a file the index does not know yet: INTERNALDATE is its
    mtime. Returns false if it is gone. */
 static bool sync_stat_file(struct mailbox *box, const char *fname,
@@ -519,22 +576,27 @@ static bool sync_stat_file(struct mailbox *box, const char *fname,
 /* new_mail: the file is new to the mailbox (not a rebuild of a lost
    index), so it gets a save date: its ctime, when it was renamed into
    cur/ (by us from new/, or by another Maildir writer). Rebuilt
-   messages get none: RFC 8514 wants the real one or nothing. */
+   messages get none: RFC 8514 wants the real one or nothing; and no
+   stat() either: INTERNALDATE 0 means "the file's mtime, read when
+   asked for" (mailbox_msg_internaldate), so indexing a big Maildir reads
+   no inodes. A file that vanished meanwhile is expunged by the next
+   scan. */
 static void sync_index_append(struct mailbox *box,
 			      struct mail_index_transaction *t,
 			      const struct maildir_uidlist_rec *rec,
 			      bool new_mail)
 {
-	enum mail_flags flags;
-	uint32_t keywords;
 	struct stat st;
+	int64_t date = 0;
 
-	if (!sync_stat_file(box, rec->fname, &st))
-		return;   /* vanished since the scan: the next one sees it */
-	fname_flags(rec->fname, &flags, &keywords);
-	mail_index_append(t, rec->uid, flags, keywords,
+	if (new_mail) {
+		if (!sync_stat_file(box, rec->fname, &st))
+			return;   /* vanished since the scan: the next one sees it */
+		date = (int64_t)st.st_mtime;
+	}
+	mail_index_append(t, rec->uid, rec->fname_flags, rec->fname_keywords,
 			  rec->vsize == MAILDIR_SIZE_UNKNOWN ? 0 : rec->vsize,
-			  (int64_t)st.st_mtime);
+			  date);
 	if (new_mail)
 		mailbox_index_add_savedate(t, rec->uid, st.st_ctime);
 }
@@ -576,8 +638,6 @@ static unsigned int sync_index_fill(struct mailbox *box,
 			changes++;
 		} else {
 			i++; j++;
-			enum mail_flags flags;
-			uint32_t keywords;
 			if (r->fname == NULL && !r->expunged &&
 			    r->uid >= scan_next_uid)
 				continue;   /* added after our readdir */
@@ -586,25 +646,25 @@ static unsigned int sync_index_fill(struct mailbox *box,
 				changes++;
 				continue;
 			}
-			fname_flags(r->fname, &flags, &keywords);
-			if (flags == (x->flags & MAIL_FLAGS_PERMANENT) &&
-			    keywords == x->keywords)
+			if (r->fname_flags == (x->flags & MAIL_FLAGS_PERMANENT) &&
+			    r->fname_keywords == x->keywords)
 				continue;
-			mailbox_index_replace_flags(t, x->uid, flags, keywords);
+			mailbox_index_replace_flags(t, x->uid, r->fname_flags,
+						    r->fname_keywords);
 			changes++;
 		}
 	}
 	return changes;
 }
 
-/* Start over: the index lost messages or belongs to another uidvalidity. */
-static int sync_index_reset(struct mailbox *box, const char **error_r)
+/* Start over: the index lost messages or belongs to another uidvalidity.
+   quiet: the index was never written, so building it is no news. */
+static int sync_index_reset(struct mailbox *box, bool quiet,
+			    const char **error_r)
 {
 	uint32_t uidvalidity = maildir_uidlist_get_uidvalidity(box->uidlist);
 
-	/* a new mailbox's first index is no news */
-	if (maildir_uidlist_count(box->uidlist) > 0 ||
-	    mail_index_view_count(box->view) > 0) {
+	if (!quiet) {
 		i_warning("%s: index does not match the Maildir, rebuilding it",
 			  box->path);
 	}
@@ -617,26 +677,47 @@ static int sync_index_reset(struct mailbox *box, const char **error_r)
 	return index_view_sync(box, error_r);
 }
 
+/* Changes in one sync from which moat.index is rewritten at once: the
+   next session maps the records instead of replaying a long log (the
+   first index of a big Maildir). */
+#define MAILDIR_SYNC_CHECKPOINT_MIN 1024
+
+static void sync_index_checkpoint(struct mailbox *box, unsigned int changes)
+{
+	const char *error;
+
+	if (changes < MAILDIR_SYNC_CHECKPOINT_MIN)
+		return;
+	/* only an optimization: the log has everything */
+	if (mail_index_checkpoint(box->index, &error) < 0)
+		i_warning("index %s: checkpoint failed: %s", box->path, error);
+}
+
 /* Locked (uidlist): commit what the scan found that the index does not
    have, as one transaction. first_new_uid: the first uid this scan gave
    out (those files are new mail even when the index is rebuilt). */
 static int sync_index(struct mailbox *box, uint32_t scan_next_uid,
-		      uint32_t first_new_uid, const char **error_r)
+		      uint32_t first_new_uid, bool first_build,
+		      const char **error_r)
 {
 	struct maildir_uidlist *ul = box->uidlist;
 	struct mail_index_status status;
 	/* uids from here on are new mail; a rebuild lowers it to only
-	   what this scan found (older save dates are unknown) */
-	uint32_t new_from = 0;
+	   what this scan found (older save dates are unknown); the first
+	   index of a Maildir has none */
+	uint32_t new_from = first_build ? UINT32_MAX : 0;
 
 	if (index_view_sync(box, error_r) < 0)
 		return -1;
 	mail_index_view_get_status(box->view, &status);
 	if (status.uidvalidity != maildir_uidlist_get_uidvalidity(ul)) {
-		if (sync_index_reset(box, error_r) < 0)
+		/* an index that never had a message has nothing to lose */
+		bool quiet = status.next_uid <= 1 &&
+			status.messages_count == 0;
+		if (sync_index_reset(box, quiet, error_r) < 0)
 			return -1;
 		mail_index_view_get_status(box->view, &status);
-		new_from = first_new_uid;
+		new_from = first_build ? UINT32_MAX : first_new_uid;
 	} else if (status.messages_count == 0 &&
 		   status.next_uid < scan_next_uid &&
 		   maildir_uidlist_count(ul) > 0) {
@@ -654,7 +735,7 @@ static int sync_index(struct mailbox *box, uint32_t scan_next_uid,
 						       &lost);
 		if (lost && attempt == 0) {
 			mail_index_transaction_rollback(&t);
-			if (sync_index_reset(box, error_r) < 0)
+			if (sync_index_reset(box, false, error_r) < 0)
 				return -1;
 			mail_index_view_get_status(box->view, &status);
 			new_from = first_new_uid;
@@ -671,7 +752,10 @@ static int sync_index(struct mailbox *box, uint32_t scan_next_uid,
 		}
 		if (mailbox_index_commit(box, &t, error_r) < 0)
 			return -1;
-		return index_view_sync(box, error_r);
+		if (index_view_sync(box, error_r) < 0)
+			return -1;
+		sync_index_checkpoint(box, changes);
+		return 0;
 	}
 }
 
@@ -691,12 +775,19 @@ static int sync_uidlist(struct sync_ctx *ctx, const char **error_r)
 	}
 	struct mail_index_status status;
 	mail_index_view_get_status(ctx->box->view, &status);
+	/* No uidlist and an index that never had a message: the first
+	   index of this Maildir. No UID was ever shown, so the index's
+	   UIDVALIDITY stays valid (no rebuild of the new index). */
+	ctx->first_build = maildir_uidlist_was_reset(ul) &&
+		status.messages_count == 0 && status.next_uid <= 1;
 	/* A lost or corrupt uidlist gives every message a new UID: clients
 	   that cached the index's UIDVALIDITY must see a greater one, even
 	   when the clock gives the same second (or went back). The index is
 	   then rebuilt under the new value (sync_index). */
-	if (maildir_uidlist_was_reset(ul) && status.uidvalidity != 0 &&
-	    status.uidvalidity < UINT32_MAX)
+	if (ctx->first_build && status.uidvalidity != 0)
+		maildir_uidlist_adopt_uidvalidity(ul, status.uidvalidity);
+	else if (maildir_uidlist_was_reset(ul) && status.uidvalidity != 0 &&
+		 status.uidvalidity < UINT32_MAX)
 		maildir_uidlist_raise_uidvalidity(ul, status.uidvalidity);
 	/* the index may have seen UIDs a lost uidlist forgot */
 	if (status.uidvalidity == maildir_uidlist_get_uidvalidity(ul))
@@ -709,7 +800,7 @@ static int sync_uidlist(struct sync_ctx *ctx, const char **error_r)
 		ret = maildir_uidlist_write(ul, error_r);
 	if (ret == 0)
 		ret = sync_index(ctx->box, ctx->scan_next_uid,
-				 ctx->first_new_uid, error_r);
+				 ctx->first_new_uid, ctx->first_build, error_r);
 	maildir_uidlist_unlock(ul);
 	return ret;
 }
@@ -833,7 +924,17 @@ int mailbox_sync(struct mailbox *box, bool allow_expunge,
 	events_apply(box, allow_expunge, callbacks, context);
 	if (scanned)
 		sync_drop_uidlist(box);
-	sync_entries_free(&ctx);
+	bool big_scan = ctx.alloc >= MAILDIR_SYNC_CHECKPOINT_MIN;
+	if (ctx.names != NULL)
+		pool_unref(&ctx.names);
 	i_free(ctx.entries);
+#ifdef __GLIBC__
+	/* a big scan's names and uidlist came from the heap: give them
+	   back, a session stays small whatever the mailbox size */
+	if (big_scan)
+		(void)malloc_trim(0);
+#else
+	(void)big_scan;
+#endif
 	return ret;
 }

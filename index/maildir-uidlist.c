@@ -395,9 +395,18 @@ maildir_uidlist_get_sorted_by_base(struct maildir_uidlist *ul,
 {
 	if (ul->by_base == NULL && ul->count > 0) {
 		ul->by_base = i_malloc(i_mul_size(ul->count, sizeof(*ul->by_base)));
-		for (unsigned int i = 0; i < ul->count; i++)
+		bool sorted = true;
+		for (unsigned int i = 0; i < ul->count; i++) {
 			ul->by_base[i] = &ul->recs[i];
-		qsort(ul->by_base, ul->count, sizeof(*ul->by_base), rec_base_cmp);
+			if (sorted && i > 0 &&
+			    strcmp(ul->recs[i - 1].base, ul->recs[i].base) > 0)
+				sorted = false;
+		}
+		/* UIDs are given in name order, so the list usually is */
+		if (!sorted) {
+			qsort(ul->by_base, ul->count, sizeof(*ul->by_base),
+			      rec_base_cmp);
+		}
 	}
 	*count_r = ul->count;
 	return ul->by_base;
@@ -408,14 +417,16 @@ maildir_uidlist_add(struct maildir_uidlist *ul, const char *base,
 		    size_t base_len, uint64_t size, uint64_t vsize)
 {
 	i_assert(ul->lock_fd != -1);
-	i_assert(maildir_uidlist_base_is_valid(base, base_len));
+	i_assert(base_len > 0 && base_len <= MAILDIR_FILENAME_MAX);
 	/* UID space exhausted: a new UIDVALIDITY is the only way out */
 	if (ul->next_uid == UINT32_MAX)
 		i_panic("%s: UIDs exhausted", ul->path);
 
 	struct maildir_uidlist_rec *rec = uidlist_new_rec(ul);
 	rec->uid = ul->next_uid++;
-	rec->base = p_strndup(ul->pool, base, base_len);
+	char *copy = p_malloc(ul->pool, base_len + 1);   /* zero-filled */
+	memcpy(copy, base, base_len);
+	rec->base = copy;
 	rec->size = size;
 	rec->vsize = vsize;
 	ul->dirty = true;
@@ -445,21 +456,99 @@ static void uidlist_compact(struct maildir_uidlist *ul)
 	ul->count = j;
 }
 
-static int uidlist_write_file(struct maildir_uidlist *ul, FILE *f)
+/* Bytes collected before one write(): a big list takes few syscalls
+   and no buffer grows with it. */
+#define UIDLIST_WRITE_BUF_SIZE (64U * 1024)
+/* "<uid> <base> S=<n> W=<n>\n": 10 + 1 + base + 2 * (3 + 20) + 1 */
+#define UIDLIST_LINE_SIZE (MAILDIR_FILENAME_MAX + 64)
+
+struct uidlist_writer {
+	int fd;
+	size_t used;
+	bool failed;
+	char buf[UIDLIST_WRITE_BUF_SIZE];
+};
+
+static void writer_flush(struct uidlist_writer *w)
 {
-	fprintf(f, "V1 %u %u\n", ul->uid_validity, ul->next_uid);
-	for (unsigned int i = 0; i < ul->count; i++) {
-		const struct maildir_uidlist_rec *rec = &ul->recs[i];
-		fprintf(f, "%u %s", rec->uid, rec->base);
-		if (rec->size != MAILDIR_SIZE_UNKNOWN)
-			fprintf(f, " S=%llu", (unsigned long long)rec->size);
-		if (rec->vsize != MAILDIR_SIZE_UNKNOWN)
-			fprintf(f, " W=%llu", (unsigned long long)rec->vsize);
-		fputc('\n', f);
+	size_t pos = 0;
+
+	while (pos < w->used && !w->failed) {
+		ssize_t ret = write(w->fd, w->buf + pos, w->used - pos);
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret <= 0) {
+			if (ret == 0)
+				errno = EIO;
+			w->failed = true;
+		} else {
+			pos += (size_t)ret;
+		}
 	}
-	if (fflush(f) != 0 || ferror(f))
-		return -1;
-	return 0;
+	w->used = 0;
+}
+
+static void writer_add(struct uidlist_writer *w, const char *data, size_t len)
+{
+	i_assert(len <= sizeof(w->buf));
+	if (sizeof(w->buf) - w->used < len)
+		writer_flush(w);
+	memcpy(w->buf + w->used, data, len);
+	w->used += len;
+}
+
+/* Decimal digits of num at buf (no NUL). Returns their count. */
+static size_t uidlist_fmt_u64(char *buf, uint64_t num)
+{
+	char tmp[20];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + num % 10);
+		num /= 10;
+	} while (num != 0);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	return n;
+}
+
+static size_t uidlist_fmt_rec(char *line, const struct maildir_uidlist_rec *rec)
+{
+	size_t base_len = strlen(rec->base), n;
+
+	i_assert(base_len <= MAILDIR_FILENAME_MAX);
+	n = uidlist_fmt_u64(line, rec->uid);
+	line[n++] = ' ';
+	memcpy(line + n, rec->base, base_len);
+	n += base_len;
+	if (rec->size != MAILDIR_SIZE_UNKNOWN) {
+		memcpy(line + n, " S=", 3);
+		n += 3 + uidlist_fmt_u64(line + n + 3, rec->size);
+	}
+	if (rec->vsize != MAILDIR_SIZE_UNKNOWN) {
+		memcpy(line + n, " W=", 3);
+		n += 3 + uidlist_fmt_u64(line + n + 3, rec->vsize);
+	}
+	line[n++] = '\n';
+	return n;
+}
+
+/* Returns 0, or -1 with errno. */
+static int uidlist_write_file(struct maildir_uidlist *ul, int fd)
+{
+	struct uidlist_writer *w = i_malloc(sizeof(*w));
+	char line[UIDLIST_LINE_SIZE];
+
+	w->fd = fd;
+	int len = snprintf(line, sizeof(line), "V1 %u %u\n", ul->uid_validity,
+			   ul->next_uid);
+	writer_add(w, line, (size_t)len);
+	for (unsigned int i = 0; i < ul->count; i++)
+		writer_add(w, line, uidlist_fmt_rec(line, &ul->recs[i]));
+	writer_flush(w);
+	int ret = w->failed ? -1 : 0;
+	i_free(w);
+	return ret;
 }
 
 int maildir_fsync_dir(const char *dir)
@@ -487,13 +576,10 @@ int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r)
 					     ul->tmp_path);
 		return -1;
 	}
-	FILE *f = fdopen(fd, "w");
-	if (f == NULL)
-		i_panic("fdopen() failed: %m");
-	bool failed = uidlist_write_file(ul, f) < 0 ||
+	bool failed = uidlist_write_file(ul, fd) < 0 ||
 		(ul->fsync && fsync(fd) < 0);
 	int saved = errno;
-	if (fclose(f) != 0 && !failed) {
+	if (close(fd) < 0 && !failed) {
 		failed = true;
 		saved = errno;
 	}
@@ -543,6 +629,16 @@ void maildir_uidlist_raise_uidvalidity(struct maildir_uidlist *ul,
 	i_assert(ul->was_reset && above < UINT32_MAX);
 	if (ul->uid_validity <= above) {
 		ul->uid_validity = above + 1;
+		ul->dirty = true;
+	}
+}
+
+void maildir_uidlist_adopt_uidvalidity(struct maildir_uidlist *ul,
+				       uint32_t uidvalidity)
+{
+	i_assert(ul->was_reset && uidvalidity != 0);
+	if (ul->uid_validity != uidvalidity) {
+		ul->uid_validity = uidvalidity;
 		ul->dirty = true;
 	}
 }

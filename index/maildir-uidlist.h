@@ -19,6 +19,7 @@
    next refresh, lock or write. */
 
 #include "mempool.h"
+#include "mail-flags.h"
 
 #define MAILDIR_UIDLIST_NAME "moat.uidlist"
 #define MAILDIR_UIDLIST_LOCK_NAME "moat.uidlist.lock"
@@ -39,6 +40,10 @@ struct maildir_uidlist_rec {
 	/* Current full file name in cur/ as last seen by a sync; NULL until
 	   then. Not stored in the file. */
 	const char *fname;
+	/* The flags (MAIL_FLAGS_PERMANENT) and keyword bits of fname's
+	   info part, set with it. */
+	enum mail_flags fname_flags;
+	uint32_t fname_keywords;
 };
 
 struct maildir_uidlist;
@@ -71,7 +76,8 @@ struct maildir_uidlist_rec *const *
 maildir_uidlist_get_sorted_by_base(struct maildir_uidlist *ul,
 				   unsigned int *count_r);
 
-/* Locked only. Give base (copied) the next UID. Returns the new record. */
+/* Locked only. Give base (copied; maildir_uidlist_base_is_valid() must
+   be true) the next UID. Returns the new record. */
 struct maildir_uidlist_rec *
 maildir_uidlist_add(struct maildir_uidlist *ul, const char *base,
 		    size_t base_len, uint64_t size, uint64_t vsize);
@@ -87,6 +93,11 @@ bool maildir_uidlist_was_reset(struct maildir_uidlist *ul);
    one whenever UIDs did not persist. */
 void maildir_uidlist_raise_uidvalidity(struct maildir_uidlist *ul,
 				       uint32_t above);
+/* After a reset, when no UID was ever shown under the index's
+   UIDVALIDITY (an index without messages, next_uid 1): use it as this
+   list's UIDVALIDITY, so the new index need not be rebuilt. */
+void maildir_uidlist_adopt_uidvalidity(struct maildir_uidlist *ul,
+				       uint32_t uidvalidity);
 /* Locked only. Drops records marked expunged and replaces the file. */
 int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r);
 /* Mark that the in-memory list differs from the file. */

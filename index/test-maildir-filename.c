@@ -27,6 +27,22 @@ static void test_parse(void)
 	test_assert_int(fn.flags, MAIL_DELETED | MAIL_DRAFT);
 	test_assert_str(fn.other_flags, "Pa");
 
+	test_assert(maildir_filename_parse("a,W=6,X=1,S=5,S=9:2,zSazRS", &fn));
+	test_assert_int(fn.size, 5);
+	test_assert_int(fn.vsize, 6);
+	test_assert_int(fn.flags, MAIL_SEEN | MAIL_ANSWERED);
+	test_assert_str(fn.other_flags, "az");
+	test_assert(maildir_filename_parse("a,S=,W=x1,S=:2,", &fn));
+	test_assert(fn.size == MAILDIR_SIZE_UNKNOWN);
+	test_assert(fn.vsize == MAILDIR_SIZE_UNKNOWN);
+	test_assert(fn.have_info && fn.flags == 0);
+	test_assert(maildir_filename_parse("a,S=99999999999999999999999", &fn));
+	test_assert(fn.size == MAILDIR_SIZE_UNKNOWN);
+	/* an unknown info version: no flags */
+	test_assert(maildir_filename_parse("a,S=3:1,S", &fn));
+	test_assert(!fn.have_info && fn.flags == 0 && fn.size == 3);
+	test_assert_int(fn.base_len, 5);
+
 	test_assert(!maildir_filename_parse("", &fn));
 	test_assert(!maildir_filename_parse(".hidden", &fn));
 	test_assert(!maildir_filename_parse("a/b", &fn));

@@ -127,5 +127,74 @@ static void test_uidlist_corrupt(void)
 	maildir_uidlist_deinit(&ul);
 }
 
+/* Records enough to fill the write buffer several times; names in
+   order (no sort needed) and one out of order. */
+#define BIG_COUNT 5000
+
+static void test_uidlist_big_write(void)
+{
+	const char *dir = mkdir_sub("ul5"), *error;
+	struct maildir_uidlist *ul = maildir_uidlist_init(dir, false);
+	char base[64];
+
+	test_assert(maildir_uidlist_lock(ul, &error) == 0);
+	for (unsigned int i = 0; i < BIG_COUNT; i++) {
+		int len = snprintf(base, sizeof(base), "%u.M%uP1.host,S=%u",
+				   1600000000 + i, i, i);
+		if (i == BIG_COUNT - 1)
+			base[0] = '0';   /* sorts first */
+		maildir_uidlist_add(ul, base, (size_t)len, i,
+				    i % 2 == 0 ? i + 10 : MAILDIR_SIZE_UNKNOWN);
+	}
+	test_assert(maildir_uidlist_write(ul, &error) == 0);
+	maildir_uidlist_unlock(ul);
+
+	struct maildir_uidlist *ul2 = maildir_uidlist_init(dir, false);
+	test_assert_int(maildir_uidlist_refresh(ul2, &error), 1);
+	test_assert_int(maildir_uidlist_count(ul2), BIG_COUNT);
+	test_assert_int(maildir_uidlist_get_next_uid(ul2), BIG_COUNT + 1);
+	for (unsigned int i = 0; i < BIG_COUNT - 1; i++) {
+		const struct maildir_uidlist_rec *rec = maildir_uidlist_get(ul2, i);
+		snprintf(base, sizeof(base), "%u.M%uP1.host,S=%u",
+			 1600000000 + i, i, i);
+		test_assert_str(rec->base, base);
+		test_assert_int(rec->uid, i + 1);
+		test_assert_int(rec->size, i);
+		test_assert(rec->vsize == (i % 2 == 0 ? i + 10 :
+					   MAILDIR_SIZE_UNKNOWN));
+	}
+	unsigned int count;
+	struct maildir_uidlist_rec *const *sorted =
+		maildir_uidlist_get_sorted_by_base(ul2, &count);
+	test_assert_int(count, BIG_COUNT);
+	test_assert_int(sorted[0]->uid, BIG_COUNT);
+	test_assert_int(sorted[1]->uid, 1);
+	for (unsigned int i = 1; i < count; i++)
+		test_assert(strcmp(sorted[i - 1]->base, sorted[i]->base) < 0);
+	maildir_uidlist_deinit(&ul2);
+	maildir_uidlist_deinit(&ul);
+}
+
+/* A new list takes the UIDVALIDITY of an index that never had mail. */
+static void test_uidlist_adopt_uidvalidity(void)
+{
+	const char *dir = mkdir_sub("ul6"), *error;
+	struct maildir_uidlist *ul = maildir_uidlist_init(dir, false);
+
+	test_assert(maildir_uidlist_lock(ul, &error) == 0);
+	test_assert(maildir_uidlist_was_reset(ul));
+	maildir_uidlist_adopt_uidvalidity(ul, 12345);
+	test_assert_int(maildir_uidlist_get_uidvalidity(ul), 12345);
+	test_assert(maildir_uidlist_write(ul, &error) == 0);
+	test_assert(!maildir_uidlist_was_reset(ul));
+	maildir_uidlist_unlock(ul);
+	struct maildir_uidlist *ul2 = maildir_uidlist_init(dir, false);
+	test_assert_int(maildir_uidlist_refresh(ul2, &error), 1);
+	test_assert_int(maildir_uidlist_get_uidvalidity(ul2), 12345);
+	maildir_uidlist_deinit(&ul2);
+	maildir_uidlist_deinit(&ul);
+}
+
 TEST_MAIN(TEST(test_uidlist_write_read), TEST(test_uidlist_monotonic),
-	  TEST(test_uidlist_lock), TEST(test_uidlist_corrupt))
+	  TEST(test_uidlist_lock), TEST(test_uidlist_corrupt),
+	  TEST(test_uidlist_big_write), TEST(test_uidlist_adopt_uidvalidity))
