@@ -131,8 +131,15 @@ static int kw_rename(struct mailbox *box, const char *fname,
 		   be true. */
 		if (stat(old_path, &st) == 0)
 			return 0;
-	} else if (rename(old_path, new_path) == 0) {
-		return 0;
+	} else {
+		maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR, fname);
+		maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR, new_name);
+		int ret = rename(old_path, new_path);
+		int saved_errno = errno;
+		maildir_watch_settle(box->watch);
+		errno = saved_errno;
+		if (ret == 0)
+			return 0;
 	}
 	*error_r = errno == ENOENT ? "Message was expunged" :
 		mailbox_set_error(box, "rename(%s, %s) failed: %m",
@@ -151,7 +158,8 @@ static int kw_store_locked(struct mailbox *box, uint32_t seq,
 	const char *fname;
 	int ret = -1;
 
-	for (unsigned int attempt = 0; attempt < 2 && ret < 0; attempt++) {
+	for (unsigned int attempt = 0; attempt < MAILBOX_FNAME_ATTEMPTS &&
+	     ret < 0; attempt++) {
 		if (mailbox_msg_get_fname(box, seq, attempt > 0, &fname,
 					  error_r) < 0)
 			return -1;

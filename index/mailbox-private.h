@@ -6,6 +6,7 @@
 #include "mailbox.h"
 #include "maildir-filename.h"
 #include "maildir-uidlist.h"
+#include "maildir-watch.h"
 #include "maildir-keywords.h"
 #include "maildir-uidlist-lookup.h"
 #include "mailbox-uidset.h"
@@ -81,6 +82,16 @@ struct mailbox {
 	   to "now" leaves the view dirty and the next sync rescans. */
 	struct timespec cur_mtime, new_mtime;
 	bool scan_dirty;
+	/* The process's inotify watch of cur/ and new/ (maildir-watch.h),
+	   NULL where there is none. Every rename, link or unlink this
+	   process makes in cur/ or new/ is announced with
+	   maildir_watch_expect(box->watch, ...) before it and followed by
+	   maildir_watch_settle(box->watch); unannounced ones cost a rescan.
+	   watch_gen is the generation the last trusted scan started at. */
+	struct maildir_watch *watch;
+	uint64_t watch_gen;
+	bool watch_valid;
+	bool watch_tried;
 	bool stamp_saved;        /* MAILBOX_DIRSTAMP_NAME holds the mtimes */
 	char error[MAILBOX_ERROR_MAX];
 };
@@ -95,6 +106,10 @@ mailbox_seq_lookup(struct mailbox *box, uint32_t seq,
 uint32_t mailbox_visible_count(struct mailbox *box);
 /* Visible view records with uid below uid. */
 uint32_t mailbox_visible_below(struct mailbox *box, uint32_t uid);
+/* Tries at a message's file: the name guessed from the index, then names
+   read from cur/ (another writer may rename it between our readdir and
+   our rename or unlink). */
+#define MAILBOX_FNAME_ATTEMPTS 4
 /* Remember the name a rename gave the message. */
 void mailbox_msg_set_fname(struct mailbox *box, uint32_t uid,
 			   const char *fname);

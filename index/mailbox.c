@@ -283,6 +283,7 @@ void mailbox_close(struct mailbox **_box)
 	mail_index_view_close(&box->view);
 	if (box->index != NULL)
 		mail_index_close(&box->index);
+	maildir_watch_unref(&box->watch);
 	maildir_uidlist_deinit(&box->uidlist);
 	maildir_keywords_deinit(&box->keywords);
 	i_free(box->name);
@@ -486,8 +487,8 @@ uint32_t mailbox_uid_to_seq_ge(struct mailbox *box, uint32_t uid)
 }
 
 /* Look for base in cur/ (a name the index flags do not predict). */
-static int mailbox_find_base(struct mailbox *box, const char *base,
-			     char *buf, size_t size)
+static int mailbox_find_base_once(struct mailbox *box, const char *base,
+				  char *buf, size_t size)
 {
 	DIR *dir = opendir(box->cur_dir);
 	size_t base_len = strlen(base);
@@ -506,6 +507,24 @@ static int mailbox_find_base(struct mailbox *box, const char *base,
 	}
 	closedir(dir);
 	return ret;
+}
+
+/* A readdir that another writer's rename overlaps can miss the file. It
+   counts as gone after a pass no foreign change overlapped (the watch
+   tells), or after MAILBOX_FIND_PASSES passes without a watch. */
+#define MAILBOX_FIND_PASSES 3
+static int mailbox_find_base(struct mailbox *box, const char *base,
+			     char *buf, size_t size)
+{
+	for (unsigned int pass = 0;; pass++) {
+		uint64_t gen = box->watch == NULL ? 0 :
+			maildir_watch_get_gen(box->watch);
+		int ret = mailbox_find_base_once(box, base, buf, size);
+		if (ret != 0 || pass + 1 == MAILBOX_FIND_PASSES ||
+		    (box->watch != NULL &&
+		     maildir_watch_get_gen(box->watch) == gen))
+			return ret;
+	}
 }
 
 static int mailbox_msg_gone(const char **error_r)
@@ -863,7 +882,8 @@ static int mailbox_msg_unlink_locked(struct mailbox *box, uint32_t seq,
 	char path[PATH_MAX];
 	const char *fname;
 
-	for (unsigned int attempt = 0; attempt < 2; attempt++) {
+	for (unsigned int attempt = 0; attempt < MAILBOX_FNAME_ATTEMPTS;
+	     attempt++) {
 		if (mailbox_msg_get_fname(box, seq, attempt > 0, &fname,
 					  error_r) < 0)
 			return -1;
@@ -873,7 +893,12 @@ static int mailbox_msg_unlink_locked(struct mailbox *box, uint32_t seq,
 			*error_r = "Path too long";
 			return -1;
 		}
-		if (unlink(path) == 0)
+		maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR, fname);
+		int ret = unlink(path);
+		int saved_errno = errno;
+		maildir_watch_settle(box->watch);
+		errno = saved_errno;
+		if (ret == 0)
 			return 0;
 		if (errno != ENOENT) {
 			*error_r = mailbox_set_error(box, "unlink(%s) failed: %m",

@@ -17,6 +17,10 @@
    another client renamed (flag change) while we read the directory can be
    missing from one readdir pass. */
 #define MAILDIR_SYNC_VANISH_RETRIES 1
+/* With a watch (maildir-watch.h) a readdir of cur/ that another writer's
+   change overlapped is repeated up to this many times; a scan that is
+   still not clean then only adds files (see sync_ctx.unclean). */
+#define MAILDIR_SYNC_SCAN_RETRIES 3
 
 struct sync_entry {
 	/* 8 bytes of the base name from sync_ctx.key_offset on (big-endian,
@@ -48,6 +52,12 @@ struct sync_ctx {
 	   later (another session's append) may be missing from the scan
 	   without having vanished. */
 	uint32_t scan_next_uid;
+	/* The scan raced another writer (the watch saw a foreign change
+	   during the readdir, or a base name came twice): a missing file may
+	   only have been renamed and a name may be stale, so this sync adds
+	   new files but neither expunges nor takes flags from names; the
+	   next sync scans again. */
+	bool unclean;
 };
 
 /* One pool block holds this many names (~40 bytes each) */
@@ -100,8 +110,12 @@ static int sync_move_new(struct mailbox *box, const char **error_r)
 		    snprintf(dest, sizeof(dest), "%s/%s%s", box->cur_dir,
 			     d->d_name, info) >= (int)sizeof(dest))
 			continue;
+		maildir_watch_expect(box->watch, MAILDIR_WATCH_NEW, d->d_name);
+		maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR,
+				     strrchr(dest, '/') + 1);
 		if (rename(src, dest) < 0 && errno != ENOENT)
 			i_error("rename(%s, %s) failed: %m", src, dest);
+		maildir_watch_settle(box->watch);
 	}
 	closedir(dir);
 	return 0;
@@ -232,6 +246,24 @@ static int sync_scan_cur(struct sync_ctx *ctx, const char **error_r)
 	return 0;
 }
 
+/* Scan cur/ until no foreign change overlapped the readdir (the watch
+   says), at most MAILDIR_SYNC_SCAN_RETRIES more times. Without a watch
+   one pass is all there is (mtimes cannot tell). */
+static int sync_scan_cur_clean(struct sync_ctx *ctx, const char **error_r)
+{
+	struct maildir_watch *watch = ctx->box->watch;
+
+	for (unsigned int attempt = 0;; attempt++) {
+		uint64_t gen = watch == NULL ? 0 : maildir_watch_get_gen(watch);
+		if (sync_scan_cur(ctx, error_r) < 0)
+			return -1;
+		ctx->unclean = watch != NULL &&
+			maildir_watch_get_gen(watch) != gen;
+		if (!ctx->unclean || attempt == MAILDIR_SYNC_SCAN_RETRIES)
+			return 0;
+	}
+}
+
 static int entry_rec_cmp(const struct sync_entry *e,
 			 const struct maildir_uidlist_rec *rec)
 {
@@ -282,7 +314,9 @@ static unsigned int sync_match(struct sync_ctx *ctx, bool add_new)
 	while (i < ctx->count || j < rcount) {
 		if (i > 0 && i < ctx->count &&
 		    entry_cmp(&ctx->entries[i - 1], &ctx->entries[i]) == 0) {
-			i++;   /* same base twice: keep the first */
+			/* same base twice: renamed during the readdir */
+			ctx->unclean = true;
+			i++;
 			continue;
 		}
 		int cmp = i == ctx->count ? 1 : j == rcount ? -1 :
@@ -579,8 +613,7 @@ static bool sync_stat_file(struct mailbox *box, const char *fname,
    messages get none: RFC 8514 wants the real one or nothing; and no
    stat() either: INTERNALDATE 0 means "the file's mtime, read when
    asked for" (mailbox_msg_internaldate), so indexing a big Maildir reads
-   no inodes. A file that vanished meanwhile is expunged by the next
-   scan. */
+   no inodes. */
 static void sync_index_append(struct mailbox *box,
 			      struct mail_index_transaction *t,
 			      const struct maildir_uidlist_rec *rec,
@@ -588,17 +621,27 @@ static void sync_index_append(struct mailbox *box,
 {
 	struct stat st;
 	int64_t date = 0;
+	time_t saved = 0;
 
 	if (new_mail) {
-		if (!sync_stat_file(box, rec->fname, &st))
-			return;   /* vanished since the scan: the next one sees it */
-		date = (int64_t)st.st_mtime;
+		if (sync_stat_file(box, rec->fname, &st)) {
+			date = (int64_t)st.st_mtime;
+			saved = st.st_ctime;
+		} else {
+			/* Renamed (or expunged) since the scan. It has its UID
+			   in the uidlist now, so it must be in the index too:
+			   skipping it would leave a hole below next_uid that
+			   the next sync takes for a lost index. Its date is
+			   read when asked for; a file really gone is expunged
+			   by the next scan. */
+			saved = time(NULL);
+		}
 	}
 	mail_index_append(t, rec->uid, rec->fname_flags, rec->fname_keywords,
 			  rec->vsize == MAILDIR_SIZE_UNKNOWN ? 0 : rec->vsize,
 			  date);
 	if (new_mail)
-		mailbox_index_add_savedate(t, rec->uid, st.st_ctime);
+		mailbox_index_add_savedate(t, rec->uid, saved);
 }
 
 /* Walk the uidlist and the index (both ascending uid) and queue the
@@ -609,7 +652,7 @@ static unsigned int sync_index_fill(struct mailbox *box,
 				    struct mail_index_transaction *t,
 				    uint32_t index_next_uid,
 				    uint32_t scan_next_uid, uint32_t new_from,
-				    bool *lost_r)
+				    bool unclean, bool *lost_r)
 {
 	struct maildir_uidlist *ul = box->uidlist;
 	unsigned int rcount = maildir_uidlist_count(ul), i = 0, changes = 0;
@@ -639,16 +682,17 @@ static unsigned int sync_index_fill(struct mailbox *box,
 		} else {
 			i++; j++;
 			if (r->fname == NULL && !r->expunged &&
-			    r->uid >= scan_next_uid)
-				continue;   /* added after our readdir */
+			    (r->uid >= scan_next_uid || unclean))
+				continue;   /* added after our readdir, or missed */
 			if (!rec_present(r)) {
 				mail_index_expunge(t, x->uid, x->uid);
 				changes++;
 				continue;
 			}
-			if (r->fname_flags == (x->flags & MAIL_FLAGS_PERMANENT) &&
-			    r->fname_keywords == x->keywords)
-				continue;
+			if (unclean ||
+			    (r->fname_flags == (x->flags & MAIL_FLAGS_PERMANENT) &&
+			     r->fname_keywords == x->keywords))
+				continue;   /* a name read in a race may be stale */
 			mailbox_index_replace_flags(t, x->uid, r->fname_flags,
 						    r->fname_keywords);
 			changes++;
@@ -697,7 +741,7 @@ static void sync_index_checkpoint(struct mailbox *box, unsigned int changes)
    have, as one transaction. first_new_uid: the first uid this scan gave
    out (those files are new mail even when the index is rebuilt). */
 static int sync_index(struct mailbox *box, uint32_t scan_next_uid,
-		      uint32_t first_new_uid, bool first_build,
+		      uint32_t first_new_uid, bool first_build, bool unclean,
 		      const char **error_r)
 {
 	struct maildir_uidlist *ul = box->uidlist;
@@ -732,7 +776,7 @@ static int sync_index(struct mailbox *box, uint32_t scan_next_uid,
 		bool lost = false;
 		unsigned int changes = sync_index_fill(box, t, status.next_uid,
 						       scan_next_uid, new_from,
-						       &lost);
+						       unclean, &lost);
 		if (lost && attempt == 0) {
 			mail_index_transaction_rollback(&t);
 			if (sync_index_reset(box, false, error_r) < 0)
@@ -766,11 +810,13 @@ static int sync_uidlist(struct sync_ctx *ctx, const char **error_r)
 	for (unsigned int retry = 0;; retry++) {
 		if (maildir_uidlist_lock(ul, error_r) < 0)
 			return -1;
+		/* after a clean scan (watch) a missing file is gone */
 		if (sync_match(ctx, false) == 0 ||
-		    retry == MAILDIR_SYNC_VANISH_RETRIES)
+		    retry == MAILDIR_SYNC_VANISH_RETRIES ||
+		    (ctx->box->watch != NULL && !ctx->unclean))
 			break;
 		maildir_uidlist_unlock(ul);
-		if (sync_scan_cur(ctx, error_r) < 0)
+		if (sync_scan_cur_clean(ctx, error_r) < 0)
 			return -1;
 	}
 	struct mail_index_status status;
@@ -794,13 +840,15 @@ static int sync_uidlist(struct sync_ctx *ctx, const char **error_r)
 		maildir_uidlist_raise_next_uid(ul, status.next_uid);
 	ctx->first_new_uid = maildir_uidlist_get_next_uid(ul);
 	(void)sync_match(ctx, true);
-	sync_mark_vanished(ul, ctx->scan_next_uid);
+	if (!ctx->unclean)
+		sync_mark_vanished(ul, ctx->scan_next_uid);
 	int ret = 0;
 	if (maildir_uidlist_is_dirty(ul))
 		ret = maildir_uidlist_write(ul, error_r);
 	if (ret == 0)
 		ret = sync_index(ctx->box, ctx->scan_next_uid,
-				 ctx->first_new_uid, ctx->first_build, error_r);
+				 ctx->first_new_uid, ctx->first_build,
+				 ctx->unclean, error_r);
 	maildir_uidlist_unlock(ul);
 	return ret;
 }
@@ -890,11 +938,13 @@ static int sync_full(struct sync_ctx *ctx, const char **error_r)
 	if (maildir_uidlist_refresh(box->uidlist, error_r) < 0)
 		return -1;
 	ctx->scan_next_uid = maildir_uidlist_get_next_uid(box->uidlist);
-	if (sync_scan_cur(ctx, error_r) < 0 || sync_uidlist(ctx, error_r) < 0)
+	if (sync_scan_cur_clean(ctx, error_r) < 0 ||
+	    sync_uidlist(ctx, error_r) < 0)
 		return -1;
 	box->cur_mtime = cur;
 	box->new_mtime = new;
-	box->scan_dirty = mtime_is_recent(&cur) || mtime_is_recent(&new);
+	box->scan_dirty = mtime_is_recent(&cur) || mtime_is_recent(&new) ||
+		ctx->unclean;
 	box->stamp_saved = false;
 	if (!box->scan_dirty)
 		sync_stamp_save(box);
@@ -917,9 +967,25 @@ int mailbox_sync(struct mailbox *box, bool allow_expunge,
 		return -1;
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.box = box;
-	bool scanned = sync_dirs_changed(box, &cur, &new);
+	if (!box->watch_tried) {
+		box->watch_tried = true;
+		box->watch = maildir_watch_ref(box->path);
+	}
+	/* Taken before the stat()s and the scan: whatever happens after
+	   it moves the generation, so trusting the state as of here is safe. */
+	uint64_t gen = box->watch == NULL ? 0 : maildir_watch_get_gen(box->watch);
+	bool watch_skip = box->watch_valid && gen == box->watch_gen;
+	bool scanned = !watch_skip && sync_dirs_changed(box, &cur, &new);
 	if (scanned)
 		ret = sync_full(&ctx, error_r);
+	if (box->watch != NULL && !watch_skip) {
+		/* After a clean scan, or when old mtimes equal the ones the
+		   index reflects, nothing foreign happened before gen: the
+		   watch answers from now on. */
+		box->watch_valid = scanned ? ret == 0 && !ctx.unclean :
+			!box->scan_dirty;
+		box->watch_gen = gen;
+	}
 	/* the changes seen so far are reported even if the scan failed */
 	events_apply(box, allow_expunge, callbacks, context);
 	if (scanned)
