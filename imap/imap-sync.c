@@ -50,8 +50,11 @@ static void sync_flags_changed(void *context, uint32_t seq)
 	/* a message the client was not told about yet needs no FETCH */
 	if (seq > client->exists_sent)
 		return;
-	/* RFC 9051 7.5.2: in IMAP4rev2 an unsolicited FETCH has the UID */
-	if (client->imap4rev2)
+	/* RFC 9051 7.5.2: in IMAP4rev2 an unsolicited FETCH has the UID;
+	   during a UID command too (RFC 3501 6.4.8), so that a client can
+	   tell it from the command's own FETCH after an EXPUNGE moved the
+	   sequence numbers */
+	if (client->imap4rev2 || (client->cmd != NULL && client->cmd->uid))
 		snprintf(uid, sizeof(uid), "UID %u ",
 			 mailbox_msg_uid(client->mailbox, seq));
 	buffer_init(&buf, IMAP_FLAGS_STR_MAX);

@@ -86,13 +86,11 @@ struct mailbox {
 	   NULL where there is none. Every rename, link or unlink this
 	   process makes in cur/ or new/ is announced with
 	   maildir_watch_expect(box->watch, ...) before it and followed by
-	   maildir_watch_settle(box->watch); unannounced ones cost a rescan.
-	   watch_gen is the generation the last trusted scan started at. */
+	   maildir_watch_settle(box->watch); unannounced ones cost a rescan. */
 	struct maildir_watch *watch;
-	uint64_t watch_gen;
-	bool watch_valid;
 	bool watch_tried;
 	bool stamp_saved;        /* MAILBOX_DIRSTAMP_NAME holds the mtimes */
+	time_t stamp_checked_at; /* last sync_stamp_refresh() look */
 	char error[MAILBOX_ERROR_MAX];
 };
 

@@ -919,6 +919,48 @@ static void sync_stamp_save(struct mailbox *box)
 	box->stamp_saved = true;
 }
 
+static uint32_t box_uidvalidity(struct mailbox *box)
+{
+	struct mail_index_status st;
+
+	mail_index_view_get_status(box->view, &st);
+	return st.uidvalidity;
+}
+
+static uint64_t box_modseq(struct mailbox *box)
+{
+	struct mail_index_status st;
+
+	mail_index_view_get_status(box->view, &st);
+	return st.highest_modseq;
+}
+
+/* The watch says the index reflects the directories, but our own changes
+   moved their mtimes: once the mtimes are old enough to be trusted by
+   another process, write them to the stamp (STATUS and the next session's
+   open read it). Checked at most once a second per handle. */
+static void sync_stamp_refresh(struct mailbox *box)
+{
+	struct timespec cur, new;
+	time_t now = time(NULL);
+
+	if (box->stamp_checked_at == now)
+		return;
+	box->stamp_checked_at = now;
+	if (!dir_mtime_get(box->cur_dir, &cur) ||
+	    !dir_mtime_get(box->new_dir, &new) ||
+	    (box->stamp_saved && timespec_equals(&cur, &box->cur_mtime) &&
+	     timespec_equals(&new, &box->new_mtime)) ||
+	    mtime_is_recent(&cur) || mtime_is_recent(&new) ||
+	    !maildir_watch_is_trusted(box->watch, box_uidvalidity(box),
+				      box_modseq(box)))
+		return;
+	box->cur_mtime = cur;
+	box->new_mtime = new;
+	box->scan_dirty = false;
+	sync_stamp_save(box);
+}
+
 static int sync_full(struct sync_ctx *ctx, const char **error_r)
 {
 	struct mailbox *box = ctx->box;
@@ -974,17 +1016,27 @@ int mailbox_sync(struct mailbox *box, bool allow_expunge,
 	/* Taken before the stat()s and the scan: whatever happens after
 	   it moves the generation, so trusting the state as of here is safe. */
 	uint64_t gen = box->watch == NULL ? 0 : maildir_watch_get_gen(box->watch);
-	bool watch_skip = box->watch_valid && gen == box->watch_gen;
-	bool scanned = !watch_skip && sync_dirs_changed(box, &cur, &new);
+	struct mail_index_status istatus;
+	mail_index_view_get_status(box->view, &istatus);
+	bool watch_skip = box->watch != NULL &&
+		!mail_index_was_rebuilt(box->index) &&
+		maildir_watch_is_trusted(box->watch, istatus.uidvalidity,
+					 istatus.highest_modseq);
+	bool scanned = !watch_skip &&
+		((box->watch != NULL && maildir_watch_saw_change(box->watch)) ||
+		 sync_dirs_changed(box, &cur, &new));
 	if (scanned)
 		ret = sync_full(&ctx, error_r);
-	if (box->watch != NULL && !watch_skip) {
+	else if (watch_skip)
+		sync_stamp_refresh(box);
+	if (box->watch != NULL && !watch_skip &&
+	    (scanned ? ret == 0 && !ctx.unclean : !box->scan_dirty)) {
 		/* After a clean scan, or when old mtimes equal the ones the
 		   index reflects, nothing foreign happened before gen: the
-		   watch answers from now on. */
-		box->watch_valid = scanned ? ret == 0 && !ctx.unclean :
-			!box->scan_dirty;
-		box->watch_gen = gen;
+		   watch answers from now on, for every handle. */
+		mail_index_view_get_status(box->view, &istatus);
+		maildir_watch_trust(box->watch, gen, istatus.uidvalidity,
+				    istatus.highest_modseq);
 	}
 	/* the changes seen so far are reported even if the scan failed */
 	events_apply(box, allow_expunge, callbacks, context);

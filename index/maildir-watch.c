@@ -37,6 +37,9 @@ struct maildir_watch {
 	unsigned int refcount;
 	int wd[2];                 /* cur, new; -1 once gone */
 	uint64_t gen;
+	uint64_t trusted_gen, trusted_modseq;
+	uint32_t trusted_uidvalidity;
+	bool trusted;
 	bool dead;
 	struct watch_expected expected[MAILDIR_WATCH_MAX_EXPECTED];
 	unsigned int expected_count;
@@ -197,6 +200,25 @@ static bool watch_add_dirs(struct maildir_watch *w)
 	return w->wd[0] != w->wd[1];
 }
 
+static void watch_unlink(struct maildir_watch *w)
+{
+	if (w->prev != NULL)
+		w->prev->next = w->next;
+	else
+		watches = w->next;
+	if (w->next != NULL)
+		w->next->prev = w->prev;
+	w->prev = w->next = NULL;
+}
+
+static void watch_link_head(struct maildir_watch *w)
+{
+	w->next = watches;
+	if (watches != NULL)
+		watches->prev = w;
+	watches = w;
+}
+
 struct maildir_watch *maildir_watch_ref(const char *path)
 {
 	struct maildir_watch *w;
@@ -204,6 +226,8 @@ struct maildir_watch *maildir_watch_ref(const char *path)
 	for (w = watches; w != NULL; w = w->next) {
 		if (!w->dead && strcmp(w->path, path) == 0) {
 			w->refcount++;
+			watch_unlink(w);
+			watch_link_head(w);
 			return w;
 		}
 	}
@@ -218,10 +242,7 @@ struct maildir_watch *maildir_watch_ref(const char *path)
 		i_free(w);
 		return NULL;
 	}
-	w->next = watches;
-	if (watches != NULL)
-		watches->prev = w;
-	watches = w;
+	watch_link_head(w);
 	return w;
 }
 
@@ -231,6 +252,32 @@ static void watch_expected_clear(struct maildir_watch *w)
 		i_free(w->expected[i].name);
 	w->expected_count = 0;
 	w->expected_overflow = false;
+}
+
+static void watch_free(struct maildir_watch *w)
+{
+	if (!w->dead)
+		watch_remove_dirs(w);
+	watch_expected_clear(w);
+	watch_unlink(w);
+	i_free(w->path);
+	i_free(w);
+}
+
+/* Free unreferenced watches beyond MAILDIR_WATCH_MAX_UNUSED (the list is
+   most recently used first) and dead ones. */
+static void watch_trim_unused(void)
+{
+	unsigned int unused = 0;
+	struct maildir_watch *w, *next;
+
+	for (w = watches; w != NULL; w = next) {
+		next = w->next;
+		if (w->refcount > 0)
+			continue;
+		if (w->dead || ++unused > MAILDIR_WATCH_MAX_UNUSED)
+			watch_free(w);
+	}
 }
 
 void maildir_watch_unref(struct maildir_watch **_w)
@@ -243,16 +290,11 @@ void maildir_watch_unref(struct maildir_watch **_w)
 	i_assert(w->refcount > 0);
 	if (--w->refcount > 0)
 		return;
-	watch_remove_dirs(w);
+	/* kept with its trust for the next open of this folder */
 	watch_expected_clear(w);
-	if (w->prev != NULL)
-		w->prev->next = w->next;
-	else
-		watches = w->next;
-	if (w->next != NULL)
-		w->next->prev = w->prev;
-	i_free(w->path);
-	i_free(w);
+	watch_unlink(w);
+	watch_link_head(w);
+	watch_trim_unused();
 }
 
 uint64_t maildir_watch_get_gen(struct maildir_watch *w)
@@ -261,6 +303,28 @@ uint64_t maildir_watch_get_gen(struct maildir_watch *w)
 	if (w->dead)
 		w->gen++;
 	return w->gen;
+}
+
+void maildir_watch_trust(struct maildir_watch *w, uint64_t gen,
+			 uint32_t uidvalidity, uint64_t modseq)
+{
+	w->trusted = true;
+	w->trusted_gen = gen;
+	w->trusted_uidvalidity = uidvalidity;
+	w->trusted_modseq = modseq;
+}
+
+bool maildir_watch_is_trusted(struct maildir_watch *w, uint32_t uidvalidity,
+			      uint64_t modseq)
+{
+	return w->trusted && maildir_watch_get_gen(w) == w->trusted_gen &&
+		uidvalidity == w->trusted_uidvalidity &&
+		modseq >= w->trusted_modseq;
+}
+
+bool maildir_watch_saw_change(struct maildir_watch *w)
+{
+	return w->trusted && maildir_watch_get_gen(w) != w->trusted_gen;
 }
 
 void maildir_watch_expect(struct maildir_watch *w, enum maildir_watch_dir dir,
@@ -293,7 +357,10 @@ void maildir_watch_settle(struct maildir_watch *w)
 
 void maildir_watch_deinit(void)
 {
-	i_assert(watches == NULL);
+	while (watches != NULL) {
+		i_assert(watches->refcount == 0);
+		watch_free(watches);
+	}
 	if (watch_fd != -1)
 		i_close_fd(&watch_fd);
 	watch_unavailable = false;

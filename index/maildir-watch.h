@@ -21,11 +21,16 @@
    file systems), maildir_watch_ref() returns NULL and callers keep using
    mtimes. */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Announced names per settle; more make the settle count as foreign (one
    rescan after a big STORE or EXPUNGE instead of unbounded memory). */
 #define MAILDIR_WATCH_MAX_EXPECTED 256
+/* Watches nobody references are kept (with what they know) for the next
+   open of the same folder, up to this many, least recently used first
+   out: a client switching folders must not rescan them each time. */
+#define MAILDIR_WATCH_MAX_UNUSED 16
 
 enum maildir_watch_dir {
 	MAILDIR_WATCH_CUR,
@@ -42,6 +47,23 @@ void maildir_watch_unref(struct maildir_watch **watch);
 /* Read what is pending, then return the generation: it changes whenever
    something not announced happened in cur/ or new/. */
 uint64_t maildir_watch_get_gen(struct maildir_watch *watch);
+
+/* The index reflects cur/ and new/ as they were at generation gen (a clean
+   scan that started at gen was committed). Every handle of the process
+   may then skip scanning while the generation stays: all later changes
+   were this process's own, and they are in the index. The trust names
+   the index (uidvalidity, highest modseq then): an index deleted, reset
+   or rebuilt since (another uidvalidity, or a lower modseq) is not the
+   one that was trusted. */
+void maildir_watch_trust(struct maildir_watch *watch, uint64_t gen,
+			 uint32_t uidvalidity, uint64_t modseq);
+/* Whether the last trust still holds for this index (reads pending events
+   first). */
+bool maildir_watch_is_trusted(struct maildir_watch *watch,
+			      uint32_t uidvalidity, uint64_t modseq);
+/* Whether the watch was trusted once and has seen a foreign change since:
+   then the directories did change, whatever their mtimes say. */
+bool maildir_watch_saw_change(struct maildir_watch *watch);
 
 /* (A NULL watch is accepted by these two and does nothing.)
    Announce one entry name this process is about to create or remove in

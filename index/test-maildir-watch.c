@@ -194,7 +194,58 @@ static void test_directory_goes_away(void)
 	teardown(&w);
 }
 
+/* Trust outlives the handles (a client switching folders), and only the
+   most recently used unreferenced watches are kept. */
+static void test_trust_kept_between_opens(void)
+{
+	static const char *const subs[] = { "", "/cur", "/new" };
+	char dir[PATH_MAX], paths[MAILDIR_WATCH_MAX_UNUSED + 1][PATH_MAX];
+
+	struct maildir_watch *w = setup();
+	if (w == NULL) {
+		test_tmpdir_cleanup();
+		return;
+	}
+	test_assert(!maildir_watch_is_trusted(w, 1, 5));
+	maildir_watch_trust(w, maildir_watch_get_gen(w), 1, 5);
+	test_assert(maildir_watch_is_trusted(w, 1, 5));
+	maildir_watch_unref(&w);
+	w = maildir_watch_ref(box_path);
+	test_assert(w != NULL && maildir_watch_is_trusted(w, 1, 5));
+	/* another index: rebuilt (modseq went back) or another uidvalidity */
+	test_assert(maildir_watch_is_trusted(w, 1, 9));
+	test_assert(!maildir_watch_is_trusted(w, 1, 4));
+	test_assert(!maildir_watch_is_trusted(w, 2, 5));
+	touch("new", "1.a");
+	test_assert(!maildir_watch_is_trusted(w, 1, 5));
+	maildir_watch_unref(&w);
+
+	for (unsigned int i = 0; i <= MAILDIR_WATCH_MAX_UNUSED; i++) {
+		test_assert(snprintf(paths[i], PATH_MAX, "%s/f%u", test_tmpdir(),
+				     i) > 0);
+		for (unsigned int j = 0; j < N_ELEMENTS(subs); j++) {
+			test_assert(snprintf(dir, sizeof(dir), "%s%s", paths[i],
+					     subs[j]) > 0);
+			test_assert(mkdir(dir, 0700) == 0);
+		}
+		w = maildir_watch_ref(paths[i]);
+		test_assert(w != NULL);
+		if (w == NULL)
+			break;
+		maildir_watch_trust(w, maildir_watch_get_gen(w), 1, 5);
+		maildir_watch_unref(&w);
+	}
+	/* the oldest was dropped, with its trust; the newest kept */
+	w = maildir_watch_ref(paths[0]);
+	test_assert(w != NULL && !maildir_watch_is_trusted(w, 1, 5));
+	maildir_watch_unref(&w);
+	w = maildir_watch_ref(paths[MAILDIR_WATCH_MAX_UNUSED]);
+	test_assert(w != NULL && maildir_watch_is_trusted(w, 1, 5));
+	teardown(&w);
+}
+
 TEST_MAIN(TEST(test_own_changes_cancel_out),
+	  TEST(test_trust_kept_between_opens),
 	  TEST(test_foreign_changes_move_gen),
 	  TEST(test_too_many_announcements),
 	  TEST(test_directory_goes_away))

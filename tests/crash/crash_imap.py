@@ -447,7 +447,13 @@ class Worker(threading.Thread):
     def check_store_fetch(self, r, targets):
         """The untagged FETCH FLAGS of a STORE match what the model says."""
         by_uid = {m.uid: m for m in targets}
-        for items in r.fetches().values():
+        # Line by line: merged by sequence number, an unsolicited FETCH
+        # after an EXPUNGE would mix with another message's answer.
+        for line in r.untagged:
+            parsed = parse_fetch(line)
+            if parsed is None:
+                continue
+            items = parsed[1]
             uid = items.get("UID")
             if uid is None or int(uid) not in by_uid or "FLAGS" not in items:
                 continue
