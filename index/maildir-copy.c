@@ -225,12 +225,24 @@ static void copy_free(struct mailbox_copy_ctx **_ctx, bool failed)
 	struct mailbox_copy_ctx *ctx = *_ctx;
 
 	*_ctx = NULL;
+	unsigned int announced = 0;
 	for (unsigned int i = 0; i < ctx->count && failed; i++) {
 		const char *path = ctx->items[i].cur_path != NULL ?
 			ctx->items[i].cur_path : ctx->items[i].tmp_path;
+		if (ctx->items[i].cur_path != NULL) {
+			maildir_watch_expect(ctx->dest->watch, MAILDIR_WATCH_CUR,
+					     strrchr(path, '/') + 1);
+			announced++;
+		}
 		if (unlink(path) < 0 && errno != ENOENT)
 			i_error("unlink(%s) failed: %m", path);
+		if (announced == MAILDIR_WATCH_MAX_EXPECTED) {
+			maildir_watch_settle(ctx->dest->watch);
+			announced = 0;
+		}
 	}
+	if (announced > 0)
+		maildir_watch_settle(ctx->dest->watch);
 	i_free(ctx->items);
 	pool_unref(&ctx->pool);
 }
@@ -310,7 +322,13 @@ static int copy_publish(struct mailbox_copy_ctx *ctx, uint32_t *first_uid_r,
 		}
 		char *dest_path = p_strdup_printf(ctx->pool, "%s/%s",
 						  dest->cur_dir, fname);
-		if (rename(item->tmp_path, dest_path) < 0) {
+		/* announced to the watch, settled in batches it can hold */
+		maildir_watch_expect(dest->watch, MAILDIR_WATCH_CUR, fname);
+		int ret = rename(item->tmp_path, dest_path);
+		if (ret < 0 || (i + 1) % MAILDIR_WATCH_MAX_EXPECTED == 0 ||
+		    i + 1 == ctx->count)
+			maildir_watch_settle(dest->watch);
+		if (ret < 0) {
 			*error_r = mailbox_set_error(dest,
 				"rename(%s, %s) failed: %m", item->tmp_path,
 				dest_path);

@@ -197,12 +197,24 @@ static void multi_free(struct mailbox_append_multi **_ctx, bool failed)
 	*_ctx = NULL;
 	if (ctx->fd != -1)
 		i_close_fd(&ctx->fd);
+	unsigned int announced = 0;
 	for (unsigned int i = 0; i < ctx->count && failed; i++) {
 		const char *path = ctx->items[i].cur_path != NULL ?
 			ctx->items[i].cur_path : ctx->items[i].tmp_path;
+		if (ctx->items[i].cur_path != NULL) {
+			maildir_watch_expect(ctx->box->watch, MAILDIR_WATCH_CUR,
+					     ctx->items[i].fname);
+			announced++;
+		}
 		if (unlink(path) < 0 && errno != ENOENT)
 			i_error("unlink(%s) failed: %m", path);
+		if (announced == MAILDIR_WATCH_MAX_EXPECTED) {
+			maildir_watch_settle(ctx->box->watch);
+			announced = 0;
+		}
 	}
+	if (announced > 0)
+		maildir_watch_settle(ctx->box->watch);
 	i_free(ctx->items);
 	pool_unref(&ctx->pool);
 }
@@ -245,7 +257,13 @@ static int multi_publish(struct mailbox_append_multi *ctx,
 		struct multi_item *item = &ctx->items[i];
 		char *dest = p_strdup_printf(ctx->pool, "%s/%s", box->cur_dir,
 					     item->fname);
-		if (rename(item->tmp_path, dest) < 0) {
+		/* announced to the watch, settled in batches it can hold */
+		maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR, item->fname);
+		int ret = rename(item->tmp_path, dest);
+		if (ret < 0 || (i + 1) % MAILDIR_WATCH_MAX_EXPECTED == 0 ||
+		    i + 1 == ctx->count)
+			maildir_watch_settle(box->watch);
+		if (ret < 0) {
 			*error_r = mailbox_set_error(box,
 				"rename(%s, %s) failed: %m", item->tmp_path,
 				dest);

@@ -162,11 +162,14 @@ static int append_publish(struct mailbox_append_ctx *ctx, const char *fname,
 	char *dest = i_strdup_printf("%s/%s", box->cur_dir, fname);
 	int ret = -1;
 
-	if (maildir_uidlist_lock(ul, error_r) < 0) {
+	if (maildir_uidlist_lock_append(ul, error_r) < 0) {
 		i_free(dest);
 		return -1;
 	}
-	if (rename(ctx->tmp_path, dest) < 0) {
+	maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR, fname);
+	int rename_ret = rename(ctx->tmp_path, dest);
+	maildir_watch_settle(box->watch);
+	if (rename_ret < 0) {
 		*error_r = mailbox_set_error(box, "rename(%s, %s) failed: %m",
 					     ctx->tmp_path, dest);
 	} else {
@@ -178,9 +181,13 @@ static int append_publish(struct mailbox_append_ctx *ctx, const char *fname,
 			append_index(ctx, uid);
 			*uid_r = uid;
 			ret = 0;
-		} else if (unlink(dest) < 0) {
-			/* it gets a UID at the next sync instead */
-			i_error("unlink(%s) failed: %m", dest);
+		} else {
+			maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR, fname);
+			if (unlink(dest) < 0) {
+				/* it gets a UID at the next sync instead */
+				i_error("unlink(%s) failed: %m", dest);
+			}
+			maildir_watch_settle(box->watch);
 		}
 	}
 	maildir_uidlist_unlock(ul);
@@ -192,7 +199,7 @@ int mailbox_publish_staged(struct mailbox *box, mailbox_publish_func_t *publish,
 			   void *context, uint32_t *first_uid_r,
 			   const char **error_r)
 {
-	if (maildir_uidlist_lock(box->uidlist, error_r) < 0)
+	if (maildir_uidlist_lock_append(box->uidlist, error_r) < 0)
 		return -1;
 	int ret = publish(context, first_uid_r, error_r);
 	maildir_uidlist_unlock(box->uidlist);

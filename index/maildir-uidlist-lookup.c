@@ -24,6 +24,9 @@ struct maildir_uidlist_lookup {
 	int fd;
 	dev_t dev;
 	ino_t ino;
+	/* End of the last complete line sampled, and lines before it: an
+	   appended file is sampled on from there. */
+	uint64_t sampled_end, line_no;
 	struct lookup_sample *samples;
 	unsigned int count, alloc;
 	char error[256];
@@ -84,15 +87,16 @@ static void lookup_add_sample(struct maildir_uidlist_lookup *l, uint32_t uid,
 	l->count++;
 }
 
-/* Read the file once, keeping a sample every STEP record lines. */
+/* Read the file from sampled_end on, keeping a sample every STEP record
+   lines. An incomplete last line (an append in progress, or torn) is
+   left for the next call. */
 static int lookup_sample_file(struct maildir_uidlist_lookup *l)
 {
 	char *buf = i_malloc(LOOKUP_READ_SIZE);
-	uint64_t file_offset = 0, line_no = 0;
+	uint64_t file_offset = l->sampled_end, line_no = l->line_no;
 	size_t used = 0;
 	ssize_t ret;
 
-	l->count = 0;
 	while ((ret = pread(l->fd, buf + used, LOOKUP_READ_SIZE - used,
 			    (off_t)(file_offset + used))) > 0) {
 		used += (size_t)ret;
@@ -115,6 +119,8 @@ static int lookup_sample_file(struct maildir_uidlist_lookup *l)
 		file_offset += done;
 	}
 	i_free(buf);
+	l->sampled_end = file_offset;
+	l->line_no = line_no;
 	return ret < 0 ? -1 : 0;
 }
 
@@ -131,10 +137,18 @@ static int lookup_refresh(struct maildir_uidlist_lookup *l,
 		if (l->fd != -1)
 			i_close_fd(&l->fd);
 		l->count = 0;
+		l->sampled_end = l->line_no = 0;
 		return 0;
 	}
-	if (l->fd != -1 && st.st_ino == l->ino && st.st_dev == l->dev)
-		return 0;   /* written only by replacing it */
+	if (l->fd != -1 && st.st_ino == l->ino && st.st_dev == l->dev &&
+	    (uint64_t)st.st_size >= l->sampled_end) {
+		/* the same file: unchanged, or lines were appended */
+		if ((uint64_t)st.st_size == l->sampled_end)
+			return 0;
+		if (lookup_sample_file(l) < 0)
+			goto fail;
+		return 1;
+	}
 	if (l->fd != -1)
 		i_close_fd(&l->fd);
 	l->fd = open(l->path, O_RDONLY | O_CLOEXEC);
@@ -142,6 +156,9 @@ static int lookup_refresh(struct maildir_uidlist_lookup *l,
 		goto fail;
 	l->dev = st.st_dev;
 	l->ino = st.st_ino;
+	l->count = 0;
+	l->sampled_end = 0;
+	l->line_no = 0;
 	if (lookup_sample_file(l) < 0)
 		goto fail;
 	return 1;
@@ -152,6 +169,7 @@ fail:
 	if (l->fd != -1)
 		i_close_fd(&l->fd);
 	l->count = 0;
+	l->sampled_end = l->line_no = 0;
 	return -1;
 }
 

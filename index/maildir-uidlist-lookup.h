@@ -4,7 +4,8 @@
    list in memory: every MAILDIR_UIDLIST_LOOKUP_STEP-th line's (uid,
    offset) is kept (8 bytes per STEP messages: 150 kB for 600k), and a
    lookup reads the few lines after the nearest sample. The file is
-   re-sampled only when a uid is missing and the file was replaced. */
+   sampled again only when a uid is missing: from the start when it was
+   replaced, from the last sampled line on when lines were appended. */
 
 #include "maildir-uidlist.h"
 

@@ -22,7 +22,16 @@ struct maildir_uidlist {
 	/* The file was missing or corrupt and UIDs start over: until it is
 	   written, the caller may move UIDVALIDITY above the index's. */
 	bool was_reset;
+	/* dirty: the file must be rewritten (records expunged, header
+	   changed); records [written_count, count) only need appending. */
 	bool have_file_stat, dirty;
+	/* Only the tail was read (maildir_uidlist_lock_append()): next_uid
+	   is known, records before valid_end are not in memory. */
+	bool partial;
+	unsigned int written_count;
+	/* End of the last complete, valid line: a torn tail after it (a
+	   crash during an append) is ignored and cut by the next append. */
+	uint64_t valid_end;
 	struct stat file_st;         /* of the version in memory */
 	int lock_fd;
 	char error[UIDLIST_ERROR_MAX];
@@ -77,6 +86,9 @@ static void uidlist_clear(struct maildir_uidlist *ul)
 {
 	pool_clear(ul->pool);
 	ul->count = 0;
+	ul->written_count = 0;
+	ul->partial = false;
+	ul->valid_end = 0;
 	i_free(ul->by_base);
 }
 
@@ -173,7 +185,9 @@ static int uidlist_parse_header(struct maildir_uidlist *ul, char *line)
 	char *v = strtok(line, " "), *uv = strtok(NULL, " ");
 	char *un = strtok(NULL, " ");
 
-	if (v == NULL || strcmp(v, "V1") != 0 || uv == NULL || un == NULL ||
+	/* V1 files are read the same way (see maildir-uidlist.h) */
+	if (v == NULL || (strcmp(v, "V1") != 0 && strcmp(v, "V2") != 0) ||
+	    uv == NULL || un == NULL ||
 	    uidlist_parse_u32(uv, &ul->uid_validity) < 0 ||
 	    uidlist_parse_u32(un, &ul->next_uid) < 0 ||
 	    ul->uid_validity == 0 || ul->next_uid == 0)
@@ -181,33 +195,79 @@ static int uidlist_parse_header(struct maildir_uidlist *ul, char *line)
 	return 0;
 }
 
-/* Parse a whole file image (NUL-terminated, modified in place). */
-static int uidlist_parse(struct maildir_uidlist *ul, char *data)
+/* Whether line[0..len) (without its LF) is a record line whose uid is
+   above prev_uid; the uid goes to *uid_r. Allocates nothing. */
+static bool uidlist_line_is_rec(const char *line, size_t len,
+				uint32_t prev_uid, uint32_t *uid_r)
 {
-	char *line = data, *end;
-	bool header = true;
+	uint64_t uid = 0;
+	size_t i = 0;
 
-	while ((end = strchr(line, '\n')) != NULL) {
-		*end = '\0';
-		if (end - line > MAILDIR_UIDLIST_MAX_LINE)
-			return -1;
-		if (header) {
-			if (uidlist_parse_header(ul, line) < 0)
-				return -1;
-			header = false;
-		} else if (uidlist_parse_rec(ul, line) < 0) {
-			return -1;
-		}
-		line = end + 1;
+	if (len > MAILDIR_UIDLIST_MAX_LINE)
+		return false;
+	for (; i < len && line[i] >= '0' && line[i] <= '9'; i++) {
+		uid = uid * 10 + (uint64_t)(line[i] - '0');
+		if (uid > UINT32_MAX)
+			return false;
 	}
-	/* A missing header or a partial last line: not written by us (we
-	   rename complete files), so treat it as corruption. */
-	if (header || *line != '\0')
+	if (i == 0 || i == len || line[i] != ' ' || uid == 0 || uid <= prev_uid)
+		return false;
+	size_t base = ++i;
+	while (i < len && line[i] != ' ')
+		i++;
+	if (!maildir_uidlist_base_is_valid(line + base, i - base))
+		return false;
+	for (; i < len; i++) {
+		if ((unsigned char)line[i] < ' ' || line[i] == 0x7f)
+			return false;
+	}
+	*uid_r = (uint32_t)uid;
+	return true;
+}
+
+/* What follows the last valid line at p: a torn append (an incomplete
+   line, or the zeros a power loss leaves in an extended file) is
+   ignored; anything else is corruption. */
+static bool uidlist_tail_is_torn(const char *p, const char *end)
+{
+	const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+	return nl == NULL || memchr(p, '\0', (size_t)(nl - p)) != NULL;
+}
+
+/* Parse a whole file image (modified in place). Sets ul->valid_end. */
+static int uidlist_parse(struct maildir_uidlist *ul, char *data, size_t size)
+{
+	char *p = data, *end = data + size;
+	char *nl = memchr(p, '\n', size);
+	uint32_t last_uid = 0, uid;
+
+	if (nl == NULL)
 		return -1;
-	if (ul->count > 0 && ul->recs[ul->count - 1].uid >= ul->next_uid) {
-		if (ul->recs[ul->count - 1].uid == UINT32_MAX)
+	*nl = '\0';
+	if (nl - p > MAILDIR_UIDLIST_MAX_LINE || strlen(p) != (size_t)(nl - p) ||
+	    uidlist_parse_header(ul, p) < 0)
+		return -1;
+	p = nl + 1;
+	while (p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (nl == NULL ||
+		    !uidlist_line_is_rec(p, (size_t)(nl - p), last_uid, &uid)) {
+			if (!uidlist_tail_is_torn(p, end))
+				return -1;
+			break;
+		}
+		*nl = '\0';
+		if (uidlist_parse_rec(ul, p) < 0)
 			return -1;
-		ul->next_uid = ul->recs[ul->count - 1].uid + 1;
+		last_uid = uid;
+		p = nl + 1;
+	}
+	ul->valid_end = (uint64_t)(p - data);
+	if (last_uid >= ul->next_uid) {
+		if (last_uid == UINT32_MAX)
+			return -1;
+		ul->next_uid = last_uid + 1;
 	}
 	return 0;
 }
@@ -257,11 +317,12 @@ static int uidlist_read_fd(struct maildir_uidlist *ul, int fd,
 	}
 	data[size] = '\0';
 	uidlist_clear(ul);
-	if (memchr(data, '\0', size) != NULL || uidlist_parse(ul, data) < 0) {
+	if (uidlist_parse(ul, data, size) < 0) {
 		i_error("Corrupted %s, assigning a new UIDVALIDITY", ul->path);
 		uidlist_reset_new(ul);
 	} else {
 		ul->dirty = false;
+		ul->written_count = ul->count;
 	}
 	free(data);
 	return 0;
@@ -289,7 +350,8 @@ int maildir_uidlist_refresh(struct maildir_uidlist *ul, const char **error_r)
 		i_close_fd(&fd);
 		return -1;
 	}
-	if (ul->have_file_stat && uidlist_stat_equals(&st, &ul->file_st)) {
+	if (ul->have_file_stat && !ul->partial &&
+	    uidlist_stat_equals(&st, &ul->file_st)) {
 		i_close_fd(&fd);
 		return 0;
 	}
@@ -307,6 +369,129 @@ int maildir_uidlist_refresh(struct maildir_uidlist *ul, const char **error_r)
 	return 1;
 }
 
+/* Bytes read from the end of the file by an appender: many lines, so a
+   torn tail shorter than this still leaves a valid line to find. */
+#define UIDLIST_TAIL_READ_SIZE (16U * 1024)
+
+/* The last valid record line in buf (read from file offset off; the
+   first, partial line is skipped). Returns 0 with its uid and end
+   offset, -1 if there is none or the window looks corrupt. */
+static int uidlist_scan_tail(char *buf, size_t size, uint64_t off,
+			     uint32_t *last_uid_r, uint64_t *end_r)
+{
+	char *end = buf + size;
+	char *p = memchr(buf, '\n', size), *nl;
+	uint32_t last_uid = 0, uid;
+
+	if (p == NULL)
+		return -1;
+	for (p++; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (nl == NULL ||
+		    !uidlist_line_is_rec(p, (size_t)(nl - p), last_uid, &uid)) {
+			if (!uidlist_tail_is_torn(p, end))
+				return -1;
+			break;
+		}
+		last_uid = uid;
+	}
+	if (last_uid == 0 || last_uid == UINT32_MAX)
+		return -1;
+	*last_uid_r = last_uid;
+	*end_r = off + (uint64_t)(p - buf);
+	return 0;
+}
+
+static ssize_t uidlist_pread_full(int fd, char *buf, size_t size, off_t off)
+{
+	size_t pos = 0;
+
+	while (pos < size) {
+		ssize_t ret = pread(fd, buf + pos, size - pos, off + (off_t)pos);
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret < 0)
+			return -1;
+		if (ret == 0)
+			break;
+		pos += (size_t)ret;
+	}
+	return (ssize_t)pos;
+}
+
+/* Read only the header and the last lines: enough to give out the next
+   UIDs and append. Returns 1 if done, 0 if a full read is needed. */
+static int uidlist_read_tail(struct maildir_uidlist *ul, int fd,
+			     const struct stat *st)
+{
+	char *buf = i_malloc(UIDLIST_TAIL_READ_SIZE + 1);
+	uint64_t off = (uint64_t)st->st_size - UIDLIST_TAIL_READ_SIZE;
+	uint32_t validity = ul->uid_validity, next_uid = ul->next_uid;
+	uint32_t last_uid;
+	uint64_t valid_end;
+	int ret = 0;
+
+	ssize_t n = uidlist_pread_full(fd, buf, MAILDIR_UIDLIST_MAX_LINE + 1, 0);
+	char *nl = n <= 0 ? NULL : memchr(buf, '\n', (size_t)n);
+	if (nl != NULL) {
+		*nl = '\0';
+		if (strlen(buf) == (size_t)(nl - buf) &&
+		    uidlist_parse_header(ul, buf) == 0)
+			ret = 1;
+	}
+	if (ret == 1 &&
+	    (uidlist_pread_full(fd, buf, UIDLIST_TAIL_READ_SIZE, (off_t)off) !=
+	     (ssize_t)UIDLIST_TAIL_READ_SIZE ||
+	     uidlist_scan_tail(buf, UIDLIST_TAIL_READ_SIZE, off, &last_uid,
+			       &valid_end) < 0))
+		ret = 0;
+	i_free(buf);
+	if (ret == 0) {
+		ul->uid_validity = validity;
+		ul->next_uid = next_uid;
+		return 0;
+	}
+	uint32_t hdr_validity = ul->uid_validity, hdr_next = ul->next_uid;
+	uidlist_clear(ul);
+	ul->uid_validity = hdr_validity;
+	ul->next_uid = MAX(hdr_next, last_uid + 1);
+	ul->partial = true;
+	ul->valid_end = valid_end;
+	ul->dirty = false;
+	ul->was_reset = false;
+	ul->file_st = *st;
+	ul->have_file_stat = true;
+	return 1;
+}
+
+/* Locked: bring next_uid and valid_end up to date, from the tail only
+   when the file is big. */
+static int uidlist_refresh_tail(struct maildir_uidlist *ul,
+				const char **error_r)
+{
+	struct stat st;
+	int fd = open(ul->path, O_RDONLY | O_CLOEXEC);
+
+	if (fd == -1)
+		return maildir_uidlist_refresh(ul, error_r);
+	if (fstat(fd, &st) < 0) {
+		*error_r = uidlist_set_error(ul, "fstat(%s) failed: %m", ul->path);
+		i_close_fd(&fd);
+		return -1;
+	}
+	if (ul->have_file_stat && uidlist_stat_equals(&st, &ul->file_st)) {
+		/* what we read or wrote last: nothing new */
+		i_close_fd(&fd);
+		return 0;
+	}
+	int ret = (uint64_t)st.st_size <= 2 * UIDLIST_TAIL_READ_SIZE ? 0 :
+		uidlist_read_tail(ul, fd, &st);
+	i_close_fd(&fd);
+	if (ret == 0)
+		return maildir_uidlist_refresh(ul, error_r);
+	return 1;
+}
+
 static int uidlist_try_lock(int fd)
 {
 	struct flock fl;
@@ -317,7 +502,7 @@ static int uidlist_try_lock(int fd)
 	return fcntl(fd, F_OFD_SETLK, &fl);
 }
 
-int maildir_uidlist_lock(struct maildir_uidlist *ul, const char **error_r)
+static int uidlist_take_lock(struct maildir_uidlist *ul, const char **error_r)
 {
 	i_assert(ul->lock_fd == -1);
 
@@ -342,7 +527,26 @@ int maildir_uidlist_lock(struct maildir_uidlist *ul, const char **error_r)
 		nanosleep(&ts, NULL);
 	}
 	ul->lock_fd = fd;
+	return 0;
+}
+
+int maildir_uidlist_lock(struct maildir_uidlist *ul, const char **error_r)
+{
+	if (uidlist_take_lock(ul, error_r) < 0)
+		return -1;
 	if (maildir_uidlist_refresh(ul, error_r) < 0) {
+		maildir_uidlist_unlock(ul);
+		return -1;
+	}
+	return 0;
+}
+
+int maildir_uidlist_lock_append(struct maildir_uidlist *ul,
+				const char **error_r)
+{
+	if (uidlist_take_lock(ul, error_r) < 0)
+		return -1;
+	if (uidlist_refresh_tail(ul, error_r) < 0) {
 		maildir_uidlist_unlock(ul);
 		return -1;
 	}
@@ -372,13 +576,15 @@ uint32_t maildir_uidlist_get_next_uid(struct maildir_uidlist *ul)
 
 unsigned int maildir_uidlist_count(struct maildir_uidlist *ul)
 {
+	/* a tail-only list (lock_append) has no old records to show */
+	i_assert(!ul->partial);
 	return ul->count;
 }
 
 struct maildir_uidlist_rec *
 maildir_uidlist_get(struct maildir_uidlist *ul, unsigned int idx)
 {
-	i_assert(idx < ul->count);
+	i_assert(idx < ul->count && !ul->partial);
 	return &ul->recs[idx];
 }
 
@@ -393,6 +599,7 @@ struct maildir_uidlist_rec *const *
 maildir_uidlist_get_sorted_by_base(struct maildir_uidlist *ul,
 				   unsigned int *count_r)
 {
+	i_assert(!ul->partial);
 	if (ul->by_base == NULL && ul->count > 0) {
 		ul->by_base = i_malloc(i_mul_size(ul->count, sizeof(*ul->by_base)));
 		bool sorted = true;
@@ -429,7 +636,7 @@ maildir_uidlist_add(struct maildir_uidlist *ul, const char *base,
 	rec->base = copy;
 	rec->size = size;
 	rec->vsize = vsize;
-	ul->dirty = true;
+	/* appended at the next write (no rewrite needed) */
 	return rec;
 }
 
@@ -440,7 +647,7 @@ void maildir_uidlist_set_dirty(struct maildir_uidlist *ul)
 
 bool maildir_uidlist_is_dirty(struct maildir_uidlist *ul)
 {
-	return ul->dirty;
+	return ul->dirty || ul->count > ul->written_count;
 }
 
 static void uidlist_compact(struct maildir_uidlist *ul)
@@ -464,6 +671,7 @@ static void uidlist_compact(struct maildir_uidlist *ul)
 
 struct uidlist_writer {
 	int fd;
+	uint64_t offset;             /* where the next flush writes */
 	size_t used;
 	bool failed;
 	char buf[UIDLIST_WRITE_BUF_SIZE];
@@ -474,7 +682,8 @@ static void writer_flush(struct uidlist_writer *w)
 	size_t pos = 0;
 
 	while (pos < w->used && !w->failed) {
-		ssize_t ret = write(w->fd, w->buf + pos, w->used - pos);
+		ssize_t ret = pwrite(w->fd, w->buf + pos, w->used - pos,
+				     (off_t)w->offset);
 		if (ret < 0 && errno == EINTR)
 			continue;
 		if (ret <= 0) {
@@ -483,6 +692,7 @@ static void writer_flush(struct uidlist_writer *w)
 			w->failed = true;
 		} else {
 			pos += (size_t)ret;
+			w->offset += (uint64_t)ret;
 		}
 	}
 	w->used = 0;
@@ -540,7 +750,7 @@ static int uidlist_write_file(struct maildir_uidlist *ul, int fd)
 	char line[UIDLIST_LINE_SIZE];
 
 	w->fd = fd;
-	int len = snprintf(line, sizeof(line), "V1 %u %u\n", ul->uid_validity,
+	int len = snprintf(line, sizeof(line), "V2 %u %u\n", ul->uid_validity,
 			   ul->next_uid);
 	writer_add(w, line, (size_t)len);
 	for (unsigned int i = 0; i < ul->count; i++)
@@ -549,6 +759,71 @@ static int uidlist_write_file(struct maildir_uidlist *ul, int fd)
 	int ret = w->failed ? -1 : 0;
 	i_free(w);
 	return ret;
+}
+
+/* Append records [written_count, count) at valid_end. Returns the new
+   end offset, or 0 with errno. */
+static uint64_t uidlist_append_lines(struct maildir_uidlist *ul, int fd)
+{
+	struct uidlist_writer *w = i_malloc(sizeof(*w));
+	char line[UIDLIST_LINE_SIZE];
+
+	w->fd = fd;
+	w->offset = ul->valid_end;
+	for (unsigned int i = ul->written_count; i < ul->count; i++)
+		writer_add(w, line, uidlist_fmt_rec(line, &ul->recs[i]));
+	writer_flush(w);
+	uint64_t end = w->failed ? 0 : w->offset;
+	i_free(w);
+	return end;
+}
+
+/* The cheap write: new records appended to the file we hold in memory
+   (or its tail), one fdatasync; no tmp file, rename or directory fsync.
+   A torn tail left by a crash is cut first. */
+static int uidlist_write_append(struct maildir_uidlist *ul,
+				const char **error_r)
+{
+	struct stat st;
+	uint64_t end = 0;
+	bool touched = false;
+	int fd = open(ul->path, O_WRONLY | O_CLOEXEC);
+
+	if (fd == -1) {
+		*error_r = uidlist_set_error(ul, "open(%s) failed: %m", ul->path);
+		return -1;
+	}
+	if (fstat(fd, &st) < 0)
+		goto fail;
+	if (st.st_ino != ul->file_st.st_ino || st.st_dev != ul->file_st.st_dev) {
+		/* replaced without the lock: not by a moat writer */
+		errno = ESTALE;
+		goto fail;
+	}
+	if ((uint64_t)st.st_size != ul->valid_end) {
+		i_warning("%s: cutting %lld bytes of a torn append", ul->path,
+			  (long long)st.st_size - (long long)ul->valid_end);
+		if (ftruncate(fd, (off_t)ul->valid_end) < 0)
+			goto fail;
+	}
+	touched = true;
+	end = uidlist_append_lines(ul, fd);
+	if (end == 0 || (ul->fsync && fdatasync(fd) < 0) || fstat(fd, &st) < 0)
+		goto fail;
+	i_close_fd(&fd);
+	ul->valid_end = end;
+	ul->written_count = ul->count;
+	ul->file_st = st;
+	return 0;
+fail:;
+	int saved = errno;
+	/* the lines are not acknowledged: leave no half of them behind */
+	if (touched)
+		(void)ftruncate(fd, (off_t)ul->valid_end);
+	i_close_fd(&fd);
+	*error_r = uidlist_set_error(ul, "appending to %s failed: %s",
+				     ul->path, strerror(saved));
+	return -1;
 }
 
 int maildir_fsync_dir(const char *dir)
@@ -568,6 +843,13 @@ int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r)
 {
 	i_assert(ul->lock_fd != -1);
 
+	if (!ul->dirty && ul->have_file_stat && !ul->was_reset) {
+		if (ul->count == ul->written_count)
+			return 0;
+		return uidlist_write_append(ul, error_r);
+	}
+	/* a rewrite needs every record */
+	i_assert(!ul->partial);
 	uidlist_compact(ul);
 	int fd = open(ul->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
 		      0600);
@@ -605,6 +887,8 @@ int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r)
 	ul->have_file_stat = true;
 	ul->dirty = false;
 	ul->was_reset = false;
+	ul->written_count = ul->count;
+	ul->valid_end = (uint64_t)ul->file_st.st_size;
 	return 0;
 }
 

@@ -2,18 +2,33 @@
 #define MAILDIR_UIDLIST_H
 /* moat.uidlist: the permanent UID of each message of one Maildir folder.
 
-     V1 <uidvalidity> <uidnext>\n
+     V2 <uidvalidity> <uidnext>\n
      <uid> <basename>[ S=<size>][ W=<vsize>]\n      (ascending uid)
 
    Unknown "key=value" fields after the base name are ignored (room for
    later versions). Base names with whitespace or control characters are
-   never stored (maildir-sync skips such files). UIDs are never reused:
-   uidnext only grows, also across rewrites.
+   never stored (maildir-sync skips such files). UIDs are never reused.
 
    Writers hold the lock (an OFD fcntl lock on moat.uidlist.lock, so two
-   opens in one process exclude each other too), re-read the file, change
-   it in memory and replace it atomically (tmp file, fsync, rename). Readers
-   need no lock: they see either the old or the new file.
+   opens in one process exclude each other too). New UIDs are appended as
+   lines to the existing file (one pwrite, one fdatasync: O(new), whatever
+   the folder's size); the header is written only when the file is
+   replaced, so uidnext is the greater of the header's value and the last
+   record's uid + 1. The file is replaced atomically (tmp file, fsync,
+   rename, directory fsync) only when records go away (expunges), the
+   header changes (UIDVALIDITY, a raised uidnext) or it is created.
+
+   A crash during an append can leave a torn tail after the last complete
+   line: an incomplete line, or zeros where a power loss extended the
+   file without its data. Readers ignore it; the next appender cuts it
+   (ftruncate under the lock) before writing. Any other invalid line is
+   corruption: the list is reset with a new UIDVALIDITY. Readers need no
+   lock: a concurrent append shows them the old records plus at most an
+   incomplete line, which they ignore.
+
+   V1 (written before append mode) has the same lines and is read the
+   same way; rewrites write V2. An appender reads only the header and the
+   last UIDLIST_TAIL_READ_SIZE bytes (maildir_uidlist_lock_append()).
 
    The uidlist owns its records; pointers returned stay valid until the
    next refresh, lock or write. */
@@ -62,6 +77,13 @@ int maildir_uidlist_refresh(struct maildir_uidlist *ul, const char **error_r);
 /* Take the write lock (waits up to MAILDIR_UIDLIST_LOCK_TIMEOUT_MS) and
    refresh. Returns 0 or -1. */
 int maildir_uidlist_lock(struct maildir_uidlist *ul, const char **error_r);
+/* Take the write lock for appending only: reads just the header and the
+   last lines of the file (O(1), not O(messages)), enough for
+   get_next_uid(), add() and write(). Until the next full refresh or lock
+   the old records are not in memory: count(), get() and
+   get_sorted_by_base() must not be used. Returns 0 or -1. */
+int maildir_uidlist_lock_append(struct maildir_uidlist *ul,
+				const char **error_r);
 void maildir_uidlist_unlock(struct maildir_uidlist *ul);
 bool maildir_uidlist_is_locked(struct maildir_uidlist *ul);
 
@@ -98,9 +120,13 @@ void maildir_uidlist_raise_uidvalidity(struct maildir_uidlist *ul,
    list's UIDVALIDITY, so the new index need not be rebuilt. */
 void maildir_uidlist_adopt_uidvalidity(struct maildir_uidlist *ul,
 				       uint32_t uidvalidity);
-/* Locked only. Drops records marked expunged and replaces the file. */
+/* Locked only. Appends the records added since the last read or write
+   (fdatasync), or, after set_dirty() or a header change, drops records
+   marked expunged and replaces the file. Returns 0 or -1; after -1 no
+   line of this write is left in the file. */
 int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r);
-/* Mark that the in-memory list differs from the file. */
+/* Mark that the in-memory list differs from the file beyond added
+   records (expunged ones): the next write replaces the file. */
 void maildir_uidlist_set_dirty(struct maildir_uidlist *ul);
 bool maildir_uidlist_is_dirty(struct maildir_uidlist *ul);
 
