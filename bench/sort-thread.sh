@@ -11,7 +11,9 @@
 # REFERENCES US-ASCII ALL twice (the first parses each header once and
 # fills the cache), UID SORT (DATE) and (SUBJECT), then in a second
 # session the same SORTs and THREAD ORDEREDSUBJECT. Prints seconds, the
-# imap process's key hits / headers parsed (its debug lines) and VmHWM.
+# imap process's key hits / headers parsed (its debug lines), its peak
+# RssAnon during each command (heap: mapped index files are RssFile) and
+# its VmHWM.
 # Run as root. Everything it started is stopped by pid at exit.
 set -euo pipefail
 
@@ -66,13 +68,64 @@ bench_wait_greeting "$port" "$MOAT_PID" || bench_die "moat did not restart"
 
 sync
 [ -n "${SORT_BENCH_WARM:-}" ] || echo 3 2>/dev/null >/proc/sys/vm/drop_caches || bench_say "cannot drop the page cache"
-python3 - "$ROOT" "$port" "$USER_NAME" "$COUNT" <<'PYEOF'
-import importlib.util, sys, time
+python3 - "$ROOT" "$port" "$USER_NAME" "$COUNT" "$MOAT_PID" <<'PYEOF'
+import importlib.util, os, sys, threading, time
 root, port, user, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+master = int(sys.argv[5])
 spec = importlib.util.spec_from_file_location(
     "bmc", root + "/bench/big-mailbox-client.py")
 bmc = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bmc)
+
+def imap_pids():
+    """The imap processes under master (by their parent links)."""
+    parent, comm = {}, {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        rest = st[st.rindex(")") + 2:].split()
+        parent[int(d)] = int(rest[1])
+        comm[int(d)] = st[st.index("(") + 1:st.rindex(")")]
+    def under(p):
+        while p > 1:
+            if p == master:
+                return True
+            p = parent.get(p, 0)
+        return False
+    return [p for p in parent if comm[p] == "imap" and under(p)]
+
+def status_kb(pid, field):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+class Sampler:
+    """Peak RssAnon (heap, not mapped files) of the imap processes while
+    a command runs, polled every millisecond."""
+    def __init__(self):
+        self.peak, self.stop = 0, threading.Event()
+        self.pids = imap_pids()
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+    def run(self):
+        while not self.stop.is_set():
+            for pid in self.pids:
+                self.peak = max(self.peak, status_kb(pid, "RssAnon"))
+            time.sleep(0.001)
+    def done(self):
+        self.stop.set()
+        self.t.join()
+        return self.peak
 
 def session():
     s = bmc.Session(port)
@@ -83,12 +136,15 @@ def session():
     return s
 
 def timed(s, name, cmd):
+    sampler = Sampler()
     t0 = time.perf_counter()
     tagged, lines, total = s.command(cmd)
     dt = time.perf_counter() - t0
+    peak = sampler.done()
     if b" OK" not in tagged:
         sys.exit(f"{cmd}: {tagged!r}")
-    print(f"{name:34s} {dt:8.4f} s  ({total} bytes)", flush=True)
+    print(f"{name:36s} {dt:8.4f} s  ({total} bytes, RssAnon peak {peak} kB)",
+          flush=True)
     return lines
 
 s = session()
@@ -112,8 +168,9 @@ if t1 != t2:
 PYEOF
 for pid in $(bench_tree_pids "$MOAT_PID"); do
 	if [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = imap ]; then
-		printf 'imap process                       VmHWM %s kB, VmRSS %s kB\n' \
-			"$(bench_proc_field "$pid" VmHWM)" "$(bench_proc_field "$pid" VmRSS)"
+		printf 'imap process  VmHWM %s kB, VmRSS %s kB (RssAnon %s kB, RssFile %s kB)\n' \
+			"$(bench_proc_field "$pid" VmHWM)" "$(bench_proc_field "$pid" VmRSS)" \
+			"$(bench_proc_field "$pid" RssAnon)" "$(bench_proc_field "$pid" RssFile)"
 	fi
 done
 sed -n 's/.*\(\(SORT\|THREAD\): [0-9]* messages.*\)/\1/p' "$dir/moat.log"

@@ -44,6 +44,7 @@ static void sort_cmd_free(struct sort_cmd *ctx)
 	memset(&ctx->search, 0, sizeof(ctx->search));
 	if (ctx->sort != NULL)
 		imap_sort_deinit(&ctx->sort);
+	imap_sort_release_memory();
 }
 
 static void cmd_sort_cancel(struct client_command *cmd)

@@ -36,6 +36,7 @@ static void thread_cmd_free(struct thread_cmd *ctx)
 		mail_sort_keys_reader_deinit(&ctx->reader);
 	if (ctx->thread != NULL)
 		imap_thread_deinit(&ctx->thread);
+	imap_sort_release_memory();
 }
 
 static void cmd_thread_cancel(struct client_command *cmd)
@@ -53,32 +54,25 @@ static int thread_add_msg(struct thread_cmd *ctx, unsigned int i,
 	struct imap_thread_msg msg;
 	struct mail_sort_keys keys;
 	struct mail_thread_refs refs;
+	bool want_refs = ctx->alg == IMAP_THREAD_REFERENCES;
 	int ret;
 
 	memset(&msg, 0, sizeof(msg));
-	msg.num = ctx->cmd->uid ? mailbox_msg_uid(ctx->box, seq) : seq;
-	if (ctx->alg == IMAP_THREAD_REFERENCES) {
-		/* first: keys' pointers die with the next reader call */
-		if ((ret = mail_thread_refs_get(ctx->reader, seq, &refs,
-						error_r)) < 0)
-			return -1;
-		if (ret > 0) {
-			msg.msgid = refs.msgid;
-			for (unsigned int r = 0; r < refs.count; r++)
-				ctx->refs[r] = mail_thread_refs_at(&refs, r);
-			msg.refs = ctx->refs;
-			msg.ref_count = refs.count;
-		}
-	}
 	memset(&keys, 0, sizeof(keys));
-	if ((ret = mail_sort_keys_get(ctx->reader, seq, &keys, error_r)) < 0)
+	msg.num = ctx->cmd->uid ? mailbox_msg_uid(ctx->box, seq) : seq;
+	/* one cache lookup gives both (references only for REFERENCES) */
+	if ((ret = mail_sort_keys_get(ctx->reader, seq, &keys,
+				      want_refs ? &refs : NULL, error_r)) < 0)
 		return -1;
-	msg.date = imap_sort_sent_date(ctx->box, seq, &keys);
-	if (ret > 0 && keys.str_len[MAIL_SORT_STR_SUBJECT] > 0) {
-		msg.subject = mail_thread_msgid_hash(
-			keys.str[MAIL_SORT_STR_SUBJECT],
-			keys.str_len[MAIL_SORT_STR_SUBJECT]);
+	if (ret > 0 && want_refs) {
+		msg.msgid = refs.msgid;
+		for (unsigned int r = 0; r < refs.count; r++)
+			ctx->refs[r] = mail_thread_refs_at(&refs, r);
+		msg.refs = ctx->refs;
+		msg.ref_count = refs.count;
 	}
+	msg.date = imap_sort_sent_date(ctx->box, seq, &keys);
+	msg.subject = ret > 0 ? keys.subject_hash : 0;
 	msg.reply = ret > 0 && keys.reply;
 	imap_thread_add(ctx->thread, &msg);
 	return 0;
@@ -93,7 +87,7 @@ static int thread_read_keys(struct thread_cmd *ctx, const char **error_r)
 	uint64_t misses_end = stats.misses + IMAP_SORT_MISSES_PER_SLICE;
 	for (unsigned int n = 0; n < IMAP_SORT_MSGS_PER_SLICE; n++) {
 		if (ctx->next == ctx->search.count)
-			return 1;
+			break;
 		if (thread_add_msg(ctx, ctx->next, error_r) < 0)
 			return -1;
 		ctx->next++;
@@ -101,6 +95,7 @@ static int thread_read_keys(struct thread_cmd *ctx, const char **error_r)
 		if (stats.misses >= misses_end)
 			break;
 	}
+	imap_sort_cache_flush(ctx->box);
 	return ctx->next == ctx->search.count ? 1 : 0;
 }
 
@@ -169,8 +164,9 @@ static bool cmd_thread_continue(struct client_command *cmd)
 		if (ret == 0)
 			return false;
 		ctx->searching = false;
-		ctx->reader = mail_sort_keys_reader_init(ctx->box);
-		ctx->thread = imap_thread_init(ctx->alg);
+		ctx->reader = mail_sort_keys_reader_init(ctx->box,
+			ctx->search.seqs, ctx->search.count);
+		ctx->thread = imap_thread_init(ctx->alg, ctx->search.count);
 		return false;
 	}
 	if (!ctx->finished) {

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#ifdef __GLIBC__
+#  include <malloc.h>
+#endif
 
 /* ---- parsing ---- */
 
@@ -181,11 +184,12 @@ imap_sort_init(struct mailbox *box, const struct imap_sort_criterion *crit,
 		    crit[i].key != IMAP_SORT_SIZE)
 			ctx->need_keys = true;
 	}
-	if (ctx->need_keys)
-		ctx->reader = mail_sort_keys_reader_init(box);
 	ctx->count = count;
 	ctx->seqs = i_malloc(i_mul_size(count + 1, sizeof(*ctx->seqs)));
 	memcpy(ctx->seqs, seqs, count * sizeof(*seqs));
+	/* ctx->seqs stays as it is until the last key is read */
+	if (ctx->need_keys)
+		ctx->reader = mail_sort_keys_reader_init(box, ctx->seqs, count);
 	ctx->values = i_malloc(i_mul_size(i_mul_size(count + 1, crit_count),
 					  sizeof(*ctx->values)));
 	return ctx;
@@ -241,7 +245,8 @@ static int read_msg_keys(struct imap_sort_ctx *ctx, unsigned int i,
 
 	memset(&keys, 0, sizeof(keys));
 	if (ctx->need_keys &&
-	    (ret = mail_sort_keys_get(ctx->reader, seq, &keys, error_r)) < 0)
+	    (ret = mail_sort_keys_get(ctx->reader, seq, &keys, NULL,
+				       error_r)) < 0)
 		return -1;
 	for (unsigned int k = 0; k < ctx->crit_count; k++) {
 		enum imap_sort_key key = ctx->crit[k].key;
@@ -283,7 +288,7 @@ int imap_sort_read_keys(struct imap_sort_ctx *ctx, const char **error_r)
 	}
 	for (unsigned int n = 0; n < IMAP_SORT_MSGS_PER_SLICE; n++) {
 		if (ctx->next == ctx->count)
-			return 1;
+			break;
 		if (read_msg_keys(ctx, ctx->next, error_r) < 0)
 			return -1;
 		ctx->next++;
@@ -293,7 +298,26 @@ int imap_sort_read_keys(struct imap_sort_ctx *ctx, const char **error_r)
 				break;
 		}
 	}
+	imap_sort_cache_flush(ctx->box);
 	return ctx->next == ctx->count ? 1 : 0;
+}
+
+void imap_sort_release_memory(void)
+{
+#ifdef __GLIBC__
+	/* glibc raises its mmap threshold after a big free, so the next
+	   command's arrays come from the heap and stay in RSS after it;
+	   give the freed pages back */
+	(void)malloc_trim(0);
+#endif
+}
+
+void imap_sort_cache_flush(struct mailbox *box)
+{
+	const char *error;
+
+	if (mailbox_cache_flush(box, &error) < 0)
+		i_error("SORT: writing the cache failed: %s", error);
 }
 
 static int str_cmp(const struct imap_sort_ctx *ctx, const union sort_value *a,

@@ -66,6 +66,15 @@ void imap_sort_search_deinit(struct imap_sort_search *ss);
 int64_t imap_sort_sent_date(struct mailbox *box, uint32_t seq,
 			    const struct mail_sort_keys *keys);
 
+/* Write what the mailbox queued for the cache while keys were read
+   (INTERNALDATE and RFC822.SIZE taken from the files): called per
+   slice, so the queue never holds a whole mailbox's values. */
+void imap_sort_cache_flush(struct mailbox *box);
+
+/* Return the freed per-command arrays to the system (the idle process
+   stays small after a SORT or THREAD of a big mailbox). */
+void imap_sort_release_memory(void);
+
 /* Ordering the matches of a search. */
 struct imap_sort_ctx;
 

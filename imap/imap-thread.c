@@ -18,10 +18,11 @@ struct thread_node {
 	uint32_t msg;           /* index into msgs, NODE_NONE: a dummy */
 };
 
+/* 24 bytes: the largest per-message array of a command */
 struct thread_msg {
-	uint32_t num;
 	int64_t date;
 	uint64_t subject;
+	uint32_t num;
 	bool reply;
 };
 
@@ -61,9 +62,11 @@ struct imap_thread {
 
 /* ---- small containers ---- */
 
+/* Arrays are sized from the message count up front; past that they
+   grow by half, which wastes less than doubling. */
 static void *grow(void *arr, unsigned int *alloc, size_t elem)
 {
-	*alloc = *alloc == 0 ? 64 : *alloc * 2;
+	*alloc = *alloc < 64 ? 64 : *alloc + *alloc / 2;
 	return i_realloc(arr, i_mul_size(*alloc, elem));
 }
 
@@ -108,9 +111,20 @@ static uint32_t table_get(const struct thread_table *tab, uint64_t key)
 	return tab->keys[i] == 0 ? NODE_NONE : tab->values[i];
 }
 
+/* The smallest power of 2 that holds count keys below the load limit. */
+static size_t table_size_for(size_t count)
+{
+	size_t size = 1024;
+
+	while (size < count + count / 2 + 1)
+		size = i_mul_size(size, 2);
+	return size;
+}
+
 static void table_set(struct thread_table *tab, uint64_t key, uint32_t value)
 {
-	if ((tab->used + 1) * 2 > tab->size) {
+	/* linear probing stays short below 2/3 full */
+	if ((tab->used + 1) * 3 > tab->size * 2) {
 		struct thread_table bigger;
 		table_init(&bigger, i_mul_size(tab->size, 2));
 		for (size_t i = 0; i < tab->size; i++) {
@@ -166,12 +180,20 @@ static void unlink_child(struct imap_thread *t, uint32_t child)
 
 /* ---- adding messages ---- */
 
-struct imap_thread *imap_thread_init(enum imap_thread_alg alg)
+struct imap_thread *imap_thread_init(enum imap_thread_alg alg,
+				     unsigned int msg_count)
 {
 	struct imap_thread *t = i_malloc(sizeof(*t));
 
 	t->alg = alg;
-	table_init(&t->ids, 1024);
+	t->msg_alloc = msg_count;
+	t->msgs = i_malloc(i_mul_size(msg_count + 1, sizeof(*t->msgs)));
+	/* about one referenced id in four has no message of its own */
+	t->node_alloc = alg == IMAP_THREAD_REFERENCES ?
+		msg_count + msg_count / 4 : msg_count;
+	t->nodes = i_malloc(i_mul_size(t->node_alloc + 1, sizeof(*t->nodes)));
+	table_init(&t->ids, alg == IMAP_THREAD_REFERENCES ?
+		   table_size_for(t->node_alloc) : 1024);
 	t->out_node = NODE_NONE;
 	return t;
 }

@@ -5,8 +5,11 @@
    THREAD response. Pure: no mailbox, no I/O (tests/unit/test-imap-thread).
 
    Message-IDs and base subjects come as 64-bit hashes (mail-sort-keys.h
-   explains why that is safe): a message costs about 40 bytes here, and
-   its references are only read while it is added.
+   explains why that is safe): a message costs 24 bytes here, plus a
+   16-byte node and ~20 bytes of id table per message or referenced id
+   while messages are added; its references are only read while it is
+   added. These arrays (sized from the message count up front) are the
+   floor for threading: every message must take part.
 
    Memory: O(messages + distinct references) for one command, freed by
    imap_thread_deinit(); nothing survives the command. */
@@ -33,7 +36,10 @@ struct imap_thread_msg {
 
 struct imap_thread;
 
-struct imap_thread *imap_thread_init(enum imap_thread_alg alg);
+/* msg_count: how many messages will be added (arrays are sized for
+   them; more are allowed). */
+struct imap_thread *imap_thread_init(enum imap_thread_alg alg,
+				     unsigned int msg_count);
 void imap_thread_deinit(struct imap_thread **thread);
 /* Add the next message (in mailbox order: the order breaks date ties). */
 void imap_thread_add(struct imap_thread *thread,

@@ -1,12 +1,14 @@
 /* SORT and THREAD keys through the mail cache (mail-sort-keys.h).
 
-   Stored forms (little-endian; a value that does not decode exactly is
+   Stored form (little-endian; a value that does not decode exactly is
    a miss):
-     sort.keys   u8 version 2 (1 had lower case keys), u8 flags (1 = sent date valid, 2 = reply),
-                 i64 sent date, then MAIL_SORT_STR_COUNT strings, each a
-                 LEB128 length and its bytes;
-     thread.refs u8 version 1, u8 flags (1 = Message-ID present),
-                 u16 count, [u64 Message-ID hash], count u64 hashes. */
+     sort.keys   u8 version 3 (1 had lower case keys, 2 had the
+                 references in a field "thread.refs" of their own),
+                 u8 flags (1 = sent date valid, 2 = reply, 4 = Message-ID
+                 present), i64 sent date, u64 base subject hash, u16
+                 reference count, [u64 Message-ID hash], count u64
+                 reference hashes, then MAIL_SORT_STR_COUNT strings, each
+                 a LEB128 length and its bytes. */
 #include "lib.h"
 #include "log.h"
 #include "mail-sort-keys.h"
@@ -18,23 +20,26 @@
 #include "rfc2047.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
 #define SORT_KEYS_FIELD "sort.keys"
-#define THREAD_REFS_FIELD "thread.refs"
-#define SORT_KEYS_VERSION 2
-#define THREAD_REFS_VERSION 1
+#define SORT_KEYS_VERSION 3
 #define SORT_KEYS_FLAG_SENT 0x01
 #define SORT_KEYS_FLAG_REPLY 0x02
-#define THREAD_REFS_FLAG_MSGID 0x01
-/* version, flags, date, and per string at most 2 length bytes */
+#define SORT_KEYS_FLAG_MSGID 0x04
+/* version, flags, date, subject hash, reference count */
+#define SORT_KEYS_HEAD_SIZE 20
+/* the head, the ids, and per string at most 2 length bytes */
 #define SORT_KEYS_ENCODED_MAX \
-	(10 + MAIL_SORT_STR_COUNT * (2 + MAIL_SORT_STR_MAX))
-#define THREAD_REFS_ENCODED_MAX (4 + 8 * (1 + MAIL_THREAD_REFS_MAX))
-/* Bytes read from a message file per read. */
+	(SORT_KEYS_HEAD_SIZE + 8 * (1 + MAIL_THREAD_REFS_MAX) + \
+	 MAIL_SORT_STR_COUNT * (2 + MAIL_SORT_STR_MAX))
+/* Bytes read from a message file per read (after the first). */
 #define SORT_KEYS_CHUNK_SIZE (16 * 1024)
+_Static_assert(MAIL_SORT_KEYS_FIRST_READ <= SORT_KEYS_CHUNK_SIZE,
+	       "the first read fits the chunk");
 
 enum hdr_field {
 	HDR_DATE, HDR_SUBJECT, HDR_FROM, HDR_TO, HDR_CC,
@@ -46,35 +51,64 @@ static const char *const hdr_names[HDR_COUNT] = {
 	"Message-ID", "In-Reply-To", "References",
 };
 
+/* A message file opened ahead, its first bytes being read. */
+struct prefetch {
+	uint32_t seq;
+	int fd;
+};
+
 struct mail_sort_keys_reader {
 	struct mailbox *box;
+	const uint32_t *seqs;        /* the messages asked for, in order */
+	unsigned int seq_count;
+	unsigned int pos;            /* index in seqs of the last miss */
+	unsigned int ahead;          /* next index in seqs to read ahead */
+	/* FIFO of files opened ahead, ascending seq */
+	struct prefetch ring[MAIL_SORT_KEYS_PREFETCH];
+	unsigned int ring_head, ring_count;
+
 	pool_t pool;                 /* one message's header values */
 	struct message_header_parser *hparser;
 	buffer_t line;
 	unsigned char chunk[SORT_KEYS_CHUNK_SIZE];
-	buffer_t keys_buf, refs_buf; /* encoded forms after a miss */
-	buffer_t scratch;
+	buffer_t enc;                /* the encoded keys after a miss */
+	buffer_t scratch, subject;
+	uint64_t ids[MAIL_THREAD_REFS_MAX], ring_ids[MAIL_THREAD_REFS_MAX];
 	const char *hdr[HDR_COUNT];  /* first of each field, or NULL */
 	size_t hdr_len[HDR_COUNT];
-	/* the message keys_buf and refs_buf hold (0: none): its other
-	   field is queued, not yet in the cache, so it is served from here */
-	uint32_t computed_seq;
 	unsigned int pending;
 	struct mail_sort_keys_stats stats;
 };
 
-struct mail_sort_keys_reader *mail_sort_keys_reader_init(struct mailbox *box)
+struct mail_sort_keys_reader *
+mail_sort_keys_reader_init(struct mailbox *box, const uint32_t *seqs,
+			   unsigned int count)
 {
 	struct mail_sort_keys_reader *r = i_malloc(sizeof(*r));
 
 	r->box = box;
+	r->seqs = seqs;
+	r->seq_count = count;
 	r->pool = pool_create("sort keys", 4096);
 	r->hparser = message_header_parser_init(MAIL_SORT_KEYS_FIELD_MAX);
 	buffer_init(&r->line, MAIL_SORT_KEYS_FIELD_MAX);
-	buffer_init(&r->keys_buf, SORT_KEYS_ENCODED_MAX);
-	buffer_init(&r->refs_buf, THREAD_REFS_ENCODED_MAX);
+	buffer_init(&r->enc, SORT_KEYS_ENCODED_MAX);
 	buffer_init(&r->scratch, MAIL_SORT_KEYS_FIELD_MAX);
+	buffer_init(&r->subject, IMAP_BASE_SUBJECT_MAX);
 	return r;
+}
+
+static void ring_pop(struct mail_sort_keys_reader *r, int *fd_r)
+{
+	struct prefetch *pf = &r->ring[r->ring_head];
+
+	i_assert(r->ring_count > 0);
+	if (fd_r != NULL)
+		*fd_r = pf->fd;
+	else
+		i_close_fd(&pf->fd);
+	r->ring_head = (r->ring_head + 1) % MAIL_SORT_KEYS_PREFETCH;
+	r->ring_count--;
 }
 
 static void reader_flush(struct mail_sort_keys_reader *r)
@@ -94,11 +128,13 @@ void mail_sort_keys_reader_deinit(struct mail_sort_keys_reader **reader)
 
 	*reader = NULL;
 	reader_flush(r);
+	while (r->ring_count > 0)
+		ring_pop(r, NULL);
 	message_header_parser_deinit(&r->hparser);
 	buffer_free(&r->line);
-	buffer_free(&r->keys_buf);
-	buffer_free(&r->refs_buf);
+	buffer_free(&r->enc);
 	buffer_free(&r->scratch);
+	buffer_free(&r->subject);
 	pool_unref(&r->pool);
 	i_free(r);
 }
@@ -226,17 +262,10 @@ static void put_str(buffer_t *buf, const void *data, size_t len)
 	buffer_append_trunc(buf, data, len);
 }
 
-static bool decode_keys(const unsigned char *p, size_t size,
+/* The strings after the ids. */
+static bool decode_strs(const unsigned char *p, const unsigned char *end,
 			struct mail_sort_keys *keys_r)
 {
-	const unsigned char *end = p + size;
-
-	if (size < 10 || p[0] != SORT_KEYS_VERSION)
-		return false;
-	keys_r->sent_valid = (p[1] & SORT_KEYS_FLAG_SENT) != 0;
-	keys_r->reply = (p[1] & SORT_KEYS_FLAG_REPLY) != 0;
-	keys_r->sent_date = (int64_t)get_u64(p + 2);
-	p += 10;
 	for (unsigned int i = 0; i < MAIL_SORT_STR_COUNT; i++) {
 		if (p >= end)
 			return false;
@@ -255,23 +284,34 @@ static bool decode_keys(const unsigned char *p, size_t size,
 	return p == end;
 }
 
-static bool decode_refs(const unsigned char *p, size_t size,
+static bool decode_keys(const unsigned char *p, size_t size,
+			struct mail_sort_keys *keys_r,
 			struct mail_thread_refs *refs_r)
 {
-	if (size < 4 || p[0] != THREAD_REFS_VERSION)
+	const unsigned char *end = p + size;
+
+	if (size < SORT_KEYS_HEAD_SIZE || p[0] != SORT_KEYS_VERSION)
 		return false;
-	bool has_id = (p[1] & THREAD_REFS_FLAG_MSGID) != 0;
-	unsigned int count = p[2] | ((unsigned int)p[3] << 8);
+	keys_r->sent_valid = (p[1] & SORT_KEYS_FLAG_SENT) != 0;
+	keys_r->reply = (p[1] & SORT_KEYS_FLAG_REPLY) != 0;
+	keys_r->sent_date = (int64_t)get_u64(p + 2);
+	keys_r->subject_hash = get_u64(p + 10);
+	bool has_id = (p[1] & SORT_KEYS_FLAG_MSGID) != 0;
+	unsigned int count = p[18] | ((unsigned int)p[19] << 8);
+	size_t ids_size = 8 * ((size_t)count + (has_id ? 1 : 0));
 	if (count > MAIL_THREAD_REFS_MAX ||
-	    size != 4 + 8 * ((size_t)count + (has_id ? 1 : 0)))
+	    ids_size > size - SORT_KEYS_HEAD_SIZE)
 		return false;
-	p += 4;
-	refs_r->msgid = has_id ? get_u64(p) : 0;
-	if (has_id && refs_r->msgid == 0)
+	p += SORT_KEYS_HEAD_SIZE;
+	uint64_t msgid = has_id ? get_u64(p) : 0;
+	if (has_id && msgid == 0)
 		return false;
-	refs_r->refs = p + (has_id ? 8 : 0);
-	refs_r->count = count;
-	return true;
+	if (refs_r != NULL) {
+		refs_r->msgid = msgid;
+		refs_r->refs = p + (has_id ? 8 : 0);
+		refs_r->count = count;
+	}
+	return decode_strs(p + ids_size, end, keys_r);
 }
 
 /* ---- reading the header ---- */
@@ -348,7 +388,10 @@ static int header_read(struct mail_sort_keys_reader *r, int fd)
 	message_header_parser_reset(r->hparser);
 	buffer_reset(&r->line);
 	while (offset < MAIL_SORT_KEYS_HEADER_MAX) {
-		ret = pread(fd, r->chunk, sizeof(r->chunk), (off_t)offset);
+		/* the first read is the part read ahead */
+		size_t want = offset == 0 ? MAIL_SORT_KEYS_FIRST_READ :
+			sizeof(r->chunk);
+		ret = pread(fd, r->chunk, want, (off_t)offset);
 		if (ret < 0 && errno == EINTR)
 			continue;
 		if (ret <= 0)
@@ -382,7 +425,7 @@ static void put_folded(struct mail_sort_keys_reader *r, const char *text,
 		while (n > 0 && ((unsigned char)r->scratch.data[n] & 0xc0) == 0x80)
 			n--;
 	}
-	put_str(&r->keys_buf, r->scratch.data, n);
+	put_str(&r->enc, r->scratch.data, n);
 }
 
 /* The first address of a header as the ENVELOPE lists it: a group's
@@ -407,7 +450,7 @@ static void put_mailbox(struct mail_sort_keys_reader *r,
 			const struct message_address *addr)
 {
 	if (addr == NULL)
-		put_str(&r->keys_buf, "", 0);
+		put_str(&r->enc, "", 0);
 	else
 		put_folded(r, addr->mailbox, strlen(addr->mailbox));
 }
@@ -428,33 +471,39 @@ static void put_display(struct mail_sort_keys_reader *r,
 	put_folded(r, text, strlen(text));
 }
 
-static void keys_encode(struct mail_sort_keys_reader *r)
+/* The head's date, subject and reply flag; the base subject stays in
+   r->subject for the strings. */
+static void keys_head(struct mail_sort_keys_reader *r, unsigned char *flags,
+		      int64_t *date_r, uint64_t *subject_r)
 {
-	const struct message_address *from, *to, *cc;
-	unsigned char head[2] = { SORT_KEYS_VERSION, 0 };
 	time_t t = 0;
 	int tz;
 	bool reply = false;
 
-	buffer_reset(&r->keys_buf);
 	if (r->hdr[HDR_DATE] != NULL &&
 	    message_date_parse(r->hdr[HDR_DATE], r->hdr_len[HDR_DATE],
 			       &t, &tz) == 0)
-		head[1] |= SORT_KEYS_FLAG_SENT;
+		*flags |= SORT_KEYS_FLAG_SENT;
 	else
 		t = 0;
-	buffer_t subject;
-	buffer_init(&subject, IMAP_BASE_SUBJECT_MAX);
+	*date_r = (int64_t)t;
+	buffer_reset(&r->subject);
 	if (r->hdr[HDR_SUBJECT] != NULL)
 		imap_base_subject_get(r->pool, r->hdr[HDR_SUBJECT],
-				      r->hdr_len[HDR_SUBJECT], &subject, &reply);
+				      r->hdr_len[HDR_SUBJECT], &r->subject,
+				      &reply);
 	if (reply)
-		head[1] |= SORT_KEYS_FLAG_REPLY;
-	buffer_append_trunc(&r->keys_buf, head, sizeof(head));
-	put_u64(&r->keys_buf, (uint64_t)(int64_t)t);
-	put_str(&r->keys_buf, subject.data, subject.used);
-	buffer_free(&subject);
+		*flags |= SORT_KEYS_FLAG_REPLY;
+	/* base subjects are folded already and fit MAIL_SORT_STR_MAX */
+	*subject_r = r->subject.used == 0 ? 0 :
+		mail_thread_msgid_hash(r->subject.data, r->subject.used);
+}
 
+static void keys_strs(struct mail_sort_keys_reader *r)
+{
+	const struct message_address *from, *to, *cc;
+
+	put_str(&r->enc, r->subject.data, r->subject.used);
 	from = first_address(r, HDR_FROM);
 	to = first_address(r, HDR_TO);
 	cc = first_address(r, HDR_CC);
@@ -489,64 +538,124 @@ static unsigned int refs_collect(struct mail_sort_keys_reader *r,
 	if (total > max) {
 		/* rotate the ring so the oldest kept id comes first */
 		unsigned int shift = total % max;
-		uint64_t *tmp = p_malloc(r->pool, sizeof(*tmp) * max);
+		i_assert(max <= N_ELEMENTS(r->ring_ids));
 		for (unsigned int i = 0; i < max; i++)
-			tmp[i] = ids[(shift + i) % max];
-		memcpy(ids, tmp, sizeof(*tmp) * max);
+			r->ring_ids[i] = ids[(shift + i) % max];
+		memcpy(ids, r->ring_ids, sizeof(*ids) * max);
 	}
 	return count;
 }
 
-static void refs_encode(struct mail_sort_keys_reader *r)
+/* Encode the keys of the parsed header into r->enc. */
+static void keys_encode(struct mail_sort_keys_reader *r)
 {
-	uint64_t *ids = p_malloc(r->pool, sizeof(*ids) * MAIL_THREAD_REFS_MAX);
-	uint64_t msgid = 0;
+	unsigned char head[SORT_KEYS_HEAD_SIZE];
+	uint64_t msgid = 0, subject;
+	int64_t date;
 	unsigned int count;
 
+	memset(head, 0, sizeof(head));
+	head[0] = SORT_KEYS_VERSION;
+	keys_head(r, &head[1], &date, &subject);
 	if (refs_collect(r, HDR_MESSAGE_ID, &msgid, 1, true) == 0)
 		msgid = 0;
-	count = refs_collect(r, HDR_REFERENCES, ids, MAIL_THREAD_REFS_MAX,
+	count = refs_collect(r, HDR_REFERENCES, r->ids, MAIL_THREAD_REFS_MAX,
 			     false);
 	if (count == 0)
-		count = refs_collect(r, HDR_IN_REPLY_TO, ids, 1, true);
-
-	unsigned char head[4] = {
-		THREAD_REFS_VERSION, msgid != 0 ? THREAD_REFS_FLAG_MSGID : 0,
-		(unsigned char)count, (unsigned char)(count >> 8),
-	};
-	buffer_reset(&r->refs_buf);
-	buffer_append_trunc(&r->refs_buf, head, sizeof(head));
+		count = refs_collect(r, HDR_IN_REPLY_TO, r->ids, 1, true);
 	if (msgid != 0)
-		put_u64(&r->refs_buf, msgid);
+		head[1] |= SORT_KEYS_FLAG_MSGID;
+	head[18] = (unsigned char)count;
+	head[19] = (unsigned char)(count >> 8);
+
+	buffer_reset(&r->enc);
+	buffer_append_trunc(&r->enc, head, 2);
+	put_u64(&r->enc, (uint64_t)date);
+	put_u64(&r->enc, subject);
+	buffer_append_trunc(&r->enc, head + 18, 2);
+	if (msgid != 0)
+		put_u64(&r->enc, msgid);
 	for (unsigned int i = 0; i < count; i++)
-		put_u64(&r->refs_buf, ids[i]);
+		put_u64(&r->enc, r->ids[i]);
+	keys_strs(r);
+}
+
+/* ---- reading ahead ---- */
+
+/* Open the files of the next messages after r->pos that miss in the
+   cache and ask the kernel to read their first bytes, so they come
+   from the disk while earlier ones are parsed. Advisory only: a file
+   that does not open here is opened (and its error reported) when its
+   turn comes. */
+static void prefetch_fill(struct mail_sort_keys_reader *r)
+{
+	const void *data;
+	size_t size;
+	const char *error;
+
+	if (r->ahead <= r->pos)
+		r->ahead = r->pos + 1;
+	while (r->ring_count < MAIL_SORT_KEYS_PREFETCH &&
+	       r->ahead < r->seq_count &&
+	       r->ahead <= r->pos + MAIL_SORT_KEYS_PREFETCH) {
+		uint32_t seq = r->seqs[r->ahead++];
+		if (mailbox_msg_cache_lookup(r->box, seq, SORT_KEYS_FIELD,
+					     &data, &size) > 0)
+			continue;
+		int fd = mailbox_msg_open(r->box, seq, &error);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				break;
+			continue;
+		}
+		(void)posix_fadvise(fd, 0, MAIL_SORT_KEYS_FIRST_READ,
+				    POSIX_FADV_WILLNEED);
+		unsigned int tail = (r->ring_head + r->ring_count) %
+			MAIL_SORT_KEYS_PREFETCH;
+		r->ring[tail].seq = seq;
+		r->ring[tail].fd = fd;
+		r->ring_count++;
+	}
+}
+
+/* Move r->pos to seq's index in r->seqs; false if it is not there.
+   seqs ascend: a caller out of order only loses the reading ahead. */
+static bool reader_seek(struct mail_sort_keys_reader *r, uint32_t seq)
+{
+	while (r->pos < r->seq_count && r->seqs[r->pos] < seq)
+		r->pos++;
+	return r->pos < r->seq_count && r->seqs[r->pos] == seq;
+}
+
+/* The fd of seq: opened ahead, or now. Reads ahead the next ones. */
+static int prefetch_take(struct mail_sort_keys_reader *r, uint32_t seq,
+			 const char **error_r)
+{
+	int fd = -1;
+	bool found = reader_seek(r, seq);
+
+	while (r->ring_count > 0 && r->ring[r->ring_head].seq < seq)
+		ring_pop(r, NULL);
+	if (r->ring_count > 0 && r->ring[r->ring_head].seq == seq)
+		ring_pop(r, &fd);
+	if (found)
+		prefetch_fill(r);
+	if (fd == -1)
+		fd = mailbox_msg_open(r->box, seq, error_r);
+	return fd;
 }
 
 /* ---- lookups ---- */
 
-static void cache_add(struct mail_sort_keys_reader *r, uint32_t seq,
-		      const char *field, const buffer_t *value)
-{
-	const char *error;
-
-	if (mailbox_msg_cache_add(r->box, seq, field, value->data, value->used,
-				  &error) == 0 &&
-	    ++r->pending >= MAIL_SORT_KEYS_FLUSH_COUNT)
-		reader_flush(r);
-}
-
-/* Parse seq's header into keys_buf and refs_buf, and queue both for
-   the cache (other_field only if it is missing there). */
+/* Parse seq's header into r->enc and queue it for the cache. Returns
+   1, 0 if the file vanished, -1. */
 static int keys_compute(struct mail_sort_keys_reader *r, uint32_t seq,
-			const char *field, const char *other_field,
 			const char **error_r)
 {
-	const void *data;
-	size_t size;
+	const char *error;
 	int fd, ret;
 
-	r->computed_seq = 0;
-	fd = mailbox_msg_open(r->box, seq, error_r);
+	fd = prefetch_take(r, seq, error_r);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
 	ret = header_read(r, fd);
@@ -559,64 +668,32 @@ static int keys_compute(struct mail_sort_keys_reader *r, uint32_t seq,
 	}
 	r->stats.misses++;
 	keys_encode(r);
-	refs_encode(r);
-	r->computed_seq = seq;
-	bool keys_first = strcmp(field, SORT_KEYS_FIELD) == 0;
-	cache_add(r, seq, field, keys_first ? &r->keys_buf : &r->refs_buf);
-	if (mailbox_msg_cache_lookup(r->box, seq, other_field, &data, &size) <= 0)
-		cache_add(r, seq, other_field,
-			  keys_first ? &r->refs_buf : &r->keys_buf);
+	if (mailbox_msg_cache_add(r->box, seq, SORT_KEYS_FIELD, r->enc.data,
+				  r->enc.used, &error) == 0 &&
+	    ++r->pending >= MAIL_SORT_KEYS_FLUSH_COUNT)
+		reader_flush(r);
 	return 1;
 }
 
 int mail_sort_keys_get(struct mail_sort_keys_reader *r, uint32_t seq,
-		       struct mail_sort_keys *keys_r, const char **error_r)
+		       struct mail_sort_keys *keys_r,
+		       struct mail_thread_refs *refs_r, const char **error_r)
 {
 	const void *data;
 	size_t size;
 	int ret;
 
-	if (seq == r->computed_seq) {
-		ret = 1;
-	} else if (mailbox_msg_cache_lookup(r->box, seq, SORT_KEYS_FIELD,
-					    &data, &size) > 0 &&
-		   decode_keys(data, size, keys_r)) {
+	if (mailbox_msg_cache_lookup(r->box, seq, SORT_KEYS_FIELD,
+				     &data, &size) > 0 &&
+	    decode_keys(data, size, keys_r, refs_r)) {
 		r->stats.hits++;
 		return 1;
-	} else {
-		ret = keys_compute(r, seq, SORT_KEYS_FIELD, THREAD_REFS_FIELD,
-				   error_r);
 	}
-	if (ret <= 0)
+	if ((ret = keys_compute(r, seq, error_r)) <= 0)
 		return ret;
-	if (!decode_keys((const void *)r->keys_buf.data, r->keys_buf.used,
-			 keys_r))
+	if (!decode_keys((const void *)r->enc.data, r->enc.used, keys_r,
+			 refs_r))
 		i_panic("sort keys: own encoding does not decode");
 	return 1;
 }
 
-int mail_thread_refs_get(struct mail_sort_keys_reader *r, uint32_t seq,
-			 struct mail_thread_refs *refs_r, const char **error_r)
-{
-	const void *data;
-	size_t size;
-	int ret;
-
-	if (seq == r->computed_seq) {
-		ret = 1;
-	} else if (mailbox_msg_cache_lookup(r->box, seq, THREAD_REFS_FIELD,
-					    &data, &size) > 0 &&
-		   decode_refs(data, size, refs_r)) {
-		r->stats.hits++;
-		return 1;
-	} else {
-		ret = keys_compute(r, seq, THREAD_REFS_FIELD, SORT_KEYS_FIELD,
-				   error_r);
-	}
-	if (ret <= 0)
-		return ret;
-	if (!decode_refs((const void *)r->refs_buf.data, r->refs_buf.used,
-			 refs_r))
-		i_panic("thread refs: own encoding does not decode");
-	return 1;
-}

@@ -1,19 +1,26 @@
 #ifndef MAIL_SORT_KEYS_H
 #define MAIL_SORT_KEYS_H
 /* The keys SORT and THREAD (RFC 5256, RFC 5957) order messages by, kept
-   in the mail cache so that sorting a big mailbox a second time opens no
-   message file:
+   in the mail cache as one field per message, so that sorting or
+   threading a big mailbox a second time opens no message file and costs
+   one cache lookup per message:
 
      "sort.keys"   sent date (UTC seconds, or "none": INTERNALDATE then),
-                   the reply flag of base subject extraction, and the
-                   folded strings SUBJECT (base subject), FROM, TO, CC
-                   (first addr-mailbox), DISPLAYFROM, DISPLAYTO;
-     "thread.refs" 64-bit hashes of the normalized Message-ID and of the
+                   the reply flag of base subject extraction, a 64-bit
+                   hash of the base subject (THREAD compares only that),
+                   64-bit hashes of the normalized Message-ID and of the
                    references (References:, else the first In-Reply-To
-                   id), for REFERENCES threading.
+                   id), and the folded strings SUBJECT (base subject),
+                   FROM, TO, CC (first addr-mailbox), DISPLAYFROM,
+                   DISPLAYTO.
 
    On a miss the message's header (only the header: reading stops at the
-   blank line) is parsed once and both fields are queued for the cache.
+   blank line) is parsed once and the field is queued for the cache;
+   the queue is written every MAIL_SORT_KEYS_FLUSH_COUNT messages, so it
+   never holds a whole mailbox's values. While misses come, the files of
+   the next MAIL_SORT_KEYS_PREFETCH messages to be asked for are opened
+   and their first bytes read ahead (posix_fadvise WILLNEED), so the
+   disk works on them while the current header is parsed.
    Strings are folded with imap_sort_fold_utf8() (i;unicode-casemap for
    the scripts it knows), so they compare with memcmp().
 
@@ -44,14 +51,21 @@ enum mail_sort_str {
 #define MAIL_SORT_KEYS_HEADER_MAX (1024 * 1024)
 /* One header field at most (a References: of a long thread fits). */
 #define MAIL_SORT_KEYS_FIELD_MAX (64 * 1024)
-/* Cache values queued before they are written. */
-#define MAIL_SORT_KEYS_FLUSH_COUNT 1000
+/* Cache values queued before they are written: about 300 bytes each,
+   so the queue stays near 150 KB whatever the mailbox size. */
+#define MAIL_SORT_KEYS_FLUSH_COUNT 512
+/* Message files opened and read ahead while misses come: enough to keep
+   a disk's queue busy, few enough fds (one per message ahead). */
+#define MAIL_SORT_KEYS_PREFETCH 32
+/* Bytes read ahead and read first per message: most headers fit. */
+#define MAIL_SORT_KEYS_FIRST_READ (8 * 1024)
 
 /* The pointers are valid until the next call with the same reader. */
 struct mail_sort_keys {
 	int64_t sent_date;      /* UTC seconds, when sent_valid */
 	bool sent_valid;        /* false: no parsable Date: */
 	bool reply;             /* the subject is a reply or forward */
+	uint64_t subject_hash;  /* of the base subject; 0: it is empty */
 	const unsigned char *str[MAIL_SORT_STR_COUNT];
 	size_t str_len[MAIL_SORT_STR_COUNT];
 };
@@ -69,18 +83,23 @@ struct mail_sort_keys_stats {
 
 struct mail_sort_keys_reader;
 
-struct mail_sort_keys_reader *mail_sort_keys_reader_init(struct mailbox *box);
+/* seqs (ascending, count of them) are the messages that will be asked
+   for, in that order: they tell which files to read ahead. The array
+   must stay valid until the last mail_sort_keys_get(). */
+struct mail_sort_keys_reader *
+mail_sort_keys_reader_init(struct mailbox *box, const uint32_t *seqs,
+			   unsigned int count);
 /* Writes what was queued for the cache. */
 void mail_sort_keys_reader_deinit(struct mail_sort_keys_reader **reader);
 void mail_sort_keys_reader_get_stats(const struct mail_sort_keys_reader *reader,
 				     struct mail_sort_keys_stats *stats_r);
 
-/* Returns 1 with the keys of seq, 0 if its file vanished, -1 on an I/O
-   error (*error_r for the log). */
+/* Returns 1 with the keys of seq (and its references when refs_r is
+   not NULL), 0 if its file vanished, -1 on an I/O error (*error_r for
+   the log). */
 int mail_sort_keys_get(struct mail_sort_keys_reader *reader, uint32_t seq,
-		       struct mail_sort_keys *keys_r, const char **error_r);
-int mail_thread_refs_get(struct mail_sort_keys_reader *reader, uint32_t seq,
-			 struct mail_thread_refs *refs_r, const char **error_r);
+		       struct mail_sort_keys *keys_r,
+		       struct mail_thread_refs *refs_r, const char **error_r);
 uint64_t mail_thread_refs_at(const struct mail_thread_refs *refs,
 			     unsigned int idx);
 

@@ -55,7 +55,7 @@ static const char *run(enum imap_thread_alg alg, const struct test_msg *msgs,
 		       unsigned int count, size_t piece)
 {
 	static char result[4096];
-	struct imap_thread *t = imap_thread_init(alg);
+	struct imap_thread *t = imap_thread_init(alg, piece % 2 == 0 ? count : 0);
 	buffer_t out;
 
 	for (unsigned int i = 0; i < count; i++)
@@ -245,7 +245,7 @@ static void test_thread_big(void)
 {
 	/* a long reply chain and a wide fan-out stay linear */
 	enum { N = 20000 };
-	struct imap_thread *t = imap_thread_init(IMAP_THREAD_REFERENCES);
+	struct imap_thread *t = imap_thread_init(IMAP_THREAD_REFERENCES, N / 2);
 	buffer_t out;
 
 	for (uint32_t i = 0; i < N; i++) {
