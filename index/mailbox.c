@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 /* Chunk for counting line ends when a name carries no ,W= size. */
-#define MAILBOX_VSIZE_CHUNK 8192
+#define MAILBOX_VSIZE_CHUNK 32768
 
 const char *mailbox_set_error(struct mailbox *box, const char *fmt, ...)
 {
@@ -759,11 +759,15 @@ static int mailbox_count_vsize(int fd, uint64_t *vsize_r)
 				continue;
 			return -1;
 		}
-		for (ssize_t i = 0; i < ret; i++) {
-			if (buf[i] == '\n' && !last_cr)
+		/* memchr finds the LFs; a bare one gains a CR */
+		const unsigned char *p = buf, *end = buf + ret, *lf;
+		while ((lf = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+			bool cr = lf == buf ? last_cr : lf[-1] == '\r';
+			if (!cr)
 				vsize++;
-			last_cr = buf[i] == '\r';
+			p = lf + 1;
 		}
+		last_cr = buf[ret - 1] == '\r';
 		vsize += (uint64_t)ret;
 	}
 	*vsize_r = vsize;

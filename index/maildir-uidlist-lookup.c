@@ -29,6 +29,12 @@ struct maildir_uidlist_lookup {
 	uint64_t sampled_end, line_no;
 	struct lookup_sample *samples;
 	unsigned int count, alloc;
+	/* The span last read (LOOKUP_SPAN + 1 bytes), so that lookups of
+	   neighbouring uids (FETCH 1:*, SORT, THREAD) share one pread */
+	char *span;
+	uint64_t span_offset;
+	size_t span_len;
+	bool span_valid;
 	char error[256];
 };
 
@@ -49,6 +55,7 @@ void maildir_uidlist_lookup_deinit(struct maildir_uidlist_lookup **_l)
 	if (l->fd != -1)
 		i_close_fd(&l->fd);
 	i_free(l->samples);
+	i_free(l->span);
 	i_free(l->path);
 	i_free(l);
 }
@@ -131,6 +138,8 @@ static int lookup_refresh(struct maildir_uidlist_lookup *l,
 {
 	struct stat st;
 
+	/* appended lines may extend a span that ended at EOF */
+	l->span_valid = false;
 	if (stat(l->path, &st) < 0) {
 		if (errno != ENOENT)
 			goto fail;
@@ -204,24 +213,37 @@ static int lookup_scan(struct maildir_uidlist_lookup *l, uint32_t uid,
 	}
 	if (lo == 0)
 		return 0;
-	char *buf = i_malloc(LOOKUP_SPAN + 1);
-	ssize_t ret = pread(l->fd, buf, LOOKUP_SPAN,
-			    (off_t)l->samples[lo - 1].offset);
-	int found = ret < 0 ? -1 : 0;
-	buf[ret < 0 ? 0 : ret] = '\0';
-	char *p = buf, *nl;
-	while (found == 0 && (nl = strchr(p, '\n')) != NULL) {
-		*nl = '\0';
+	uint64_t offset = l->samples[lo - 1].offset;
+	if (!l->span_valid || l->span_offset != offset) {
+		if (l->span == NULL)
+			l->span = i_malloc(LOOKUP_SPAN + 1);
+		ssize_t ret = pread(l->fd, l->span, LOOKUP_SPAN, (off_t)offset);
+		if (ret < 0) {
+			l->span_valid = false;
+			return -1;
+		}
+		l->span_len = (size_t)ret;
+		l->span[ret] = '\0';
+		l->span_offset = offset;
+		l->span_valid = true;
+	}
+	/* parsed in place: the found line's LF is a NUL only meanwhile, the
+	   span is kept intact for the next lookup */
+	char *p = l->span, *end = l->span + l->span_len, *nl;
+	int found = 0;
+	while (found == 0 && p < end &&
+	       (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
 		uint32_t line = line_uid(p, nl);
 		if (line == uid && nl - p <= MAILDIR_UIDLIST_MAX_LINE) {
+			*nl = '\0';
 			lookup_parse_line(p, base_r, size_r);
+			*nl = '\n';
 			found = 1;
 		} else if (line > uid) {
 			break;
 		}
 		p = nl + 1;
 	}
-	i_free(buf);
 	return found;
 }
 
