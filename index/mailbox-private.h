@@ -89,6 +89,7 @@ struct mailbox {
 	   maildir_watch_settle(box->watch); unannounced ones cost a rescan. */
 	struct maildir_watch *watch;
 	bool watch_tried;
+	bool staged_journaled;   /* maildir-staged.c wrote the journal */
 	bool stamp_saved;        /* MAILBOX_DIRSTAMP_NAME holds the mtimes */
 	time_t stamp_checked_at; /* last sync_stamp_refresh() look */
 	char error[MAILBOX_ERROR_MAX];
@@ -149,11 +150,28 @@ void mailbox_index_add_savedate(struct mail_index_transaction *t,
 
 /* Publish staged messages (COPY, MULTIAPPEND): publish() gives them UIDs
    and moves them into box's cur/ while the uidlist lock is held; then
-   cur/ is fsynced unless MAILBOX_OPEN_NO_FSYNC, so 0 means durable. */
+   cur/ is fsynced unless MAILBOX_OPEN_NO_FSYNC, so 0 means durable. A
+   publish() of more than one message journals the set with
+   mailbox_staged_begin() before its first rename, so that a crash leaves
+   all of it (maildir-staged.c); this removes the journal afterwards. */
 typedef int mailbox_publish_func_t(void *context, uint32_t *first_uid_r,
 				   const char **error_r);
 int mailbox_publish_staged(struct mailbox *box, mailbox_publish_func_t *publish,
 			   void *context, uint32_t *first_uid_r,
 			   const char **error_r);
+/* maildir-staged.c. pair() gives message i's name in tmp/ and in cur/.
+   begin returns 1 if the journal was written, 0 if not needed (count <
+   2), -1. end removes it. recover_locked (uidlist locked) and recover
+   (takes the lock; a sync before scanning) finish what a publisher that
+   died left: the rest of its set goes to cur/. */
+typedef void mailbox_staged_pair_func_t(void *context, unsigned int i,
+					const char **tmp_name_r,
+					const char **cur_name_r);
+int mailbox_staged_begin(struct mailbox *box, mailbox_staged_pair_func_t *pair,
+			 void *context, unsigned int count,
+			 const char **error_r);
+int mailbox_staged_end(struct mailbox *box, const char **error_r);
+int mailbox_staged_recover_locked(struct mailbox *box, const char **error_r);
+int mailbox_staged_recover(struct mailbox *box, const char **error_r);
 
 #endif

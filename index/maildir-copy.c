@@ -25,6 +25,7 @@ struct copy_item {
 	const char *kw_names[MAILBOX_KEYWORDS_MAX];
 	unsigned int kw_count;
 	char *cur_path;         /* set once renamed into cur/ */
+	char fname[MAILDIR_FILENAME_MAX + 1];   /* the name in cur/ */
 };
 
 struct mailbox_copy_ctx {
@@ -296,30 +297,55 @@ static void copy_index(struct mailbox_copy_ctx *ctx, uint32_t first_uid)
 	(void)mailbox_index_commit(dest, &t, &error);
 }
 
+static void copy_pair_cb(void *context, unsigned int i,
+			 const char **tmp_name_r, const char **cur_name_r)
+{
+	struct mailbox_copy_ctx *ctx = context;
+
+	*tmp_name_r = strrchr(ctx->items[i].tmp_path, '/') + 1;
+	*cur_name_r = ctx->items[i].fname;
+}
+
+/* The target's keywords and the file names in cur/, before anything is
+   renamed (the journal needs them all). */
+static int copy_make_fnames(struct mailbox_copy_ctx *ctx, const char **error_r)
+{
+	char letters[MAILDIR_KEYWORDS_MAX + 1];
+
+	for (unsigned int i = 0; i < ctx->count; i++) {
+		struct copy_item *item = &ctx->items[i];
+		bool failed = false;
+		uint32_t kw = copy_map_keywords(ctx->dest, item, error_r,
+						&failed);
+		if (failed)
+			return -1;
+		item->keywords = kw;
+		maildir_keywords_to_letters(kw, letters);
+		if (maildir_filename_make(item->fname, sizeof(item->fname),
+					  item->base, item->base_len,
+					  item->flags, letters) < 0) {
+			*error_r = "File name too long";
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Under the target's lock: rename into cur/ and record the UIDs. */
 static int copy_publish(struct mailbox_copy_ctx *ctx, uint32_t *first_uid_r,
 			const char **error_r)
 {
 	struct mailbox *dest = ctx->dest;
 	struct maildir_uidlist *ul = dest->uidlist;
-	char fname[MAILDIR_FILENAME_MAX + 1];
-	char letters[MAILDIR_KEYWORDS_MAX + 1];
 
 	*first_uid_r = maildir_uidlist_get_next_uid(ul);
+	if (copy_make_fnames(ctx, error_r) < 0 ||
+	    mailbox_staged_begin(dest, copy_pair_cb, ctx, ctx->count,
+				 error_r) < 0)
+		return -1;
 	for (unsigned int i = 0; i < ctx->count; i++) {
 		struct copy_item *item = &ctx->items[i];
-		bool failed = false;
-		uint32_t kw = copy_map_keywords(dest, item, error_r, &failed);
-		if (failed)
-			return -1;
-		item->keywords = kw;
-		maildir_keywords_to_letters(kw, letters);
-		if (maildir_filename_make(fname, sizeof(fname), item->base,
-					  item->base_len, item->flags,
-					  letters) < 0) {
-			*error_r = "File name too long";
-			return -1;
-		}
+		const char *fname = item->fname;
 		char *dest_path = p_strdup_printf(ctx->pool, "%s/%s",
 						  dest->cur_dir, fname);
 		/* announced to the watch, settled in batches it can hold */
@@ -350,6 +376,8 @@ static int copy_publish_cb(void *context, uint32_t *first_uid_r,
 {
 	return copy_publish(context, first_uid_r, error_r);
 }
+
+
 
 int mailbox_copy_commit(struct mailbox_copy_ctx **_ctx, uint32_t *first_uid_r,
 			const char **error_r)

@@ -245,6 +245,15 @@ static void multi_index(struct mailbox_append_multi *ctx, uint32_t first_uid)
 	(void)mailbox_index_commit(box, &t, &error);
 }
 
+static void multi_pair_cb(void *context, unsigned int i,
+			  const char **tmp_name_r, const char **cur_name_r)
+{
+	struct mailbox_append_multi *ctx = context;
+
+	*tmp_name_r = strrchr(ctx->items[i].tmp_path, '/') + 1;
+	*cur_name_r = ctx->items[i].fname;
+}
+
 /* Under the lock: rename each into cur/, then one uidlist write. */
 static int multi_publish(struct mailbox_append_multi *ctx,
 			 uint32_t *first_uid_r, const char **error_r)
@@ -253,6 +262,9 @@ static int multi_publish(struct mailbox_append_multi *ctx,
 	struct maildir_uidlist *ul = box->uidlist;
 
 	*first_uid_r = maildir_uidlist_get_next_uid(ul);
+	if (mailbox_staged_begin(box, multi_pair_cb, ctx, ctx->count,
+				 error_r) < 0)
+		return -1;
 	for (unsigned int i = 0; i < ctx->count; i++) {
 		struct multi_item *item = &ctx->items[i];
 		char *dest = p_strdup_printf(ctx->pool, "%s/%s", box->cur_dir,
@@ -285,6 +297,7 @@ static int multi_publish_cb(void *context, uint32_t *first_uid_r,
 {
 	return multi_publish(context, first_uid_r, error_r);
 }
+
 
 int mailbox_append_multi_commit(struct mailbox_append_multi **_ctx,
 				uint32_t *first_uid_r, const char **error_r)

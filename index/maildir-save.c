@@ -199,9 +199,18 @@ int mailbox_publish_staged(struct mailbox *box, mailbox_publish_func_t *publish,
 			   void *context, uint32_t *first_uid_r,
 			   const char **error_r)
 {
+	const char *end_error;
+
 	if (maildir_uidlist_lock_append(box->uidlist, error_r) < 0)
 		return -1;
-	int ret = publish(context, first_uid_r, error_r);
+	/* a set a dead publisher left half done goes first */
+	int ret = mailbox_staged_recover_locked(box, error_r);
+	if (ret == 0)
+		ret = publish(context, first_uid_r, error_r);
+	/* After a failure the journal goes at once: the caller removes the
+	   set's files, and nothing may roll them forward. */
+	if (ret < 0 && mailbox_staged_end(box, &end_error) < 0)
+		i_error("%s", end_error);
 	maildir_uidlist_unlock(box->uidlist);
 	if (ret == 0 && (box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 &&
 	    maildir_fsync_dir(box->cur_dir) < 0) {
@@ -209,6 +218,9 @@ int mailbox_publish_staged(struct mailbox *box, mailbox_publish_func_t *publish,
 					     box->cur_dir);
 		ret = -1;
 	}
+	/* published and durable: the journal has done its work */
+	if (mailbox_staged_end(box, &end_error) < 0)
+		i_error("%s", end_error);
 	return ret;
 }
 

@@ -966,7 +966,9 @@ static int sync_full(struct sync_ctx *ctx, const char **error_r)
 	struct mailbox *box = ctx->box;
 	struct timespec cur, new;
 
-	if (sync_move_new(box, error_r) < 0)
+	/* a COPY or MULTIAPPEND cut short leaves all or nothing */
+	if (mailbox_staged_recover(box, error_r) < 0 ||
+	    sync_move_new(box, error_r) < 0)
 		return -1;
 	if (!mailbox_is_readonly(box))
 		sync_clean_tmp(box);

@@ -2,8 +2,10 @@
 #include "test-common.h"
 #include "mailbox.h"
 #include "mailbox-append-multi.h"
+#include "maildir-watch.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 
 #define MULTI_MSG "Subject: multi\n\nbody\n"
 
@@ -120,5 +122,65 @@ static void test_multi_empty_commit(void)
 	mailbox_close(&box);
 }
 
+static void write_file(const char *root, const char *name, const char *text)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	FILE *f = fopen(path, "w");
+	test_assert(f != NULL);
+	if (f != NULL) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* A set cut short by a crash (journal left, part of it still in tmp/) is
+   finished by the next process's sync; a journal that is not ours is
+   removed and changes nothing. */
+static void test_multi_crash_roll_forward(void)
+{
+	const char *root = multi_root("crash"), *error;
+	struct mailbox *box;
+	uint32_t first_uid;
+	char path[600];
+	struct stat st;
+
+	test_assert(mailbox_open(root, "INBOX", 0, &box, &error) == 1);
+	struct mailbox_append_multi *ctx = mailbox_append_multi_begin(box);
+	for (unsigned int i = 0; i < 4; i++)
+		multi_stage(ctx, 0, (time_t)-1);
+	test_assert(mailbox_append_multi_commit(&ctx, &first_uid, &error) == 0);
+	mailbox_close(&box);
+	snprintf(path, sizeof(path), "%s/cur/.moat.staged", root);
+	test_assert(stat(path, &st) < 0 && errno == ENOENT);
+
+	/* a publisher died after renaming the first of three */
+	write_file(root, "cur/100.M1P1Q1.test,S=6:2,S", "body1\n");
+	write_file(root, "tmp/100.M1P1Q2.test,S=6", "body2\n");
+	write_file(root, "tmp/100.M1P1Q3.test,S=6", "body3\n");
+	write_file(root, "cur/.moat.staged", "moat-staged 1\n"
+		   "100.M1P1Q1.test,S=6 100.M1P1Q1.test,S=6:2,S\n"
+		   "100.M1P1Q2.test,S=6 100.M1P1Q2.test,S=6:2,\n"
+		   "100.M1P1Q3.test,S=6 100.M1P1Q3.test,S=6:2,F\n"
+		   "../../etc/passwd ../x:2,\n");
+	/* as a new process would: this one's watch trusts the index */
+	maildir_watch_deinit();
+	test_assert(mailbox_open(root, "INBOX", 0, &box, &error) == 1);
+	test_assert_int(mailbox_get_count(box), 7);
+	test_assert_int(dir_file_count(root, "cur"), 7);
+	test_assert_int(dir_file_count(root, "tmp"), 0);
+	test_assert((mailbox_msg_flags(box, 7) & MAIL_FLAGGED) != 0);
+	test_assert(stat(path, &st) < 0 && errno == ENOENT);
+	mailbox_close(&box);
+
+	write_file(root, "cur/.moat.staged", "something else\n");
+	maildir_watch_deinit();
+	test_assert(mailbox_open(root, "INBOX", 0, &box, &error) == 1);
+	test_assert_int(mailbox_get_count(box), 7);
+	test_assert(stat(path, &st) < 0 && errno == ENOENT);
+	mailbox_close(&box);
+}
+
 TEST_MAIN(TEST(test_multi_commit), TEST(test_multi_abort),
-	  TEST(test_multi_empty_commit))
+	  TEST(test_multi_empty_commit), TEST(test_multi_crash_roll_forward))
