@@ -10,7 +10,7 @@
 static bool fetch_add(struct imap_fetch_ctx *ctx, enum imap_fetch_item_type type,
 		      const char *name)
 {
-	if (ctx->item_count == IMAP_FETCH_MAX_ITEMS)
+	if (ctx->item_count == ctx->item_cap)
 		return false;
 	for (unsigned int i = 0; i < ctx->item_count; i++) {
 		/* asked twice: answer once */
@@ -167,6 +167,20 @@ static bool fetch_parse_item(struct imap_fetch_ctx *ctx, const char *atom)
 	return fetch_parse_section(ctx, atom);
 }
 
+/* Room for what atom_count atoms can add: a macro (FULL) adds five
+   items, and UID FETCH one more. */
+#define FETCH_ITEMS_PER_ATOM 5
+static void fetch_items_alloc(struct imap_fetch_ctx *ctx,
+			      unsigned int atom_count)
+{
+	unsigned int cap = IMAP_FETCH_MAX_ITEMS;
+
+	if (atom_count < (IMAP_FETCH_MAX_ITEMS - 1) / FETCH_ITEMS_PER_ATOM)
+		cap = atom_count * FETCH_ITEMS_PER_ATOM + 1;
+	ctx->items = p_malloc(ctx->cmd->pool, sizeof(*ctx->items) * cap);
+	ctx->item_cap = cap;
+}
+
 static bool fetch_parse_items(struct imap_fetch_ctx *ctx,
 			      const struct imap_arg *arg)
 {
@@ -174,11 +188,16 @@ static bool fetch_parse_items(struct imap_fetch_ctx *ctx,
 	unsigned int count;
 	const char *atom;
 
-	if (ctx->cmd->uid && !fetch_add(ctx, IMAP_FETCH_UID, "UID"))
-		return false;
-	if (imap_arg_get_atom(arg, &atom))
+	if (imap_arg_get_atom(arg, &atom)) {
+		fetch_items_alloc(ctx, 1);
+		if (ctx->cmd->uid && !fetch_add(ctx, IMAP_FETCH_UID, "UID"))
+			return false;
 		return fetch_parse_item(ctx, atom);
+	}
 	if (!imap_arg_get_list(arg, &list, &count) || count == 0)
+		return false;
+	fetch_items_alloc(ctx, count);
+	if (ctx->cmd->uid && !fetch_add(ctx, IMAP_FETCH_UID, "UID"))
 		return false;
 	for (unsigned int i = 0; i < count; i++) {
 		if (!imap_arg_get_atom(&list[i], &atom) ||

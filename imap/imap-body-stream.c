@@ -16,7 +16,7 @@ void imap_body_stream_init(struct imap_body_stream *s, int fd, bool convert,
 {
 	unsigned char prev;
 
-	memset(s, 0, sizeof(*s));
+	memset(s, 0, offsetof(struct imap_body_stream, name));
 	s->sec = sec;
 	s->src = *src;
 	s->in_left = src->found ? src->virt_size : 0;
@@ -330,17 +330,45 @@ static int stream_fill(struct imap_body_stream *s)
 	return 1;
 }
 
+/* Unfiltered: straight from the file into buf, no staging copy. */
+static ssize_t stream_read_direct(struct imap_body_stream *s,
+				  unsigned char *buf, size_t size)
+{
+	if (s->in_left == 0)
+		return 0;
+	ssize_t ret = mail_crlf_read(&s->crlf, buf,
+				     (size_t)MIN(s->in_left, size));
+	if (ret == 0) {
+		/* the file is shorter than its index entry says */
+		errno = EIO;
+		return -1;
+	}
+	if (ret > 0)
+		s->in_left -= (uint64_t)ret;
+	return ret;
+}
+
 ssize_t imap_body_stream_read(struct imap_body_stream *s, unsigned char *buf,
 			      size_t size)
 {
-	if (s->out_pos == s->out_len) {
-		int ret = stream_fill(s);
+	size_t n;
+
+	if (s->src.filter == IMAP_BODY_FILTER_NONE &&
+	    s->out_pos == s->out_len) {
+		ssize_t ret = stream_read_direct(s, buf, size);
 		if (ret <= 0)
 			return ret;
+		n = (size_t)ret;
+	} else {
+		if (s->out_pos == s->out_len) {
+			int ret = stream_fill(s);
+			if (ret <= 0)
+				return ret;
+		}
+		n = MIN(size, s->out_len - s->out_pos);
+		memcpy(buf, s->out + s->out_pos, n);
+		s->out_pos += n;
 	}
-	size_t n = MIN(size, s->out_len - s->out_pos);
-	memcpy(buf, s->out + s->out_pos, n);
-	s->out_pos += n;
 	if (!s->sec->binary) {
 		/* a literal may not hold NUL (RFC 3501 4.3): like Dovecot,
 		   send 0x80 instead; BINARY has literal8 for them */

@@ -98,20 +98,23 @@ struct imap_body_stream {
 	uint64_t in_left;           /* CRLF bytes of the source not read */
 	bool finished;              /* the filter's tail was produced */
 
-	/* produced, not yet returned */
-	unsigned char out[2 * IMAP_BODY_STREAM_CHUNK];
 	size_t out_pos, out_len;
 
 	/* filter state */
 	unsigned int state;
 	bool include;
-	char name[IMAP_SECTION_FIELD_NAME_MAX + 1];
 	size_t name_len;
 	uint32_t b64_bits;
 	unsigned int b64_count;
 	unsigned char qp_hi;
 	size_t ws_len;
+
+	/* Buffers last: init clears only what comes before them (a
+	   BODY[] per message should not pay for zeroing 16 KiB). */
+	char name[IMAP_SECTION_FIELD_NAME_MAX + 1];
 	unsigned char ws[IMAP_BODY_QP_WS_MAX];
+	/* produced, not yet returned */
+	unsigned char out[2 * IMAP_BODY_STREAM_CHUNK];
 };
 
 /* Start reading src of the file fd (not owned); convert: the file has

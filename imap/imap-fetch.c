@@ -141,10 +141,12 @@ static int fetch_section_open(struct imap_fetch_ctx *ctx,
 	ctx->body_fd = imap_fetch_msg_open(box, ctx->seq, &error);
 	if (ctx->body_fd == -1)
 		return -1;
-	imap_body_stream_init(&ctx->body, ctx->body_fd,
+	if (ctx->body == NULL)
+		ctx->body = p_malloc(ctx->cmd->pool, sizeof(*ctx->body));
+	imap_body_stream_init(ctx->body, ctx->body_fd,
 			      !mailbox_msg_is_crlf(box, ctx->seq),
 			      &item->section, &src);
-	if (imap_body_stream_measure(&ctx->body, size_r, has_nul_r) < 0) {
+	if (imap_body_stream_measure(ctx->body, size_r, has_nul_r) < 0) {
 		i_close_fd(&ctx->body_fd);
 		return -1;
 	}
@@ -161,7 +163,7 @@ static int fetch_body_open(struct imap_fetch_ctx *ctx,
 		return -1;
 	/* RFC 3516: binary data with NULs goes as literal8; like Dovecot,
 	   so does every non-empty decoded part */
-	enum imap_body_filter filter = ctx->body.src.filter;
+	enum imap_body_filter filter = ctx->body->src.filter;
 	bool literal8 = has_nul || (size > 0 &&
 		(filter == IMAP_BODY_FILTER_BASE64 ||
 		 filter == IMAP_BODY_FILTER_QP));
@@ -169,7 +171,7 @@ static int fetch_body_open(struct imap_fetch_ctx *ctx,
 	size -= start;
 	if (item->partial)
 		size = MIN(size, item->count);
-	if (imap_body_stream_skip(&ctx->body, start) < 0) {
+	if (imap_body_stream_skip(ctx->body, start) < 0) {
 		i_close_fd(&ctx->body_fd);
 		return -1;
 	}
@@ -273,28 +275,31 @@ static bool fetch_send_text(struct imap_fetch_ctx *ctx)
 	return true;
 }
 
-/* Send the body data that fits. Returns true when it is all sent. */
+/* Send the body data that fits, read from the file straight into the
+   output buffer. Returns true when it is all sent. */
 static bool fetch_send_body(struct imap_fetch_ctx *ctx)
 {
 	struct ostream *output = ctx->cmd->client->output;
-	unsigned char data[IMAP_FETCH_BODY_CHUNK];
 
 	while (ctx->body_left > 0) {
-		if (o_stream_get_buffer_avail(output) < sizeof(data))
+		size_t want = (size_t)MIN(ctx->body_left, IMAP_FETCH_BODY_CHUNK);
+		if (o_stream_get_buffer_avail(output) < want)
 			return false;
-		ssize_t ret = imap_body_stream_read(&ctx->body, data,
-			(size_t)MIN(ctx->body_left, sizeof(data)));
+		unsigned char *data = o_stream_reserve(output, want);
+		if (data == NULL)
+			return false;
+		ssize_t ret = imap_body_stream_read(ctx->body, data, want);
 		if (ret <= 0) {
 			/* the file shrank or failed: the literal's size was
 			   promised, so pad it (clients count bytes) */
 			if (ret < 0)
 				i_error("Reading a message failed: %m");
-			memset(data, ' ', sizeof(data));
-			ret = (ssize_t)MIN(ctx->body_left, sizeof(data));
+			memset(data, ' ', want);
+			ret = (ssize_t)want;
 		}
-		if (o_stream_send(output, data, (size_t)ret) < 0)
-			return false;
 		ctx->body_left -= (uint64_t)ret;
+		if (o_stream_commit(output, (size_t)ret) < 0)
+			return false;
 	}
 	i_close_fd(&ctx->body_fd);
 	return true;

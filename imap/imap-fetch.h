@@ -42,8 +42,10 @@ struct imap_fetch_item {
 struct imap_fetch_ctx {
 	struct client_command *cmd;
 	struct mailbox *box;
-	struct imap_fetch_item items[IMAP_FETCH_MAX_ITEMS];
-	unsigned int item_count;
+	/* sized for what the command can ask (cmd-fetch.c), so a small
+	   FETCH does not allocate and clear room for the maximum */
+	struct imap_fetch_item *items;
+	unsigned int item_count, item_cap;
 	bool set_seen;            /* a BODY[] without PEEK or RFC822 */
 	bool flags_requested;
 	bool need_structure;      /* some item needs the part tree */
@@ -58,7 +60,7 @@ struct imap_fetch_ctx {
 	unsigned int item_idx;
 	bool in_msg, add_flags;
 	int body_fd;
-	struct imap_body_stream body;
+	struct imap_body_stream *body; /* allocated at the first body item */
 	uint64_t body_left;
 	/* the message's part tree, parsed once per message */
 	struct imap_msg_structure structure;

@@ -35,6 +35,41 @@ static char *pattern_collapse(pool_t pool, const char *pattern)
 	return out;
 }
 
+/* The settings' SPECIAL-USE names, normalized once per process rather
+   than per LIST (five normalizations were the biggest part of LIST's own
+   CPU). Keyed by the raw setting values, so another user's settings (or
+   changed ones) are normalized again. One per process, like the folder
+   list's memos in index/mailbox-list*.c. */
+static struct {
+	char *raw[MAILBOX_SPECIAL_COUNT];
+	struct imap_mailbox_specials specials;
+} specials_memo;
+
+static const struct mailbox_special_names *
+list_specials(const struct moat_settings *set)
+{
+	/* in the order of enum mailbox_special_use (imap-mailbox.c) */
+	const char *const raw[MAILBOX_SPECIAL_COUNT] = {
+		set->mailbox_drafts, set->mailbox_sent, set->mailbox_trash,
+		set->mailbox_junk, set->mailbox_archive,
+	};
+	unsigned int i;
+
+	for (i = 0; i < MAILBOX_SPECIAL_COUNT; i++) {
+		if (specials_memo.raw[i] == NULL ||
+		    strcmp(specials_memo.raw[i], raw[i]) != 0)
+			break;
+	}
+	if (i < MAILBOX_SPECIAL_COUNT) {
+		imap_mailbox_specials_get(set, &specials_memo.specials);
+		for (i = 0; i < MAILBOX_SPECIAL_COUNT; i++) {
+			i_free(specials_memo.raw[i]);
+			specials_memo.raw[i] = i_strdup(raw[i]);
+		}
+	}
+	return &specials_memo.specials.names;
+}
+
 bool imap_list_add_pattern(struct imap_list_request *req, pool_t pool,
 			   const char *ref, const char *pattern)
 {
@@ -43,7 +78,10 @@ bool imap_list_add_pattern(struct imap_list_request *req, pool_t pool,
 
 	if (req->pattern_count == IMAP_LIST_PATTERNS_MAX)
 		return false;
-	canon = p_strdup_printf(pool, "%s%s", ref, pattern);
+	size_t ref_len = strlen(ref), pat_len = strlen(pattern);
+	canon = p_malloc(pool, ref_len + pat_len + 1);
+	memcpy(canon, ref, ref_len);
+	memcpy(canon + ref_len, pattern, pat_len + 1);
 	buffer_init(&buf, MAILBOX_NAME_WIRE_MAX);
 	if (mailbox_name_mutf7_to_utf8(canon, &buf) == 0) {
 		size_t first = strcspn(buf.data, MAILBOX_NAME_SEP_STR);
@@ -146,11 +184,27 @@ static void node_childinfo(struct imap_list_ctx *ctx, unsigned int idx,
 	}
 }
 
+/* Append str to the NUL-terminated text of line (size bytes), cut at
+   its end; returns the new length. LIST sends many short lines: plain
+   copies, no printf. */
+static size_t line_add(char *line, size_t len, size_t size, const char *str)
+{
+	size_t n = strlen(str);
+
+	if (n > size - 1 - len)
+		n = size - 1 - len;
+	memcpy(line + len, str, n);
+	line[len + n] = '\0';
+	return len + n;
+}
+
 static void attr_add(char *attrs, size_t size, const char *attr)
 {
 	size_t len = strlen(attrs);
 
-	snprintf(attrs + len, size - len, "%s%s", len == 0 ? "" : " ", attr);
+	if (len > 0)
+		len = line_add(attrs, len, size, " ");
+	(void)line_add(attrs, len, size, attr);
 }
 
 static void list_attrs(const struct imap_list_request *req,
@@ -196,16 +250,24 @@ static void list_send_node(struct client_command *cmd,
 		(req->select & (IMAP_LIST_SEL_SUBSCRIBED |
 				IMAP_LIST_SEL_SPECIALUSE)) == 0 &&
 		(node->flags & MAILBOX_NODE_CHILDREN) != 0;
-	char attrs[256];
+	char attrs[256], line[IMAP_LIST_LINE_MAX];
+	size_t len = 0;
 
 	if (!ctx->sel[idx] && !unmatched && !implied)
 		return;
 	list_attrs(req, node, ctx->sel[idx], attrs, sizeof(attrs));
-	client_send_linef(cmd->client, "* %s (%s) \"/\" %s%s",
-		req->lsub ? "LSUB" : "LIST", attrs,
-		imap_mailbox_name_to_wire(cmd->pool, node->name),
-		childinfo && !req->lsub ?
-		" (\"CHILDINFO\" (\"SUBSCRIBED\"))" : "");
+	line[0] = '\0';
+	len = line_add(line, len, sizeof(line),
+		       req->lsub ? "* LSUB (" : "* LIST (");
+	len = line_add(line, len, sizeof(line), attrs);
+	len = line_add(line, len, sizeof(line), ") \"/\" ");
+	len = line_add(line, len, sizeof(line),
+		       imap_mailbox_name_to_wire(cmd->pool, node->name));
+	if (childinfo && !req->lsub) {
+		(void)line_add(line, len, sizeof(line),
+			       " (\"CHILDINFO\" (\"SUBSCRIBED\"))");
+	}
+	client_send_line(cmd->client, line);
 	if ((req->ret & IMAP_LIST_RET_STATUS) != 0 &&
 	    (node->flags & MAILBOX_NODE_SELECTABLE) != 0)
 		(void)imap_status_send(cmd->client, node->name,
@@ -252,9 +314,8 @@ bool imap_list_run(struct client_command *cmd,
 	const char *error;
 
 	ctx->req = *req;
-	struct imap_mailbox_specials specials;
-	imap_mailbox_specials_get(cmd->client->user->set, &specials);
-	if (mailbox_list_read(cmd->client->user->mail_root, &specials.names,
+	if (mailbox_list_read(cmd->client->user->mail_root,
+			      list_specials(cmd->client->user->set),
 			      &ctx->list, &error) < 0) {
 		i_error("LIST: %s", error);
 		client_send_tagline(cmd, "NO [SERVERBUG] Internal error occurred. "
@@ -280,14 +341,13 @@ void imap_list_send_mailbox(struct client *client, pool_t pool,
 			    const char *name)
 {
 	struct imap_list_request req;
-	struct imap_mailbox_specials specials;
 	struct mailbox_list *list;
 	char attrs[256] = "";
 	const char *error;
 
 	memset(&req, 0, sizeof(req));
-	imap_mailbox_specials_get(client->user->set, &specials);
-	if (mailbox_list_read(client->user->mail_root, &specials.names,
+	if (mailbox_list_read(client->user->mail_root,
+			      list_specials(client->user->set),
 			      &list, &error) < 0) {
 		/* the mailbox was just opened: the attributes are missing */
 		i_error("LIST of %s: %s", name, error);

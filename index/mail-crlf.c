@@ -19,18 +19,34 @@ static ssize_t crlf_pread(int fd, void *buf, size_t size, uint64_t pos)
 	return ret;
 }
 
+/* Copy runs between LFs with memcpy: messages are mostly long lines, and
+   a byte loop here was the biggest cost of FETCH BODY[]. */
 static ssize_t crlf_convert(struct mail_crlf *r, unsigned char *buf,
 			    size_t size, size_t n)
 {
 	unsigned char in[MAIL_CRLF_CHUNK];
 	ssize_t got = crlf_pread(r->fd, in, MIN(size - n, sizeof(in)),
 				 r->phys_pos);
-	size_t i;
+	size_t i = 0, len;
 
 	if (got < 0)
 		return -1;
-	for (i = 0; i < (size_t)got && n < size; i++) {
-		if (in[i] == '\n' && !r->last_cr) {
+	len = (size_t)got;
+	while (i < len && n < size) {
+		const unsigned char *lf = memchr(in + i, '\n', len - i);
+		size_t run = (lf == NULL ? len : (size_t)(lf - in)) - i;
+
+		run = MIN(run, size - n);
+		if (run > 0) {
+			memcpy(buf + n, in + i, run);
+			n += run;
+			i += run;
+			r->last_cr = in[i - 1] == '\r';
+		}
+		if (i == len || n == size)
+			break;
+		/* in[i] is an LF */
+		if (!r->last_cr) {
 			buf[n++] = '\r';
 			if (n == size) {
 				/* the LF goes out with the next read */
@@ -39,8 +55,9 @@ static ssize_t crlf_convert(struct mail_crlf *r, unsigned char *buf,
 				break;
 			}
 		}
-		buf[n++] = in[i];
-		r->last_cr = in[i] == '\r';
+		buf[n++] = '\n';
+		r->last_cr = false;
+		i++;
 	}
 	r->phys_pos += i;
 	return (ssize_t)n;

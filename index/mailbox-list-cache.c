@@ -11,9 +11,9 @@
    So a check costs one stat of the root plus one per \Noselect folder
    (usually none). Not noticed: a selectable folder losing its cur/ while
    the folder stays (it is broken then, SELECT calls it nonexistent) until
-   the root changes. An mtime within LIST_CACHE_SETTLE_SECS of now may
-   still hide a change made in the same timestamp tick: such a scan is
-   not cached.
+   the root changes. An mtime too close to now may still hide a change
+   made in the same timestamp tick (mailbox_list_mtime_settled()): such
+   a scan is not cached.
 
    The file lives in its own subdirectory so that writing it (tmp +
    rename) does not change the root's mtime itself. Format:
@@ -36,9 +36,33 @@
 /* Names are at most MAILBOX_NAME_MAX bytes: a bigger file is not ours. */
 #define LIST_CACHE_MAX_SIZE \
 	((size_t)MAILBOX_LIST_MAX_NODES * (MAILBOX_NAME_MAX + 48) + 128)
-/* Within this many seconds of "now" an mtime may still hide a change
-   made in the same timestamp tick: such a scan is not cached. */
+/* Within this long of "now" an mtime may still hide a change made in the
+   same timestamp tick: such a scan is not cached. Whole-second mtimes may
+   come from a file system that keeps only seconds (or two); finer ones
+   come from a clock that ticks at least every few milliseconds (Linux:
+   one jiffy), so a tenth of a second is ample there, and a LIST soon
+   after a change (the first one creates MAILBOX_LIST_CACHE_DIR) does not
+   rescan for seconds. */
 #define LIST_CACHE_SETTLE_SECS 2
+#define LIST_CACHE_SETTLE_FINE_NSECS (100 * 1000 * 1000)
+
+bool mailbox_list_mtime_settled(const struct timespec *mtime,
+				const struct timespec *now)
+{
+	struct timespec limit = *mtime;
+
+	if (mtime->tv_nsec == 0) {
+		limit.tv_sec += LIST_CACHE_SETTLE_SECS;
+	} else {
+		limit.tv_nsec += LIST_CACHE_SETTLE_FINE_NSECS;
+		if (limit.tv_nsec >= 1000000000L) {
+			limit.tv_sec++;
+			limit.tv_nsec -= 1000000000L;
+		}
+	}
+	return now->tv_sec > limit.tv_sec ||
+		(now->tv_sec == limit.tv_sec && now->tv_nsec > limit.tv_nsec);
+}
 
 static bool cache_path(const char *root, const char *file, char *buf,
 		       size_t size)
@@ -237,7 +261,7 @@ int mailbox_list_cache_read(const char *root, const struct timespec *mtime,
 static bool cache_format(buffer_t *buf, const struct timespec *mtime,
 			 const struct mailbox_list_node *nodes,
 			 const struct timespec *mtimes, unsigned int count,
-			 time_t settled)
+			 const struct timespec *now)
 {
 	int ret;
 
@@ -251,7 +275,7 @@ static bool cache_format(buffer_t *buf, const struct timespec *mtime,
 			return false;
 		if ((nodes[i].flags & MAILBOX_NODE_SELECTABLE) != 0) {
 			ret = buffer_printf(buf, "S %s\n", nodes[i].name);
-		} else if (mtimes[i].tv_sec >= settled) {
+		} else if (!mailbox_list_mtime_settled(&mtimes[i], now)) {
 			return false;   /* a cur/ made in this tick won't show */
 		} else {
 			ret = buffer_printf(buf, "N %llu %llu %s\n",
@@ -294,13 +318,12 @@ void mailbox_list_cache_write(const char *root, const struct timespec *mtime,
 {
 	struct timespec now;
 
-	clock_gettime(CLOCK_REALTIME, &now);
-	time_t settled = now.tv_sec - LIST_CACHE_SETTLE_SECS;
-	if (mtime->tv_sec >= settled)
+	if (clock_gettime(CLOCK_REALTIME, &now) < 0 ||
+	    !mailbox_list_mtime_settled(mtime, &now))
 		return;
 	buffer_t buf;
 	buffer_init(&buf, LIST_CACHE_MAX_SIZE);
-	if (cache_format(&buf, mtime, nodes, mtimes, count, settled))
+	if (cache_format(&buf, mtime, nodes, mtimes, count, &now))
 		cache_write_file(root, &buf);
 	buffer_free(&buf);
 }

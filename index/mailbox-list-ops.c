@@ -351,6 +351,12 @@ int mailbox_list_autocreate(const char *root,
 		*error_r = mailbox_list_set_error("mkdir(%s) failed: %m", root);
 		return -1;
 	}
+	/* the folder list cache's directory now, at process start: made
+	   by the first LIST, it would change the root's mtime and so
+	   invalidate what that LIST just learned (mailbox-list-cache.c) */
+	if (snprintf(path, sizeof(path), "%s/" MAILBOX_LIST_CACHE_DIR,
+		     root) < (int)sizeof(path))
+		(void)mkdir(path, 0700);
 	/* a RENAME cut short by the death of the previous process */
 	(void)mailbox_list_rename_recover(root);
 	for (unsigned int i = 0; i < MAILBOX_SPECIAL_COUNT; i++) {
@@ -550,16 +556,21 @@ static bool journal_parse(char *line, struct rename_journal *j)
 }
 
 /* Open and lock a journal left behind. Returns 1 (j filled, locked), 0
-   if there is none or its writer is still at work, -1 on error. */
-static int journal_open(const char *root, struct rename_journal *j)
+   if there is none (*absent_r) or its writer is still at work, -1 on
+   error. */
+static int journal_open(const char *root, struct rename_journal *j,
+			bool *absent_r)
 {
 	char path[PATH_MAX], line[RENAME_JOURNAL_MAX];
 	struct stat st;
 
+	*absent_r = false;
 	snprintf(path, sizeof(path), "%s/" MAILBOX_RENAME_JOURNAL, root);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd == -1)
+	if (fd == -1) {
+		*absent_r = errno == ENOENT;
 		return errno == ENOENT ? 0 : -1;
+	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || fstat(fd, &st) < 0 ||
 	    st.st_nlink == 0) {
 		/* busy (a live rename), or removed while we waited */
@@ -769,12 +780,50 @@ static int rename_run(const char *root, struct rename_journal *j,
 	return ret;
 }
 
-int mailbox_list_rename_recover(const char *root)
+/* The root whose journal this process last found absent, and the root's
+   mtime then (see mailbox_list_rename_recover_stat()). One per process,
+   like the folder list's memo (mailbox-list-cache.c). */
+static struct {
+	char *root;
+	struct timespec mtime;
+} journal_memo;
+
+static bool journal_memo_valid(const char *root, const struct stat *root_st)
+{
+	return journal_memo.root != NULL && root_st != NULL &&
+		journal_memo.mtime.tv_sec == root_st->st_mtim.tv_sec &&
+		journal_memo.mtime.tv_nsec == root_st->st_mtim.tv_nsec &&
+		strcmp(journal_memo.root, root) == 0;
+}
+
+static void journal_memo_set(const char *root, const struct stat *root_st)
+{
+	struct timespec now;
+
+	/* a journal written in the same timestamp tick as the last change
+	   could leave the mtime as it was */
+	if (clock_gettime(CLOCK_REALTIME, &now) < 0 ||
+	    !mailbox_list_mtime_settled(&root_st->st_mtim, &now))
+		return;
+	if (journal_memo.root == NULL || strcmp(journal_memo.root, root) != 0) {
+		i_free(journal_memo.root);
+		journal_memo.root = i_strdup(root);
+	}
+	journal_memo.mtime = root_st->st_mtim;
+}
+
+int mailbox_list_rename_recover_stat(const char *root,
+				     const struct stat *root_st)
 {
 	struct rename_journal j;
 	const char *error;
-	int ret = journal_open(root, &j);
+	bool absent;
 
+	if (journal_memo_valid(root, root_st))
+		return 0;
+	int ret = journal_open(root, &j, &absent);
+	if (ret == 0 && absent && root_st != NULL)
+		journal_memo_set(root, root_st);
 	if (ret <= 0)
 		return ret;
 	i_warning("Finishing an interrupted RENAME of %s to %s",
@@ -784,7 +833,12 @@ int mailbox_list_rename_recover(const char *root)
 			j.oldname, j.newname, error);
 		return -1;
 	}
-	return 0;
+	return 1;
+}
+
+int mailbox_list_rename_recover(const char *root)
+{
+	return mailbox_list_rename_recover_stat(root, NULL) < 0 ? -1 : 0;
 }
 
 /* Refuse (before the journal) if a folder under the old name has a

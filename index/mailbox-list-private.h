@@ -41,12 +41,24 @@ void mailbox_list_cache_write(const char *root, const struct timespec *mtime,
    \Noselect <-> selectable change, which touches no root entry) and
    drop the file. */
 void mailbox_list_cache_invalidate(const char *root);
+/* Whether mtime is old enough (at now) that any later change of the file
+   gets a different mtime: only then may "same mtime" mean "unchanged". */
+bool mailbox_list_mtime_settled(const struct timespec *mtime,
+				const struct timespec *now);
 
 /* mailbox-list-ops.c: RENAME is journaled in this root file and rolled
    forward (doc/mail-storage.md). Finish a RENAME whose process died;
    a no-op (one failed open) without a journal. Returns 0 or -1 (logged). */
 #define MAILBOX_RENAME_JOURNAL "moat.rename.journal"
 int mailbox_list_rename_recover(const char *root);
+/* The same for a caller that has just stat()ed root (root_st; NULL if
+   that failed): while root keeps an mtime at which this process found no
+   journal, there is none (writing one changes the mtime), so no open.
+   Returns 1 if a RENAME was finished (root changed: stat it again), 0 if
+   there was none to finish, -1 (logged). */
+struct stat;
+int mailbox_list_rename_recover_stat(const char *root,
+				     const struct stat *root_st);
 /* Tests only: hook(step) runs after each step of a RENAME (and of its
    recovery), so a test can stop there to simulate a crash. NULL = none. */
 typedef void mailbox_list_rename_hook_t(unsigned int step);

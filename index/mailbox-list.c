@@ -167,26 +167,29 @@ static void list_cache_add(void *context, const char *name,
 /* The folders: from the cache while the root's mtime is the one it was
    written for (one stat and one read instead of a stat per folder). */
 static int list_scan_root(struct mailbox_list *list, const char *root,
+			  int stat_errno, const struct stat *root_st,
 			  const char **error_r)
 {
-	struct stat st, st2;
+	struct stat st2;
+	const struct stat *st = root_st;
 	unsigned int first = list->count;
 
-	if (stat(root, &st) < 0) {
-		if (errno == ENOENT)
+	if (stat_errno != 0) {
+		if (stat_errno == ENOENT)
 			return 0;   /* nothing created yet: INBOX only */
+		errno = stat_errno;
 		*error_r = mailbox_list_set_error("stat(%s) failed: %m", root);
 		return -1;
 	}
-	if (mailbox_list_cache_read(root, &st.st_mtim, list_cache_add, list) > 0)
+	if (mailbox_list_cache_read(root, &st->st_mtim, list_cache_add, list) > 0)
 		return 0;
 	if (list_scan_dir(list, root, error_r) < 0)
 		return -1;
 	/* cache only what no change during the scan could have made stale */
 	if (list->count < MAILBOX_LIST_MAX_NODES && stat(root, &st2) == 0 &&
-	    st2.st_mtim.tv_sec == st.st_mtim.tv_sec &&
-	    st2.st_mtim.tv_nsec == st.st_mtim.tv_nsec) {
-		mailbox_list_cache_write(root, &st.st_mtim, list->nodes + first,
+	    st2.st_mtim.tv_sec == st->st_mtim.tv_sec &&
+	    st2.st_mtim.tv_nsec == st->st_mtim.tv_nsec) {
+		mailbox_list_cache_write(root, &st->st_mtim, list->nodes + first,
 					 list->mtimes + first,
 					 list->count - first);
 	}
@@ -268,6 +271,9 @@ static void list_add_ancestors(struct mailbox_list *list)
 	char name[MAILBOX_NAME_MAX + 1];
 
 	for (unsigned int i = 0; i < count; i++) {
+		/* most names have no parent: no copy for them */
+		if (strchr(list->nodes[i].name, MAILBOX_NAME_SEP) == NULL)
+			continue;
 		snprintf(name, sizeof(name), "%s", list->nodes[i].name);
 		char *p;
 		while ((p = strrchr(name, MAILBOX_NAME_SEP)) != NULL) {
@@ -299,7 +305,8 @@ static void list_mark_children(struct mailbox_list *list)
 	char parent[MAILBOX_NAME_MAX + 1];
 
 	for (unsigned int i = 0; i < list->count; i++) {
-		if ((list->nodes[i].flags & MAILBOX_NODE_EXISTS) == 0)
+		if ((list->nodes[i].flags & MAILBOX_NODE_EXISTS) == 0 ||
+		    strchr(list->nodes[i].name, MAILBOX_NAME_SEP) == NULL)
 			continue;
 		snprintf(parent, sizeof(parent), "%s", list->nodes[i].name);
 		char *p;
@@ -317,14 +324,20 @@ int mailbox_list_read(const char *root,
 		      const struct mailbox_special_names *specials,
 		      struct mailbox_list **list_r, const char **error_r)
 {
-	/* finish a RENAME cut short first (mailbox-list-ops.c) */
-	(void)mailbox_list_rename_recover(root);
+	struct stat st;
+	int stat_errno = stat(root, &st) < 0 ? errno : 0;
+
+	/* finish a RENAME cut short first (mailbox-list-ops.c); the root's
+	   stat tells whether a journal can be there at all */
+	if (mailbox_list_rename_recover_stat(root, stat_errno != 0 ? NULL :
+					     &st) > 0)
+		stat_errno = stat(root, &st) < 0 ? errno : 0;
 	struct mailbox_list *list = i_malloc(sizeof(*list));
 
 	list->specials = specials;
 	list->pool = pool_create("mailbox list", 4096);
 	list_add(list, "INBOX", MAILBOX_NODE_SELECTABLE);
-	if (list_scan_root(list, root, error_r) < 0) {
+	if (list_scan_root(list, root, stat_errno, &st, error_r) < 0) {
 		mailbox_list_free(&list);
 		return -1;
 	}

@@ -286,6 +286,23 @@ int o_stream_printf(struct ostream *stream, const char *fmt, ...)
 	return stream->error != 0 ? -1 : 0;
 }
 
+unsigned char *o_stream_reserve(struct ostream *stream, size_t size)
+{
+	if (stream->error != 0)
+		return NULL;
+	return (unsigned char *)buffer_reserve(&stream->buf, size);
+}
+
+int o_stream_commit(struct ostream *stream, size_t size)
+{
+	if (stream->error != 0)
+		return -1;
+	buffer_commit(&stream->buf, size);
+	if (stream->cork == 0 && stream->io == NULL)
+		(void)o_stream_flush(stream);
+	return stream->error != 0 ? -1 : 0;
+}
+
 void o_stream_cork(struct ostream *stream)
 {
 	stream->cork++;

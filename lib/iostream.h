@@ -62,6 +62,15 @@ void o_stream_destroy(struct ostream **stream);
 int o_stream_send(struct ostream *stream, const void *data, size_t size);
 int o_stream_send_str(struct ostream *stream, const char *str);
 int o_stream_printf(struct ostream *stream, const char *fmt, ...) ATTR_FORMAT(2, 3);
+/* Room for up to size bytes at the end of the buffer, for a caller that
+   produces data in place (a file read straight into it, without a copy);
+   NULL if the stream failed or the buffer cannot take size more bytes.
+   The pointer is valid until the next call on the stream. Follow with
+   o_stream_commit(), which sends the bytes like o_stream_send(). */
+unsigned char *o_stream_reserve(struct ostream *stream, size_t size);
+/* Add size (<= the reserved size) bytes written at o_stream_reserve()'s
+   pointer. Returns 0, or -1 if the stream failed. */
+int o_stream_commit(struct ostream *stream, size_t size);
 /* While corked, sends are only buffered; uncork flushes. */
 void o_stream_cork(struct ostream *stream);
 void o_stream_uncork(struct ostream *stream);
