@@ -107,6 +107,11 @@ for s in "${SERVERS[@]}"; do
 done
 bench_say "servers up: moat :${PORT[moat]}, dovecot :${PORT[dovecot]}, dovecot-hp :${PORT[dovecot-hp]}"
 
+# wanted WORKLOAD: selected by --only (everything without it).
+wanted() {
+	[ -z "$ONLY" ] || [[ $ONLY == *",$1,"* ]]
+}
+
 python3 "$ROOT/bench/mkmaildir.py" --mbox "$BENCH_WORK/inbox.mbox" "$CORPUS" \
 	"$INBOX_MESSAGES" >/dev/null
 for s in moat dovecot; do
@@ -119,10 +124,6 @@ wanted big && python3 "$ROOT/bench/mkmaildir.py" "$CORPUS" "$BIG" \
 	"$BENCH_WORK/big-pristine" >/dev/null
 
 # ---- running --------------------------------------------------------------
-# wanted WORKLOAD: selected by --only (everything without it).
-wanted() {
-	[ -z "$ONLY" ] || [[ $ONLY == *",$1,"* ]]
-}
 
 # sample_rss SERVER: peak RSS (VmHWM) of each live process of the server.
 sample_rss() {
