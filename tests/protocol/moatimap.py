@@ -13,6 +13,7 @@ import time
 
 LITERAL_RE = re.compile(rb"\{(\d+)\+?\}$")
 CODE_RE = re.compile(rb"^\[([^\]]*)\]")
+EXPUNGE_RE = re.compile(rb"^\* (\d+) EXPUNGE\b", re.IGNORECASE)
 # A response line (without literals) longer than this is a server bug.
 MAX_LINE = 1024 * 1024
 
@@ -72,9 +73,19 @@ class Response:
         return found
 
     def fetches(self):
-        """{seq: {ITEM: value}} of the untagged FETCH responses (merged)."""
+        """{seq: {ITEM: value}} of the untagged FETCH responses (merged),
+        numbered as after the last response: each "* N EXPUNGE" drops N
+        and renumbers the messages above it (RFC 9051 7.5.1), so a FETCH
+        sent after it (an unsolicited flag update at the end of a UID
+        command) merges with the message it names, not its neighbour."""
         result = {}
         for line in self.untagged:
+            m = EXPUNGE_RE.match(line)
+            if m:
+                gone = int(m.group(1))
+                result = {(seq - 1 if seq > gone else seq): items
+                          for seq, items in result.items() if seq != gone}
+                continue
             parsed = parse_fetch(line)
             if parsed:
                 seq, items = parsed
