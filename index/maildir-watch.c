@@ -166,9 +166,16 @@ static void watch_read_events(void)
 
 	for (;;) {
 		ssize_t ret = read(watch_fd, u.buf, sizeof(u.buf));
+		if (ret < 0 && errno == EINTR)
+			continue;
 		if (ret <= 0) {
-			if (ret < 0 && errno != EAGAIN && errno != EINTR)
+			if (ret < 0 && errno != EAGAIN) {
+				/* events may be lost: trust nothing */
 				i_error("read(inotify) failed: %m");
+				for (struct maildir_watch *w = watches; w != NULL;
+				     w = w->next)
+					w->gen++;
+			}
 			return;
 		}
 		for (ssize_t pos = 0; pos < ret; ) {
