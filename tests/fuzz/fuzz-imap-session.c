@@ -24,7 +24,9 @@
 #include "imap-common.h"
 #include "imap-client.h"
 #include "imap-mailbox.h"
+#include "imap-status.h"
 #include "mailbox-list.h"
+#include "maildir-watch.h"
 #include "session-feed.h"
 
 #include <fcntl.h>
@@ -339,10 +341,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	   aborts first, so this is only for safety). */
 	while (s.user.clients != NULL)
 		client_destroy(s.user.clients);
+	/* as imap's main.c does when the user's last client is gone */
+	imap_status_cache_free(&s.user.status_cache);
 	session_feed_destroy(&s.feed);
 	timeout_remove(&s.to_deadline);
 	io_loop_destroy(&s.ioloop);
 	fuzz_current = NULL;
+	/* the process-wide inotify instance outlives the handles (maildir-
+	   watch.h): this input's folders are deleted before the next one */
+	maildir_watch_deinit();
 	session_feed_fds_check();
 	return 0;
 }

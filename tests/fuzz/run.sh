@@ -25,7 +25,7 @@ srcs() {
 LIB="lib/mempool.c lib/buffer.c lib/lib.c lib/log.c lib/strfuncs.c"
 # lib/ without master-service.c: the session targets stand in for master.
 LIB_ALL=$(srcs lib -e '/master-service\.c$')
-INDEX_ALL=$(srcs index -e '/bench-' -e '/mime-dump\.c$')
+INDEX_ALL=$(srcs index -e '/bench-' -e '/mime-dump\.c$' -e '/mailbox-writer\.c$')
 SESSION="tests/fuzz/session-feed.c"
 declare -A deps=(
 	[fuzz-imap-parser]="lib/imap-parser.c lib/imap-arg.c $LIB"
