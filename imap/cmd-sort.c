@@ -205,7 +205,8 @@ static void sort_save(struct sort_cmd *ctx)
 			continue;
 		uids[n++] = mailbox_msg_uid(ctx->box, ctx->sorted[i]);
 	}
-	qsort(uids, n, sizeof(*uids), uid_cmp);
+	if (n > 1)
+		qsort(uids, n, sizeof(*uids), uid_cmp);
 	for (unsigned int i = 0; i < n; i++) {
 		if (ranges > 0 && r[ranges - 1].hi + 1 >= uids[i]) {
 			r[ranges - 1].hi = uids[i];

@@ -186,7 +186,8 @@ imap_sort_init(struct mailbox *box, const struct imap_sort_criterion *crit,
 	}
 	ctx->count = count;
 	ctx->seqs = i_malloc(i_mul_size(count + 1, sizeof(*ctx->seqs)));
-	memcpy(ctx->seqs, seqs, count * sizeof(*seqs));
+	if (count > 0)   /* no match: seqs may be NULL */
+		memcpy(ctx->seqs, seqs, count * sizeof(*seqs));
 	/* ctx->seqs stays as it is until the last key is read */
 	if (ctx->need_keys)
 		ctx->reader = mail_sort_keys_reader_init(box, ctx->seqs, count);
@@ -361,7 +362,8 @@ void imap_sort_run(struct imap_sort_ctx *ctx)
 		entries[i].idx = i;
 		entries[i].ctx = ctx;
 	}
-	qsort(entries, ctx->count, sizeof(*entries), sort_entry_cmp);
+	if (ctx->count > 1)
+		qsort(entries, ctx->count, sizeof(*entries), sort_entry_cmp);
 	/* seqs are ascending, so idx order is mailbox order */
 	uint32_t *sorted = i_malloc(i_mul_size(ctx->count + 1, sizeof(*sorted)));
 	for (unsigned int i = 0; i < ctx->count; i++)

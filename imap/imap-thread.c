@@ -299,7 +299,8 @@ static void sort_nodes(struct imap_thread *t, uint32_t *nodes,
 {
 	for (unsigned int i = 0; i < count; i++)
 		node_key(t, nodes[i], &scratch[i]);
-	qsort(scratch, count, sizeof(*scratch), sort_item_cmp);
+	if (count > 1)   /* (and scratch may be NULL for none) */
+		qsort(scratch, count, sizeof(*scratch), sort_item_cmp);
 	for (unsigned int i = 0; i < count; i++)
 		nodes[i] = scratch[i].node;
 }
@@ -573,7 +574,8 @@ static void orderedsubject_finish(struct imap_thread *t)
 		items[i].date = t->msgs[i].date;
 		items[i].msg = i;
 	}
-	qsort(items, t->msg_count, sizeof(*items), subject_item_cmp);
+	if (t->msg_count > 1)
+		qsort(items, t->msg_count, sizeof(*items), subject_item_cmp);
 	t->roots = i_malloc(i_mul_size(t->msg_count + 1, sizeof(*t->roots)));
 	for (uint32_t i = 0; i < t->msg_count; i++) {
 		uint32_t node = items[i].msg;
