@@ -49,6 +49,7 @@ struct mailbox {
 	char *name;
 	char *path;              /* the Maildir folder */
 	char *cur_dir, *new_dir, *tmp_dir;
+	int cur_fd;              /* O_PATH of cur/ for opening messages, or -1 */
 	enum mailbox_open_flags flags;
 	struct maildir_uidlist *uidlist;
 	struct maildir_keywords *keywords;

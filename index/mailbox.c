@@ -114,6 +114,7 @@ static struct mailbox *mailbox_alloc(const char *path, const char *name,
 	box->cur_dir = i_strdup_printf("%s/cur", path);
 	box->new_dir = i_strdup_printf("%s/new", path);
 	box->tmp_dir = i_strdup_printf("%s/tmp", path);
+	box->cur_fd = -1;
 	box->flags = flags;
 	box->fsync_mode = (flags & MAILBOX_OPEN_NO_FSYNC) != 0 ?
 		MAIL_INDEX_FSYNC_NEVER : MAIL_INDEX_FSYNC_ALWAYS;
@@ -284,6 +285,8 @@ void mailbox_close(struct mailbox **_box)
 	if (box->index != NULL)
 		mail_index_close(&box->index);
 	maildir_watch_unref(&box->watch);
+	if (box->cur_fd != -1)
+		i_close_fd(&box->cur_fd);
 	maildir_uidlist_deinit(&box->uidlist);
 	maildir_keywords_deinit(&box->keywords);
 	i_free(box->name);
@@ -660,25 +663,28 @@ bool mailbox_msg_is_crlf(struct mailbox *box, uint32_t seq)
 
 int mailbox_msg_open(struct mailbox *box, uint32_t seq, const char **error_r)
 {
-	char path[PATH_MAX];
 	const char *fname;
 
-	for (unsigned int attempt = 0; attempt < 2; attempt++) {
+	/* relative to cur/: the kernel walks one name, not the whole path */
+	if (box->cur_fd == -1) {
+		box->cur_fd = open(box->cur_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (box->cur_fd == -1) {
+			*error_r = mailbox_set_error(box, "open(%s) failed: %m",
+						     box->cur_dir);
+			return -1;
+		}
+	}
+	for (unsigned int attempt = 0; attempt < MAILBOX_FNAME_ATTEMPTS;
+	     attempt++) {
 		if (mailbox_msg_get_fname(box, seq, attempt > 0, &fname,
 					  error_r) < 0)
 			return -1;
-		if (snprintf(path, sizeof(path), "%s/%s", box->cur_dir,
-			     fname) >= (int)sizeof(path)) {
-			errno = ENAMETOOLONG;
-			*error_r = "Path too long";
-			return -1;
-		}
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		int fd = openat(box->cur_fd, fname, O_RDONLY | O_CLOEXEC);
 		if (fd != -1)
 			return fd;
 		if (errno != ENOENT) {
-			*error_r = mailbox_set_error(box, "open(%s) failed: %m",
-						     path);
+			*error_r = mailbox_set_error(box, "open(%s/%s) failed: %m",
+						     box->cur_dir, fname);
 			return -1;
 		}
 	}

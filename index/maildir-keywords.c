@@ -124,6 +124,11 @@ int maildir_keywords_refresh(struct maildir_keywords *kw,
 			     const char **error_r)
 {
 	struct stat st;
+
+	/* checked every command: unchanged costs one stat(), not an open */
+	if (kw->have_stat && stat(kw->path, &st) == 0 &&
+	    keywords_stat_equals(&st, &kw->st))
+		return 0;
 	int fd = open(kw->path, O_RDONLY | O_CLOEXEC);
 
 	if (fd == -1) {
