@@ -1,16 +1,20 @@
 /* IDLE (RFC 2177, RFC 9051 6.3.13): after "+ idling", changes of the
    selected mailbox are pushed as they happen: from sessions in this
-   process at once (imap-notify.c) and from other writers through inotify
-   on new/ and cur/. "DONE" ends it with the tagged OK, any other line
-   with BAD. The session is kept alive past imap_idle_timeout with a
-   periodic "* OK Still here" (NATs drop silent connections). */
+   process at once (imap-notify.c) and from other writers through the
+   process's inotify watch of new/ and cur/ (maildir-watch.h: one inotify
+   instance per process, however many clients idle), or by polling where
+   there is no watch (network file systems, inotify limits reached).
+   "DONE" ends it with the tagged OK, any other line with BAD. The session
+   is kept alive past imap_idle_timeout with a periodic "* OK Still here"
+   (NATs drop silent connections). */
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-notify.h"
 #include "imap-sync.h"
 
+#include "maildir-watch.h"
+
 #include <strings.h>
-#include <sys/inotify.h>
 
 /* "DONE" CRLF; longer lines are not DONE. */
 #define IDLE_LINE_MAX 64
@@ -19,14 +23,14 @@
 /* Wakeups within this delay are handled by one sync (a burst of renames
    makes one update). */
 #define IDLE_SYNC_DELAY_MSECS 10
-/* inotify events read per call; each is at most sizeof + NAME_MAX + 1. */
-#define IDLE_INOTIFY_BUF (16 * (sizeof(struct inotify_event) + NAME_MAX + 1))
+/* Without a watch other writers are seen by looking this often (as
+   Dovecot's mailbox_idle_check_interval). */
+#define IDLE_POLL_MSECS (30 * 1000)
 
 struct idle_ctx {
 	struct client_command *cmd;
-	int inotify_fd;
-	struct io *io_inotify;
-	struct timeout *to_sync, *to_keepalive;
+	struct maildir_watch_listener *listener;
+	struct timeout *to_sync, *to_keepalive, *to_poll;
 	unsigned int keepalive_msecs;
 	char line[IDLE_LINE_MAX + 1];
 	size_t line_len;
@@ -35,11 +39,13 @@ struct idle_ctx {
 
 static void idle_free(struct idle_ctx *ctx)
 {
-	io_remove(&ctx->io_inotify);
-	if (ctx->inotify_fd != -1)
-		i_close_fd(&ctx->inotify_fd);
+	if (ctx->listener != NULL) {
+		maildir_watch_unlisten(&ctx->listener);
+		imap_notify_watch_unref(ctx->cmd->client->user);
+	}
 	timeout_remove(&ctx->to_sync);
 	timeout_remove(&ctx->to_keepalive);
+	timeout_remove(&ctx->to_poll);
 }
 
 static void cmd_idle_cancel(struct client_command *cmd)
@@ -79,20 +85,20 @@ void imap_idle_wakeup(struct client *client)
 					   idle_sync_timeout, ctx);
 }
 
-static void idle_inotify_input(void *context)
+/* Called while the watch's events are read: only schedules the sync. */
+static void idle_watch_changed(void *context)
 {
 	struct idle_ctx *ctx = context;
-	char buf[IDLE_INOTIFY_BUF]
-		__attribute__((aligned(__alignof__(struct inotify_event))));
-	ssize_t ret;
 
-	/* the events only say "something changed": drain them all */
-	while ((ret = read(ctx->inotify_fd, buf, sizeof(buf))) > 0)
-		;
-	if (ret < 0 && errno != EAGAIN && errno != EINTR) {
-		i_error("read(inotify) failed: %m");
-		io_remove(&ctx->io_inotify);
-	}
+	imap_idle_wakeup(ctx->cmd->client);
+}
+
+static void idle_poll(void *context)
+{
+	struct idle_ctx *ctx = context;
+
+	ctx->to_poll = timeout_add(ctx->cmd->client->user->ioloop,
+				   IDLE_POLL_MSECS, idle_poll, ctx);
 	imap_idle_wakeup(ctx->cmd->client);
 }
 
@@ -110,29 +116,20 @@ static void idle_keepalive(void *context)
 		timeout_reset(client->to_idle);
 }
 
-/* Watch the selected folder. Without inotify IDLE still works for
-   changes made in this process. */
+/* Listen to the selected folder's watch, or poll without one. */
 static void idle_watch(struct idle_ctx *ctx, struct mailbox *box)
 {
-	const uint32_t mask = IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM |
-		IN_DELETE | IN_ONLYDIR;
-	static const char *const subdirs[] = { "new", "cur" };
-	char path[PATH_MAX];
+	struct imap_user *user = ctx->cmd->client->user;
+	struct maildir_watch *watch = mailbox_get_watch(box);
 
-	ctx->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (ctx->inotify_fd == -1) {
-		i_error("inotify_init1() failed: %m");
-		return;
+	if (watch != NULL && maildir_watch_fd() != -1) {
+		ctx->listener = maildir_watch_listen(watch, idle_watch_changed,
+						     ctx);
+		imap_notify_watch_ref(user);
+	} else {
+		ctx->to_poll = timeout_add(user->ioloop, IDLE_POLL_MSECS,
+					   idle_poll, ctx);
 	}
-	for (unsigned int i = 0; i < N_ELEMENTS(subdirs); i++) {
-		if (snprintf(path, sizeof(path), "%s/%s", mailbox_get_path(box),
-			     subdirs[i]) >= (int)sizeof(path) ||
-		    inotify_add_watch(ctx->inotify_fd, path, mask) < 0)
-			i_error("inotify_add_watch(%s) failed: %m", path);
-	}
-	ctx->io_inotify = io_add(ctx->cmd->client->user->ioloop,
-				 ctx->inotify_fd, IO_READ, idle_inotify_input,
-				 ctx);
 }
 
 static bool idle_end(struct client_command *cmd, struct idle_ctx *ctx)
@@ -186,7 +183,6 @@ bool cmd_idle(struct client_command *cmd)
 		return true;
 	}
 	ctx->cmd = cmd;
-	ctx->inotify_fd = -1;
 	cmd->context = ctx;
 	cmd->cancel = cmd_idle_cancel;
 	cmd->func = cmd_idle_continue;

@@ -39,6 +39,9 @@ struct imap_user {
 	unsigned int client_count;
 	/* open index handles for STATUS (imap-status.h), NULL until used */
 	struct imap_status_cache *status_cache;
+	/* the process's inotify fd, read while an IDLE listens (imap-notify.c) */
+	struct io *io_watch;
+	unsigned int watch_listeners;
 };
 
 /* cmd-capability.c: the post-login capability list (RFC 7889

@@ -312,6 +312,15 @@ const char *mailbox_get_path(struct mailbox *box)
 	return box->path;
 }
 
+struct maildir_watch *mailbox_get_watch(struct mailbox *box)
+{
+	if (!box->watch_tried) {
+		box->watch_tried = true;
+		box->watch = maildir_watch_ref(box->path);
+	}
+	return box->watch;
+}
+
 uint32_t mailbox_get_uidvalidity(struct mailbox *box)
 {
 	struct mail_index_status status;

@@ -73,6 +73,10 @@ bool mailbox_is_readonly(struct mailbox *box);
 const char *mailbox_get_name(struct mailbox *box);
 /* The Maildir folder (watching new/ and cur/ for changes: IDLE). */
 const char *mailbox_get_path(struct mailbox *box);
+/* The process's inotify watch of the folder (maildir-watch.h), NULL where
+   there can be none (then only polling sees other writers). */
+struct maildir_watch;
+struct maildir_watch *mailbox_get_watch(struct mailbox *box);
 uint32_t mailbox_get_uidvalidity(struct mailbox *box);
 uint32_t mailbox_get_next_uid(struct mailbox *box);
 uint32_t mailbox_get_count(struct mailbox *box);

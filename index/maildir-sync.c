@@ -1011,10 +1011,7 @@ int mailbox_sync(struct mailbox *box, bool allow_expunge,
 		return -1;
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.box = box;
-	if (!box->watch_tried) {
-		box->watch_tried = true;
-		box->watch = maildir_watch_ref(box->path);
-	}
+	(void)mailbox_get_watch(box);
 	/* Taken before the stat()s and the scan: whatever happens after
 	   it moves the generation, so trusting the state as of here is safe. */
 	uint64_t gen = box->watch == NULL ? 0 : maildir_watch_get_gen(box->watch);

@@ -26,6 +26,13 @@
 #  define XFS_SUPER_MAGIC 0x58465342
 #endif
 
+struct maildir_watch_listener {
+	struct maildir_watch_listener *next;
+	struct maildir_watch *watch;
+	maildir_watch_callback_t *cb;
+	void *context;
+};
+
 struct watch_expected {
 	enum maildir_watch_dir dir;
 	char *name;
@@ -37,6 +44,7 @@ struct maildir_watch {
 	unsigned int refcount;
 	int wd[2];                 /* cur, new; -1 once gone */
 	uint64_t gen;
+	struct maildir_watch_listener *listeners;
 	uint64_t trusted_gen, trusted_modseq;
 	uint32_t trusted_uidvalidity;
 	bool trusted;
@@ -90,6 +98,22 @@ static bool watch_init(void)
 	return true;
 }
 
+/* Something changed in the folder: listeners hear of every change, also
+   this process's own (another session's APPEND must wake an IDLE). */
+static void watch_notify(struct maildir_watch *w)
+{
+	for (struct maildir_watch_listener *l = w->listeners; l != NULL;
+	     l = l->next)
+		l->cb(l->context);
+}
+
+/* Something not announced happened: move the generation, tell listeners. */
+static void watch_changed(struct maildir_watch *w)
+{
+	w->gen++;
+	watch_notify(w);
+}
+
 static void watch_remove_dirs(struct maildir_watch *w)
 {
 	for (unsigned int i = 0; i < 2; i++) {
@@ -135,7 +159,7 @@ static void watch_event(const struct inotify_event *ev)
 	if ((ev->mask & IN_Q_OVERFLOW) != 0) {
 		/* Lost events: nobody can be trusted any more. */
 		for (struct maildir_watch *w = watches; w != NULL; w = w->next)
-			w->gen++;
+			watch_changed(w);
 		return;
 	}
 	struct maildir_watch *w = watch_find_wd(ev->wd, &idx);
@@ -148,13 +172,15 @@ static void watch_event(const struct inotify_event *ev)
 		if (!w->dead)
 			watch_remove_dirs(w);
 		w->dead = true;
-		w->gen++;
+		watch_changed(w);
 		return;
 	}
 	if (ev->len > 0 && !w->expected_overflow &&
-	    watch_take_expected(w, (enum maildir_watch_dir)idx, ev->name))
+	    watch_take_expected(w, (enum maildir_watch_dir)idx, ev->name)) {
+		watch_notify(w);
 		return;
-	w->gen++;
+	}
+	watch_changed(w);
 }
 
 static void watch_read_events(void)
@@ -174,7 +200,7 @@ static void watch_read_events(void)
 				i_error("read(inotify) failed: %m");
 				for (struct maildir_watch *w = watches; w != NULL;
 				     w = w->next)
-					w->gen++;
+					watch_changed(w);
 			}
 			return;
 		}
@@ -358,8 +384,49 @@ void maildir_watch_settle(struct maildir_watch *w)
 	   perhaps because someone else's did (they unlinked the file we
 	   meant to rename, and their event cancelled our announcement). */
 	if (w->expected_overflow || w->expected_count > 0)
-		w->gen++;
+		watch_changed(w);
 	watch_expected_clear(w);
+}
+
+struct maildir_watch_listener *
+maildir_watch_listen(struct maildir_watch *w, maildir_watch_callback_t *cb,
+		     void *context)
+{
+	struct maildir_watch_listener *l = i_malloc(sizeof(*l));
+
+	l->watch = w;
+	l->cb = cb;
+	l->context = context;
+	l->next = w->listeners;
+	w->listeners = l;
+	w->refcount++;
+	return l;
+}
+
+void maildir_watch_unlisten(struct maildir_watch_listener **_l)
+{
+	struct maildir_watch_listener *l = *_l, **p;
+
+	if (l == NULL)
+		return;
+	*_l = NULL;
+	for (p = &l->watch->listeners; *p != l; p = &(*p)->next)
+		i_assert(*p != NULL);
+	*p = l->next;
+	struct maildir_watch *w = l->watch;
+	i_free(l);
+	maildir_watch_unref(&w);
+}
+
+int maildir_watch_fd(void)
+{
+	return watch_fd;
+}
+
+void maildir_watch_read(void)
+{
+	if (watch_fd != -1)
+		watch_read_events();
 }
 
 void maildir_watch_deinit(void)

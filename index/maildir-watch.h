@@ -75,6 +75,22 @@ void maildir_watch_expect(struct maildir_watch *watch,
    event (a rename that failed), moves the generation. */
 void maildir_watch_settle(struct maildir_watch *watch);
 
+/* Waiting for changes (IDLE): cb runs for every change in cur/ or new/,
+   announced ones too (another session of the process appended), from
+   inside whatever call read the events (a sync, a settle,
+   maildir_watch_read()), so it must only schedule work. A listener keeps
+   the watch referenced. */
+typedef void maildir_watch_callback_t(void *context);
+struct maildir_watch_listener;
+struct maildir_watch_listener *
+maildir_watch_listen(struct maildir_watch *watch, maildir_watch_callback_t *cb,
+		     void *context);
+void maildir_watch_unlisten(struct maildir_watch_listener **listener);
+/* The process's inotify fd, -1 if none: when it is readable, call
+   maildir_watch_read(). */
+int maildir_watch_fd(void);
+void maildir_watch_read(void);
+
 /* Tests: close the process's inotify instance and forget every watch
    (none may be referenced). */
 void maildir_watch_deinit(void);

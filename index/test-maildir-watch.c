@@ -244,7 +244,51 @@ static void test_trust_kept_between_opens(void)
 	teardown(&w);
 }
 
+static unsigned int listener_calls;
+
+static void listener_cb(void *context ATTR_UNUSED)
+{
+	listener_calls++;
+}
+
+/* IDLE's listener hears every change when the events are read; only
+   foreign ones move the generation. */
+static void test_listener(void)
+{
+	struct maildir_watch *w = setup();
+	if (w == NULL) {
+		test_tmpdir_cleanup();
+		return;
+	}
+	struct maildir_watch_listener *l =
+		maildir_watch_listen(w, listener_cb, NULL);
+	listener_calls = 0;
+	test_assert(maildir_watch_fd() != -1);
+	/* our own change: heard (another session may idle), trust kept */
+	uint64_t gen = maildir_watch_get_gen(w);
+	maildir_watch_expect(w, MAILDIR_WATCH_NEW, "own.1");
+	touch("new", "own.1");
+	maildir_watch_settle(w);
+	test_assert_int(listener_calls, 1);
+	test_assert(maildir_watch_get_gen(w) == gen);
+	touch("new", "foreign.1");
+	test_assert_int(listener_calls, 1);   /* not read yet */
+	maildir_watch_read();
+	test_assert_int(listener_calls, 2);
+	test_assert(maildir_watch_get_gen(w) != gen);
+	/* the listener holds the watch: an unref leaves it alive */
+	maildir_watch_unref(&w);
+	touch("cur", "foreign.2");
+	maildir_watch_read();
+	test_assert_int(listener_calls, 3);
+	maildir_watch_unlisten(&l);
+	test_assert(l == NULL);
+	maildir_watch_deinit();
+	test_tmpdir_cleanup();
+}
+
 TEST_MAIN(TEST(test_own_changes_cancel_out),
+	  TEST(test_listener),
 	  TEST(test_trust_kept_between_opens),
 	  TEST(test_foreign_changes_move_gen),
 	  TEST(test_too_many_announcements),
