@@ -39,7 +39,8 @@ int mailbox_keyword_get(struct mailbox *box, const char *name, bool create,
 	if (!create)
 		return 0;
 	/* the names file is written under the folder's uidlist lock */
-	if (maildir_uidlist_lock(box->uidlist, error_r) < 0)
+	/* the lock only: nothing here reads the uidlist's records */
+	if (maildir_uidlist_lock_append(box->uidlist, error_r) < 0)
 		return -1;
 	int ret = maildir_keywords_add(box->keywords, name, idx_r, error_r);
 	maildir_uidlist_unlock(box->uidlist);
@@ -207,7 +208,8 @@ int mailbox_msg_change_flags(struct mailbox *box, uint32_t seq,
 		*error_r = "Message was expunged";
 		return -1;
 	}
-	if (maildir_uidlist_lock(box->uidlist, error_r) < 0)
+	/* the lock only: nothing here reads the uidlist's records */
+	if (maildir_uidlist_lock_append(box->uidlist, error_r) < 0)
 		return -1;
 	int ret = kw_store_locked(box, seq, &change, error_r);
 	maildir_uidlist_unlock(box->uidlist);

@@ -935,7 +935,8 @@ int mailbox_msg_expunge(struct mailbox *box, uint32_t seq,
 	uint32_t uid = mailbox_msg_uid(box, seq);
 
 	i_assert(!mailbox_is_readonly(box));
-	if (maildir_uidlist_lock(box->uidlist, error_r) < 0)
+	/* the lock only: nothing here reads the uidlist's records */
+	if (maildir_uidlist_lock_append(box->uidlist, error_r) < 0)
 		return -1;
 	int ret = mailbox_msg_unlink_locked(box, seq, error_r);
 	if (ret == 0) {
