@@ -20,19 +20,11 @@
 /* Bytes of result numbers written to the output per step. */
 #define SEARCH_OUTPUT_PIECE (16 * 1024)
 
-enum search_return {
-	SEARCH_RETURN_MIN = 0x01,
-	SEARCH_RETURN_MAX = 0x02,
-	SEARCH_RETURN_ALL = 0x04,
-	SEARCH_RETURN_COUNT = 0x08,
-	SEARCH_RETURN_SAVE = 0x10,
-};
-
 struct search_cmd {
 	struct client_command *cmd;
 	struct mailbox *box;
 	struct mail_search_ctx *search;
-	enum search_return ret;
+	enum imap_search_return ret;
 	bool esearch;          /* RETURN was given */
 	uint32_t next_seq;     /* next message to judge */
 	bool failed;
@@ -79,40 +71,6 @@ static void search_cmd_free(struct search_cmd *ctx)
 static void cmd_search_cancel(struct client_command *cmd)
 {
 	search_cmd_free(cmd->context);
-}
-
-static bool search_parse_return(struct search_cmd *ctx,
-				const struct imap_arg **args)
-{
-	static const struct { const char *name; enum search_return ret; }
-	options[] = {
-		{ "MIN", SEARCH_RETURN_MIN }, { "MAX", SEARCH_RETURN_MAX },
-		{ "ALL", SEARCH_RETURN_ALL }, { "COUNT", SEARCH_RETURN_COUNT },
-		{ "SAVE", SEARCH_RETURN_SAVE },
-	};
-	const struct imap_arg *list;
-	unsigned int count;
-
-	if (!imap_arg_atom_equals(*args, "RETURN"))
-		return true;
-	if (!imap_arg_get_list(&(*args)[1], &list, &count))
-		return false;
-	*args += 2;
-	ctx->esearch = true;
-	for (unsigned int i = 0; i < count; i++) {
-		unsigned int j;
-		for (j = 0; j < N_ELEMENTS(options); j++) {
-			if (imap_arg_atom_equals(&list[i], options[j].name))
-				break;
-		}
-		if (j == N_ELEMENTS(options))
-			return false;
-		ctx->ret |= options[j].ret;
-	}
-	/* RFC 4731 3.1: RETURN () is RETURN (ALL) */
-	if (count == 0)
-		ctx->ret = SEARCH_RETURN_ALL;
-	return true;
 }
 
 /* ---- the answer ---- */
@@ -162,15 +120,15 @@ static void search_esearch_head(struct search_cmd *ctx, buffer_t *piece)
 
 	ret |= imap_append_quoted(piece, ctx->cmd->tag);
 	ret |= buffer_append_str(piece, ctx->cmd->uid ? ") UID" : ")");
-	if (ctx->total > 0 && (ctx->ret & SEARCH_RETURN_MIN) != 0)
+	if (ctx->total > 0 && (ctx->ret & IMAP_SEARCH_RETURN_MIN) != 0)
 		ret |= buffer_printf(piece, " MIN %u",
 				     search_number(ctx, ctx->matches[0].seq1));
-	if (ctx->total > 0 && (ctx->ret & SEARCH_RETURN_MAX) != 0)
+	if (ctx->total > 0 && (ctx->ret & IMAP_SEARCH_RETURN_MAX) != 0)
 		ret |= buffer_printf(piece, " MAX %u", search_number(ctx,
 				ctx->matches[ctx->match_count - 1].seq2));
-	if ((ctx->ret & SEARCH_RETURN_COUNT) != 0)
+	if ((ctx->ret & IMAP_SEARCH_RETURN_COUNT) != 0)
 		ret |= buffer_printf(piece, " COUNT %u", ctx->total);
-	if (ctx->total > 0 && (ctx->ret & SEARCH_RETURN_ALL) != 0)
+	if (ctx->total > 0 && (ctx->ret & IMAP_SEARCH_RETURN_ALL) != 0)
 		ret |= buffer_append_str(piece, " ALL ");
 	i_assert(ret == 0);
 }
@@ -183,9 +141,9 @@ static bool search_output(struct search_cmd *ctx)
 	bool as_set = ctx->esearch;
 	buffer_t piece;
 
-	if (ctx->esearch && (ctx->ret & ~SEARCH_RETURN_SAVE) == 0)
+	if (ctx->esearch && (ctx->ret & ~IMAP_SEARCH_RETURN_SAVE) == 0)
 		return true;   /* RFC 5182 2.1: SAVE alone answers nothing */
-	if (ctx->esearch && (ctx->ret & SEARCH_RETURN_ALL) == 0)
+	if (ctx->esearch && (ctx->ret & IMAP_SEARCH_RETURN_ALL) == 0)
 		ctx->out_range = ctx->match_count;   /* no list */
 	/* the ESEARCH head holds the tag (up to a line long) and numbers */
 	buffer_init(&piece, i_add_size(SEARCH_OUTPUT_PIECE +
@@ -226,8 +184,8 @@ static bool search_output(struct search_cmd *ctx)
 static void search_save(struct search_cmd *ctx)
 {
 	struct client *client = ctx->cmd->client;
-	bool only_ends = (ctx->ret & (SEARCH_RETURN_MIN | SEARCH_RETURN_MAX)) != 0 &&
-		(ctx->ret & (SEARCH_RETURN_ALL | SEARCH_RETURN_COUNT)) == 0;
+	bool only_ends = (ctx->ret & (IMAP_SEARCH_RETURN_MIN | IMAP_SEARCH_RETURN_MAX)) != 0 &&
+		(ctx->ret & (IMAP_SEARCH_RETURN_ALL | IMAP_SEARCH_RETURN_COUNT)) == 0;
 	struct mail_search_range *uids;
 	unsigned int count = 0;
 
@@ -244,8 +202,8 @@ static void search_save(struct search_cmd *ctx)
 			bool last = i == ctx->match_count - 1 &&
 				seq == ctx->matches[i].seq2;
 			if (only_ends &&
-			    !(first && (ctx->ret & SEARCH_RETURN_MIN) != 0) &&
-			    !(last && (ctx->ret & SEARCH_RETURN_MAX) != 0))
+			    !(first && (ctx->ret & IMAP_SEARCH_RETURN_MIN) != 0) &&
+			    !(last && (ctx->ret & IMAP_SEARCH_RETURN_MAX) != 0))
 				continue;
 			if (count > 0 && uids[count - 1].hi + 1 == uid) {
 				uids[count - 1].hi = uid;
@@ -269,7 +227,7 @@ static bool search_finish(struct search_cmd *ctx)
 		cmd->wait = CLIENT_WAIT_OUTPUT;
 		return false;
 	}
-	if ((ctx->ret & SEARCH_RETURN_SAVE) != 0)
+	if ((ctx->ret & IMAP_SEARCH_RETURN_SAVE) != 0)
 		search_save(ctx);
 	search_cmd_free(ctx);
 	client_send_tagline(cmd, "OK Search completed.");
@@ -293,7 +251,7 @@ static bool cmd_search_continue(struct client_command *cmd)
 		if (ret < 0) {
 			i_error("SEARCH in %s: %s", mailbox_get_name(ctx->box),
 				error);
-			if ((ctx->ret & SEARCH_RETURN_SAVE) != 0)
+			if ((ctx->ret & IMAP_SEARCH_RETURN_SAVE) != 0)
 				imap_search_saved_clear(cmd->client);
 			search_cmd_free(ctx);
 			client_send_tagline(cmd, "NO [SERVERBUG] Search failed.");
@@ -319,7 +277,7 @@ static bool search_parse_error(struct client_command *cmd,
 			       const char *error)
 {
 	/* RFC 5182 2.1: a failed SEARCH ... SAVE empties "$" */
-	if ((ctx->ret & SEARCH_RETURN_SAVE) != 0)
+	if ((ctx->ret & IMAP_SEARCH_RETURN_SAVE) != 0)
 		imap_search_saved_clear(cmd->client);
 	if (ret == MAIL_SEARCH_PARSE_BADCHARSET)
 		client_send_taglinef(cmd, "NO %s", error);
@@ -338,7 +296,7 @@ bool cmd_search(struct client_command *cmd)
 	ctx->cmd = cmd;
 	ctx->box = cmd->client->mailbox;
 	ctx->next_seq = 1;
-	if (!search_parse_return(ctx, &args)) {
+	if (!imap_search_parse_return(&args, &ctx->esearch, &ctx->ret)) {
 		client_send_command_error(cmd, "Invalid RETURN options.");
 		return true;
 	}
@@ -346,7 +304,7 @@ bool cmd_search(struct client_command *cmd)
 	   RETURN (ALL) */
 	if (!ctx->esearch && cmd->client->imap4rev2) {
 		ctx->esearch = true;
-		ctx->ret = SEARCH_RETURN_ALL;
+		ctx->ret = IMAP_SEARCH_RETURN_ALL;
 	}
 	enum mail_search_parse_result ret =
 		mail_search_parse(cmd->pool, args,

@@ -14,21 +14,13 @@
 /* Bytes of numbers written to the output per step. */
 #define SORT_OUTPUT_PIECE (16 * 1024)
 
-enum sort_return {
-	SORT_RETURN_MIN = 0x01,
-	SORT_RETURN_MAX = 0x02,
-	SORT_RETURN_ALL = 0x04,
-	SORT_RETURN_COUNT = 0x08,
-	SORT_RETURN_SAVE = 0x10,
-};
-
 struct sort_cmd {
 	struct client_command *cmd;
 	struct mailbox *box;
 	struct imap_sort_criterion crit[IMAP_SORT_MAX_KEYS];
 	unsigned int crit_count;
 	bool esort;
-	enum sort_return ret;
+	enum imap_search_return ret;
 
 	struct imap_sort_search search;
 	bool searching;
@@ -52,39 +44,6 @@ static void cmd_sort_cancel(struct client_command *cmd)
 	sort_cmd_free(cmd->context);
 }
 
-static bool sort_parse_return(struct sort_cmd *ctx,
-			      const struct imap_arg **args)
-{
-	static const struct { const char *name; enum sort_return ret; }
-	options[] = {
-		{ "MIN", SORT_RETURN_MIN }, { "MAX", SORT_RETURN_MAX },
-		{ "ALL", SORT_RETURN_ALL }, { "COUNT", SORT_RETURN_COUNT },
-		{ "SAVE", SORT_RETURN_SAVE },
-	};
-	const struct imap_arg *list;
-	unsigned int count;
-
-	if (!imap_arg_atom_equals(*args, "RETURN"))
-		return true;
-	if (!imap_arg_get_list(&(*args)[1], &list, &count))
-		return false;
-	*args += 2;
-	ctx->esort = true;
-	for (unsigned int i = 0; i < count; i++) {
-		unsigned int j;
-		for (j = 0; j < N_ELEMENTS(options); j++) {
-			if (imap_arg_atom_equals(&list[i], options[j].name))
-				break;
-		}
-		if (j == N_ELEMENTS(options))
-			return false;
-		ctx->ret |= options[j].ret;
-	}
-	if (count == 0)
-		ctx->ret = SORT_RETURN_ALL;   /* RFC 5267 3.3 */
-	return true;
-}
-
 /* ---- the answer ---- */
 
 static uint32_t sort_number(struct sort_cmd *ctx, unsigned int i)
@@ -101,17 +60,17 @@ static void sort_esort_head(struct sort_cmd *ctx, buffer_t *piece)
 
 	ret |= imap_append_quoted(piece, ctx->cmd->tag);
 	ret |= buffer_append_str(piece, ctx->cmd->uid ? ") UID" : ")");
-	if (count > 0 && (ctx->ret & SORT_RETURN_MIN) != 0)
+	if (count > 0 && (ctx->ret & IMAP_SEARCH_RETURN_MIN) != 0)
 		ret |= buffer_printf(piece, " MIN %u", sort_number(ctx, 0));
-	if (count > 0 && (ctx->ret & SORT_RETURN_MAX) != 0)
+	if (count > 0 && (ctx->ret & IMAP_SEARCH_RETURN_MAX) != 0)
 		ret |= buffer_printf(piece, " MAX %u",
 				     sort_number(ctx, count - 1));
-	if ((ctx->ret & SORT_RETURN_COUNT) != 0)
+	if ((ctx->ret & IMAP_SEARCH_RETURN_COUNT) != 0)
 		ret |= buffer_printf(piece, " COUNT %u", count);
-	if (count > 0 && (ctx->ret & SORT_RETURN_ALL) != 0)
+	if (count > 0 && (ctx->ret & IMAP_SEARCH_RETURN_ALL) != 0)
 		ret |= buffer_append_str(piece, " ALL ");
 	i_assert(ret == 0);
-	if ((ctx->ret & SORT_RETURN_ALL) == 0)
+	if ((ctx->ret & IMAP_SEARCH_RETURN_ALL) == 0)
 		ctx->out_next = count;
 }
 
@@ -148,7 +107,7 @@ static bool sort_output(struct sort_cmd *ctx)
 	struct client *client = ctx->cmd->client;
 	buffer_t piece;
 
-	if (ctx->esort && (ctx->ret & ~SORT_RETURN_SAVE) == 0)
+	if (ctx->esort && (ctx->ret & ~IMAP_SEARCH_RETURN_SAVE) == 0)
 		return true;
 	buffer_init(&piece, i_add_size(SORT_OUTPUT_PIECE + CLIENT_REPLY_LINE_MAX,
 				       2 * strlen(ctx->cmd->tag)));
@@ -192,16 +151,16 @@ static int uid_cmp(const void *p1, const void *p2)
 static void sort_save(struct sort_cmd *ctx)
 {
 	unsigned int count = ctx->search.count, n = 0, ranges = 0;
-	bool only_ends = (ctx->ret & (SORT_RETURN_MIN | SORT_RETURN_MAX)) != 0 &&
-		(ctx->ret & (SORT_RETURN_ALL | SORT_RETURN_COUNT)) == 0;
+	bool only_ends = (ctx->ret & (IMAP_SEARCH_RETURN_MIN | IMAP_SEARCH_RETURN_MAX)) != 0 &&
+		(ctx->ret & (IMAP_SEARCH_RETURN_ALL | IMAP_SEARCH_RETURN_COUNT)) == 0;
 	uint32_t *uids = i_malloc(i_mul_size(count + 1, sizeof(*uids)));
 	struct mail_search_range *r =
 		i_malloc(i_mul_size(count + 1, sizeof(*r)));
 
 	for (unsigned int i = 0; i < count; i++) {
 		if (only_ends &&
-		    !(i == 0 && (ctx->ret & SORT_RETURN_MIN) != 0) &&
-		    !(i == count - 1 && (ctx->ret & SORT_RETURN_MAX) != 0))
+		    !(i == 0 && (ctx->ret & IMAP_SEARCH_RETURN_MIN) != 0) &&
+		    !(i == count - 1 && (ctx->ret & IMAP_SEARCH_RETURN_MAX) != 0))
 			continue;
 		uids[n++] = mailbox_msg_uid(ctx->box, ctx->sorted[i]);
 	}
@@ -227,7 +186,7 @@ static bool sort_fail(struct sort_cmd *ctx, const char *error)
 	struct client_command *cmd = ctx->cmd;
 
 	i_error("SORT in %s: %s", mailbox_get_name(ctx->box), error);
-	if ((ctx->ret & SORT_RETURN_SAVE) != 0)
+	if ((ctx->ret & IMAP_SEARCH_RETURN_SAVE) != 0)
 		imap_search_saved_clear(cmd->client);
 	sort_cmd_free(ctx);
 	client_send_tagline(cmd, "NO [SERVERBUG] Sort failed.");
@@ -263,7 +222,7 @@ static bool cmd_sort_continue(struct client_command *cmd)
 		cmd->wait = CLIENT_WAIT_OUTPUT;
 		return false;
 	}
-	if ((ctx->ret & SORT_RETURN_SAVE) != 0)
+	if ((ctx->ret & IMAP_SEARCH_RETURN_SAVE) != 0)
 		sort_save(ctx);
 	struct mail_sort_keys_stats stats;
 	imap_sort_get_stats(ctx->sort, &stats);
@@ -284,7 +243,7 @@ sort_parse_args(struct client_command *cmd, struct sort_cmd *ctx)
 	unsigned int count;
 	const char *error, *charset;
 
-	if (!sort_parse_return(ctx, &args)) {
+	if (!imap_search_parse_return(&args, &ctx->esort, &ctx->ret)) {
 		client_send_command_error(cmd, "Invalid RETURN options.");
 		return NULL;
 	}
@@ -317,7 +276,7 @@ bool cmd_sort(struct client_command *cmd)
 	ctx->cmd = cmd;
 	ctx->box = cmd->client->mailbox;
 	if ((keys = sort_parse_args(cmd, ctx)) == NULL) {
-		if ((ctx->ret & SORT_RETURN_SAVE) != 0)
+		if ((ctx->ret & IMAP_SEARCH_RETURN_SAVE) != 0)
 			imap_search_saved_clear(cmd->client);
 		return true;
 	}
@@ -326,7 +285,7 @@ bool cmd_sort(struct client_command *cmd)
 				  imap_search_saved_get(cmd->client),
 				  &program, &error);
 	if (ret != MAIL_SEARCH_PARSE_OK) {
-		if ((ctx->ret & SORT_RETURN_SAVE) != 0)
+		if ((ctx->ret & IMAP_SEARCH_RETURN_SAVE) != 0)
 			imap_search_saved_clear(cmd->client);
 		if (ret == MAIL_SEARCH_PARSE_BADCHARSET)
 			client_send_taglinef(cmd, "NO %s", error);

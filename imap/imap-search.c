@@ -87,3 +87,41 @@ int imap_search_seqset(struct client_command *cmd, const char *str,
 		return -1;
 	return imap_seqset_resolve(box, cmd->uid, *ranges_r, count_r);
 }
+
+bool imap_search_parse_return(const struct imap_arg **args, bool *extended_r,
+			      enum imap_search_return *ret_r)
+{
+	static const struct {
+		const char *name;
+		enum imap_search_return ret;
+	} options[] = {
+		{ "MIN", IMAP_SEARCH_RETURN_MIN },
+		{ "MAX", IMAP_SEARCH_RETURN_MAX },
+		{ "ALL", IMAP_SEARCH_RETURN_ALL },
+		{ "COUNT", IMAP_SEARCH_RETURN_COUNT },
+		{ "SAVE", IMAP_SEARCH_RETURN_SAVE },
+	};
+	const struct imap_arg *list;
+	unsigned int count;
+
+	if (!imap_arg_atom_equals(*args, "RETURN"))
+		return true;
+	if (!imap_arg_get_list(&(*args)[1], &list, &count))
+		return false;
+	*args += 2;
+	*extended_r = true;
+	for (unsigned int i = 0; i < count; i++) {
+		unsigned int j;
+		for (j = 0; j < N_ELEMENTS(options); j++) {
+			if (imap_arg_atom_equals(&list[i], options[j].name))
+				break;
+		}
+		if (j == N_ELEMENTS(options))
+			return false;
+		*ret_r |= options[j].ret;
+	}
+	/* RFC 4731 3.1, RFC 5267 3.3: RETURN () is RETURN (ALL) */
+	if (count == 0)
+		*ret_r = IMAP_SEARCH_RETURN_ALL;
+	return true;
+}

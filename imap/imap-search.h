@@ -21,6 +21,21 @@ void imap_search_saved_clear(struct client *client);
    pointer is valid until the next set or clear. */
 const struct mail_search_saved *imap_search_saved_get(struct client *client);
 
+/* ESEARCH (RFC 4731) and ESORT (RFC 5267) result options. */
+enum imap_search_return {
+	IMAP_SEARCH_RETURN_MIN = 0x01,
+	IMAP_SEARCH_RETURN_MAX = 0x02,
+	IMAP_SEARCH_RETURN_ALL = 0x04,
+	IMAP_SEARCH_RETURN_COUNT = 0x08,
+	IMAP_SEARCH_RETURN_SAVE = 0x10,
+};
+/* Parse "RETURN (options)" at *args, if there, and step past it: sets
+   *extended_r (the answer is ESEARCH) and *ret_r; "RETURN ()" is
+   RETURN (ALL). Without RETURN nothing changes. Returns false for a bad
+   option list (answer BAD). */
+bool imap_search_parse_return(const struct imap_arg **args, bool *extended_r,
+			      enum imap_search_return *ret_r);
+
 /* A command's sequence-set argument ("$" included) as sorted, merged
    sequence ranges of the selected mailbox (from cmd->pool): numbers
    are UIDs when cmd->uid. Returns 0, or -1 on a syntax error or a
