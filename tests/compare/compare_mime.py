@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compare moat's MIME output (index/mime-dump, or moat's own IMAP server)
+"""Compare moat's MIME output (mime/mime-dump, or moat's own IMAP server)
 with a reference IMAP server (a private Dovecot started by
 compare-dovecot-mime.sh, or any server given with --ref-host).
 
@@ -170,7 +170,7 @@ def main():
     ap.add_argument('--moat-port', type=int, default=143)
     ap.add_argument('--moat-user', default='test')
     ap.add_argument('--moat-pass', default='test')
-    ap.add_argument('--mime-dump', default='build/mime/index/mime-dump')
+    ap.add_argument('--mime-dump', default='build/test/mime/mime-dump')
     ap.add_argument('--limit', type=int, default=0)
     ap.add_argument('--match', help='only files whose path contains this')
     ap.add_argument('--show', type=int, default=10, help='diffs to print')

@@ -3,8 +3,8 @@
    CR/LF and boundaries split across chunks. Build (from the top dir):
 
    clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 \
-     -Ibuild/mime -Ilib -Iindex tests/fuzz/fuzz-message-parser.c \
-     index/message-*.c index/rfc2047.c index/rfc2231.c index/imap-*.c \
+     -Ibuild/test -Ilib -Imime tests/fuzz/fuzz-message-parser.c \
+     mime/message-*.c mime/rfc2047.c mime/rfc2231.c mime/imap-*.c \
      lib/lib.c lib/mempool.c lib/buffer.c lib/strfuncs.c lib/log.c \
      -o fuzz-message-parser
    ./fuzz-message-parser -max_total_time=60 -max_len=65536 */

@@ -1,4 +1,4 @@
-/* Unit tests for index/imap-bodystructure.c: BODY and BODYSTRUCTURE. */
+/* Unit tests for mime/imap-bodystructure.c: BODY and BODYSTRUCTURE. */
 #include "test-common.h"
 #include "buffer.h"
 #include "imap-bodystructure.h"

@@ -1,4 +1,4 @@
-/* Unit tests for index/imap-envelope.c: ENVELOPE and IMAP quoting. */
+/* Unit tests for mime/imap-envelope.c: ENVELOPE and IMAP quoting. */
 #include "test-common.h"
 #include "buffer.h"
 #include "imap-envelope.h"

@@ -1,4 +1,4 @@
-/* Unit tests for index/message-address.c (RFC 5322 address lists). */
+/* Unit tests for mime/message-address.c (RFC 5322 address lists). */
 #include "test-common.h"
 #include "buffer.h"
 #include "message-address.h"

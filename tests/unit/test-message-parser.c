@@ -1,4 +1,4 @@
-/* Unit tests for index/message-parser.c: part tree, sizes, sections,
+/* Unit tests for mime/message-parser.c: part tree, sizes, sections,
    streaming in any chunk size, limits and malformed input. */
 #include "test-common.h"
 #include "message-parser.h"

@@ -1,4 +1,4 @@
-/* Unit tests for index/rfc2047.c, index/rfc2231.c and index/message-date.c. */
+/* Unit tests for mime/rfc2047.c, mime/rfc2231.c and mime/message-date.c. */
 #include "test-common.h"
 #include "rfc2047.h"
 #include "rfc2231.h"

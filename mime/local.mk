@@ -1,20 +1,20 @@
-# index/mime.mk: the MIME parser and IMAP structure generators
+# mime/local.mk: the MIME parser and IMAP structure generators
 # (ENVELOPE, BODY, BODYSTRUCTURE), their unit tests and mime-dump.
-noinst_LIBRARIES += index/libmime.a
-index_libmime_a_SOURCES = \
-	index/message-header.c index/message-header.h \
-	index/message-parser.c index/message-parser.h \
-	index/message-address.c index/message-address.h \
-	index/message-date.c index/message-date.h \
-	index/rfc2047.c index/rfc2047.h \
-	index/rfc2231.c index/rfc2231.h \
-	index/imap-envelope.c index/imap-envelope.h \
-	index/imap-bodystructure.c index/imap-bodystructure.h
-LIBMIME = index/libmime.a
+noinst_LIBRARIES += mime/libmime.a
+mime_libmime_a_SOURCES = \
+	mime/message-header.c mime/message-header.h \
+	mime/message-parser.c mime/message-parser.h \
+	mime/message-address.c mime/message-address.h \
+	mime/message-date.c mime/message-date.h \
+	mime/rfc2047.c mime/rfc2047.h \
+	mime/rfc2231.c mime/rfc2231.h \
+	mime/imap-envelope.c mime/imap-envelope.h \
+	mime/imap-bodystructure.c mime/imap-bodystructure.h
+LIBMIME = mime/libmime.a
 
-noinst_PROGRAMS += index/mime-dump
-index_mime_dump_SOURCES = index/mime-dump.c
-index_mime_dump_LDADD = $(LIBMIME) $(LIBMOAT)
+noinst_PROGRAMS += mime/mime-dump
+mime_mime_dump_SOURCES = mime/mime-dump.c
+mime_mime_dump_LDADD = $(LIBMIME) $(LIBMOAT)
 
 MIME_UNIT_TESTS = \
 	tests/unit/test-message-parser \
