@@ -35,8 +35,9 @@ struct mailbox;
 struct mail_search_range {
 	uint32_t lo, hi;
 };
-/* "*" while parsed: the largest number in use when evaluated. */
-#define MAIL_SEARCH_STAR UINT32_MAX
+/* "*" while parsed: the largest number in use when evaluated (0, which
+   no UID or sequence number is, as SEQSET_STAR). */
+#define MAIL_SEARCH_STAR 0U
 
 /* The SEARCHRES result "$" refers to: sorted, merged UID ranges. */
 struct mail_search_saved {

@@ -13,6 +13,7 @@ UNIT_TESTS = \
 	tests/unit/test-ipc \
 	tests/unit/test-ktls \
 	tests/unit/test-imap-parser \
+	tests/unit/test-imap-seqset-parse \
 	tests/unit/test-config
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -26,6 +27,7 @@ tests_unit_test_iostream_LDADD = $(UNIT_LDADD)
 tests_unit_test_ipc_LDADD = $(UNIT_LDADD)
 tests_unit_test_ktls_LDADD = $(UNIT_LDADD)
 tests_unit_test_imap_parser_LDADD = $(UNIT_LDADD)
+tests_unit_test_imap_seqset_parse_LDADD = $(UNIT_LDADD)
 tests_unit_test_config_LDADD = $(UNIT_LDADD)
 
 EXTRA_DIST += tests/protocol tests/fuzz tests/compare tests/crash/run-imap.sh tests/crash/crash_imap.py
