@@ -85,7 +85,7 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(imap_max_pipelined_commands, SET_UINT, "50", .min = 1,
 	       .max = 100000),
 	GLOBAL(imap_literal_minus, SET_BOOL, "no"),
-	GLOBAL(imap_idle_timeout, SET_TIME, "30 mins", .min = 60),
+	GLOBAL(imap_idle_timeout, SET_TIME, "30 mins", .min = 5),
 	GLOBAL(imap_process_linger, SET_TIME, "30 secs"),
 	/* clients poll STATUS of every folder; each handle is a log fd
 	   and a small mapping (MAILBOX_STATUS_CACHE_MAX_HANDLES) */

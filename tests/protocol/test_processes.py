@@ -117,7 +117,7 @@ def test_auth_privileges(moat_server):
     assert len(pids) == 1, moat_server.children()
     # The server is ready when imap-login greets; auth may still be between
     # exec and its privilege drop for a moment.
-    wait_for(lambda: status_uid(proc_status(pids[0])) == auth_uid, 5)
+    wait_for(lambda: status_uid(proc_status(pids[0])) == auth_uid, 30)
     assert_dropped(proc_status(pids[0]), auth_uid, "auth")
 
 
