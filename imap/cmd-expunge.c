@@ -1,7 +1,9 @@
 /* EXPUNGE (RFC 9051 6.4.3) and UID EXPUNGE (RFC 4315 2.1): remove the
    messages marked \Deleted (for UID EXPUNGE only those in the UID set).
-   The files are unlinked here; the sync before the tagged reply reports
-   "* n EXPUNGE" for each in ascending order of the current numbering. */
+   The files are unlinked here (other sessions that still show one keep
+   reading it until told: maildir-ghost.h) and cur/ is fsynced; the sync
+   before the tagged reply reports "* n EXPUNGE" for each in ascending
+   order of the current numbering. */
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-notify.h"
@@ -34,7 +36,7 @@ bool cmd_expunge(struct client_command *cmd)
 	struct mailbox *box = client->mailbox;
 	struct seq_range *ranges, all;
 	unsigned int count = 1;
-	const char *set;
+	const char *set, *error;
 	bool changed = false, ok = true;
 
 	if (cmd->uid) {
@@ -63,9 +65,15 @@ bool cmd_expunge(struct client_command *cmd)
 	for (unsigned int i = 0; i < count; i++)
 		ok = expunge_range(box, ranges[i].seq1, ranges[i].seq2,
 				   &changed) && ok;
+	/* the OK says the expunges are on disk */
+	if (mailbox_expunge_sync(box, &error) < 0) {
+		i_error("EXPUNGE: %s", error);
+		ok = false;
+	}
 	if (changed)
 		imap_notify_changed(client);
 	client_send_tagline(cmd, ok ? "OK Expunge completed." :
-			    "NO [SERVERBUG] Internal error occurred.");
+			    "NO [SERVERBUG] Internal error occurred. Refer to "
+			    "server log for more information.");
 	return true;
 }
