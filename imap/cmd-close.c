@@ -14,6 +14,11 @@ static bool close_expunge_deleted(struct client *client)
 
 	if (mailbox_is_readonly(box))
 		return true;
+	/* \Deleted as it is now (another session's STORE counts); the
+	   mailbox closes, so nothing needs to be reported */
+	if (mailbox_sync(box, false, NULL, NULL, &error) < 0)
+		i_error("CLOSE: %s", error);
+	count = mailbox_get_count(box);
 	for (uint32_t seq = 1; seq <= count; seq++) {
 		if ((mailbox_msg_flags(box, seq) & MAIL_DELETED) == 0)
 			continue;

@@ -8,6 +8,7 @@
 #include "imap-commands.h"
 #include "imap-notify.h"
 #include "imap-seqset.h"
+#include "imap-sync.h"
 
 /* Returns false after an I/O error (logged). */
 static bool expunge_range(struct mailbox *box, uint32_t seq1, uint32_t seq2,
@@ -47,20 +48,23 @@ bool cmd_expunge(struct client_command *cmd)
 			client_send_command_error(cmd, "Invalid UID set.");
 			return true;
 		}
-	} else {
-		if (!imap_arg_is_eol(&cmd->args[0])) {
-			client_send_command_error(cmd, "EXPUNGE takes no "
-						  "arguments.");
-			return true;
-		}
-		all.seq1 = 1;
-		all.seq2 = mailbox_get_count(box);
-		ranges = &all;
-		count = all.seq2 == 0 ? 0 : 1;
+	} else if (!imap_arg_is_eol(&cmd->args[0])) {
+		client_send_command_error(cmd, "EXPUNGE takes no arguments.");
+		return true;
 	}
 	if (mailbox_is_readonly(box)) {
 		client_send_tagline(cmd, "NO [CANNOT] Mailbox is read-only.");
 		return true;
+	}
+	/* \Deleted as it is now, not as this session last synced: another
+	   session's STORE that got its OK before this EXPUNGE counts. No
+	   expunges are reported yet, so the numbers above stay right. */
+	imap_sync_send(client, false);
+	if (!cmd->uid) {
+		all.seq1 = 1;
+		all.seq2 = mailbox_get_count(box);
+		ranges = &all;
+		count = all.seq2 == 0 ? 0 : 1;
 	}
 	for (unsigned int i = 0; i < count; i++)
 		ok = expunge_range(box, ranges[i].seq1, ranges[i].seq2,

@@ -213,3 +213,18 @@ def test_sort_and_search_see_the_session_view(moat_server):
     assert r.untagged_with("SORT")[0] == b"* SORT 3 2 1", r
     r = b.command("SEARCH BODY \"Body of\"")
     assert r.ok, r
+
+
+@pytest.mark.parametrize("cmd", ["EXPUNGE", "UID EXPUNGE 1:*", "CLOSE"])
+def test_expunge_sees_deleted_of_other_session(moat_server, cmd):
+    """RFC 9051 6.4.3: EXPUNGE removes every message that has \\Deleted
+    now, also one another session marked after this one last synced."""
+    a, b = two_sessions(moat_server)
+    assert a.command("STORE 2 +FLAGS.SILENT (\\Deleted)").ok
+    r = b.command(cmd)
+    assert r.ok, r
+    if cmd != "CLOSE":
+        assert expunges(r) == [2], r
+    assert len(cur_files(moat_server)) == 2
+    r = a.command("NOOP")
+    assert expunges(r) == [2], r
