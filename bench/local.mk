@@ -15,4 +15,5 @@ bench_imapload_SOURCES = \
 	bench/stress-model.c \
 	bench/stress-session.c \
 	bench/stress-ops.c
-EXTRA_DIST += bench/compare.sh bench/smoke.sh bench/servers.sh bench/mkmaildir.py
+EXTRA_DIST += bench/compare.sh bench/smoke.sh bench/servers.sh bench/mkmaildir.py \
+	bench/stress.sh

@@ -122,22 +122,22 @@ static bool flags_match(const struct stress_change *e, uint8_t flags)
 	return ((flags ^ e->value) & e->known) == 0;
 }
 
-bool stress_msg_flags_ok(const struct stress_msg *m, unsigned int session,
-			 uint64_t sync_us, uint64_t now, uint8_t flags,
-			 char *why, size_t why_size)
+int stress_msg_flags_ok(const struct stress_msg *m, unsigned int session,
+			uint64_t sync_us, uint64_t now, uint8_t flags,
+			char *why, size_t why_size)
 {
 	int floor = msg_visible_floor(m, session, sync_us, now);
 	size_t len = 0;
 
 	if (floor < 0)
-		return true;	/* lagging behind what is remembered */
+		return -1;	/* lagging behind what is remembered */
 	why[0] = '\0';
 	for (unsigned int i = (unsigned int)floor; i < m->hist_count; i++) {
 		const struct stress_change *e = &m->hist[i];
 		if (i > (unsigned int)floor && e->sent_us > now)
 			break;
 		if (flags_match(e, flags))
-			return true;
+			return 1;
 		char str[160];
 		stress_flags_str(e->value, str, sizeof(str));
 		int n = snprintf(why + len, why_size - len, "%s%s (known %02x)",
@@ -145,7 +145,7 @@ bool stress_msg_flags_ok(const struct stress_msg *m, unsigned int session,
 		if (n > 0 && (size_t)n < why_size - len)
 			len += (size_t)n;
 	}
-	return false;
+	return 0;
 }
 
 void stress_msg_visible(const struct stress_msg *m, unsigned int session,

@@ -358,9 +358,16 @@ static void session_fetch(struct stress_session *s, const char *data,
 	fetch_check_content(s, &p, &f, m);
 	bool store_target = fetch_note_answer(s, &f);
 	uint64_t now = bench_now_us();
-	if (f.have_flags && !store_target &&
-	    !stress_msg_flags_ok(m, s->idx, s->sync_us, now, f.flags, why,
-				 sizeof(why))) {
+	int flags_ok = !f.have_flags || store_target ? 1 :
+		stress_msg_flags_ok(m, s->idx, s->sync_us, now, f.flags, why,
+				    sizeof(why));
+	if (f.have_flags && !store_target) {
+		if (flags_ok < 0)
+			s->sr->flags_unchecked++;
+		else
+			s->sr->flags_checked++;
+	}
+	if (flags_ok == 0) {
 		char got[160];
 		stress_flags_str(f.flags, got, sizeof(got));
 		stress_error(s->sr, s->c, "FETCH %u (UID %u): FLAGS %s, the "

@@ -151,6 +151,7 @@ struct stress_run {
 	uint64_t expunge_issued;	/* NO [EXPUNGEISSUED] */
 	uint64_t nil_answers;		/* NIL data (4.1.3) */
 	uint64_t ghost_fetches;		/* FETCHes of messages others expunged */
+	uint64_t flags_checked, flags_unchecked;
 	uint64_t ops_by_kind[16];
 	unsigned int prune_tick;
 	bool quiet_go, final_go;	/* the two barriers at the end */
@@ -173,10 +174,11 @@ struct stress_change *stress_msg_change(struct stress_msg *m,
 					unsigned int session, uint8_t value,
 					uint8_t known);
 /* Whether flags (bits) may be what session sees of m at time now, given
-   its sync point sync_us; otherwise *why_r says what it could be. */
-bool stress_msg_flags_ok(const struct stress_msg *m, unsigned int session,
-			 uint64_t sync_us, uint64_t now, uint8_t flags,
-			 char *why, size_t why_size);
+   its sync point sync_us: 1 yes, 0 no (why says what it could be), -1
+   not known (the session lags behind the changes remembered). */
+int stress_msg_flags_ok(const struct stress_msg *m, unsigned int session,
+			uint64_t sync_us, uint64_t now, uint8_t flags,
+			char *why, size_t why_size);
 /* The state a session sees of m as far as it is certain, for a copy:
    *value_r with *known_r the bits all possible states agree on. */
 void stress_msg_visible(const struct stress_msg *m, unsigned int session,
