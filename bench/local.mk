@@ -14,6 +14,8 @@ bench_imapload_SOURCES = \
 	bench/stress-parse.c \
 	bench/stress-model.c \
 	bench/stress-session.c \
-	bench/stress-ops.c
+	bench/stress-send.c \
+	bench/stress-reply.c \
+	bench/stress-run.c
 EXTRA_DIST += bench/compare.sh bench/smoke.sh bench/servers.sh bench/mkmaildir.py \
 	bench/stress.sh

@@ -325,10 +325,32 @@ uint32_t stress_session_seq(const struct stress_session *s, uint32_t uid);
    for sure is missing. */
 void stress_session_check_synced(struct stress_session *s);
 
-/* ---- operations (stress-ops.c) ---- */
-bool stress_send_op(struct bench_client *c);
+/* ---- sending (stress-send.c) ---- */
+struct stress_box *stress_user_box(struct stress_run *sr, unsigned int user,
+				   unsigned int i);
+struct stress_box *stress_random_box(struct stress_session *s);
+/* A new command in s->cmd, sent now (stress_cmd_send()). */
+void stress_cmd_begin(struct stress_session *s, enum stress_op op);
+void stress_cmd_send(struct stress_session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Free the messages the command held (reserved). */
+void stress_release_all(struct stress_session *s);
+void stress_send_select(struct stress_session *s, struct stress_box *box,
+			bool examine);
+void stress_send_noop(struct stress_session *s);
+/* FETCH n:* (UID FLAGS) for the sequences EXISTS added. */
+void stress_send_learn(struct stress_session *s);
+/* One random operation (the mailbox's size steers). */
+void stress_send_random(struct stress_session *s);
+
+/* ---- tagged replies (stress-reply.c) ---- */
 void stress_tagged(struct bench_client *c, const char *status,
 		   const char *text);
+
+/* ---- phases and the run (stress-run.c) ---- */
+bool stress_send_op(struct bench_client *c);
+/* The owner of user recreated its mailboxes: the others start. */
+void stress_wake_user(struct stress_run *sr, unsigned int user);
 void stress_finished(struct bench_client *c);
 void stress_run_init(struct bench_run *run);
 void stress_run_report(struct bench_run *run);
