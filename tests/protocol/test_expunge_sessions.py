@@ -156,6 +156,10 @@ def test_file_removed_by_another_program(moat_server):
     assert r.ok, r
     r = b.command("COPY 1:3 INBOX")
     assert r.line.endswith(GONE), r
+    # SEARCH leaves it out (RFC 2180 4.3), SORT sorts it without keys
+    r = b.command('SEARCH BODY "Body"')
+    assert r.ok and len(r.untagged_with("SEARCH")[0].split()) == 4, r
+    assert b.command("SORT (SUBJECT) US-ASCII ALL").ok
     assert b.command("NOOP").ok
     assert wait_for(lambda: re.search(
         r"debug: .*uid 2: .*removed by another process or program",
@@ -183,6 +187,11 @@ def test_unreadable_file_is_a_server_error(moat_server, how):
     r = b.command("FETCH 1:3 (UID BODY.PEEK[TEXT])")
     assert b" NO [SERVERBUG] " in r.line, r
     assert set(r.fetches()) == {1, 3}, r
+    # the other readers of message files say the same
+    for cmd in ('SEARCH BODY "Body"', "SORT (SUBJECT) US-ASCII ALL",
+                "THREAD REFERENCES US-ASCII ALL"):
+        r = b.command(cmd)
+        assert b" NO [SERVERBUG] " in r.line, r
     # (COPY links the file, which needs no reading: never "expunged")
     r = b.command("COPY 2 INBOX")
     assert b"EXPUNGEISSUED" not in r.line, r
