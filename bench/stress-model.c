@@ -301,6 +301,14 @@ void stress_error(struct stress_run *sr, struct bench_client *c,
 	vsnprintf(text, sizeof(text), fmt, args);
 	va_end(args);
 	bench_stats_error(&sr->run->stats, "stress: %s", text);
+	for (unsigned int i = 0; i < STRESS_ERROR_KINDS; i++) {
+		if (sr->error_kinds[i].fmt == NULL)
+			sr->error_kinds[i].fmt = fmt;
+		if (sr->error_kinds[i].fmt == fmt) {
+			sr->error_kinds[i].count++;
+			break;
+		}
+	}
 	if (sr->errors_printed++ >= STRESS_ERRORS_DETAILED)
 		return;
 	if (c == NULL) {

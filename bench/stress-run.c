@@ -316,6 +316,13 @@ void stress_run_report(struct bench_run *run)
 	       (unsigned long long)sr->expunge_issued,
 	       (unsigned long long)sr->nil_answers,
 	       MIN(sr->errors_printed, STRESS_ERRORS_DETAILED));
+	for (unsigned int i = 0; i < STRESS_ERROR_KINDS; i++) {
+		if (sr->error_kinds[i].fmt == NULL)
+			break;
+		printf("stress: %llu errors of the kind \"%s\"\n",
+		       (unsigned long long)sr->error_kinds[i].count,
+		       sr->error_kinds[i].fmt);
+	}
 }
 
 void stress_run_deinit(struct bench_run *run)

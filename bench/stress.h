@@ -45,8 +45,10 @@
 #define STRESS_MAX_TRACK 256
 /* Longest mailbox name ("Stress12"), user name: BENCH_MAX_NAME. */
 #define STRESS_BOX_NAME_MAX 32
-/* Errors printed with their transcript; later ones are only counted. */
+/* Errors printed with their transcript; later ones are only counted,
+   by kind (a check's message), up to this many kinds. */
 #define STRESS_ERRORS_DETAILED 12
+#define STRESS_ERROR_KINDS 64
 /* Parsed values of one response (FETCH of many items, ENVELOPE). */
 #define STRESS_PARSE_MAX_NODES 2048
 /* Largest message the workload writes. */
@@ -153,6 +155,11 @@ struct stress_run {
 	uint64_t ghost_fetches;		/* FETCHes of messages others expunged */
 	uint64_t flags_checked, flags_unchecked;
 	uint64_t ops_by_kind[16];
+	/* errors by kind: the format of the check that failed */
+	struct {
+		const char *fmt;
+		uint64_t count;
+	} error_kinds[STRESS_ERROR_KINDS];
 	unsigned int prune_tick;
 	bool quiet_go, final_go;	/* the two barriers at the end */
 };
