@@ -23,8 +23,9 @@ srcs() {
 # compiled once into BUILD/fuzz/obj/ (in parallel, rebuilt when they or a
 # header they include change) and shared by the targets.
 LIB="lib/mempool.c lib/buffer.c lib/lib.c lib/log.c lib/strfuncs.c"
-# lib/ without master-service.c: the session targets stand in for master.
-LIB_ALL=$(srcs lib -e '/master-service\.c$')
+# lib/ without master-service.c: the session targets stand in for master;
+# and without unicode-gen.c (a build tool, lib/local.mk).
+LIB_ALL=$(srcs lib -e '/master-service\.c$' -e '/unicode-gen\.c$')
 INDEX_ALL=$(srcs index -e '/bench-' -e '/mailbox-writer\.c$')
 MIME_ALL=$(srcs mime -e '/mime-dump\.c$')
 SESSION="tests/fuzz/session-feed.c"
