@@ -61,7 +61,7 @@ dport=$(bench_free_port)
 bench_start_dovecot "$BENCH_WORK/dovecot" "$dport" stock
 
 python3 - "$ROOT" "$mport" "$dport" "$USER_NAME" <<'PYEOF'
-import importlib.util, re, sys
+import importlib.util, os, re, sys
 root, mport, dport, user = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 spec = importlib.util.spec_from_file_location(
     "bmc", root + "/bench/big-mailbox-client.py")
@@ -137,14 +137,23 @@ def units(cmd, text):
     return ("messages" if cmd.startswith("SEARCH") else "positions",
             text.split())
 
+SHOW = int(os.environ.get("SORTCMP_SHOW", "3"))
+
 def count_differ(cmd, a, b):
     what, ua = units(cmd, a)
     _, ub = units(cmd, b)
     if cmd.startswith("SORT"):
         n = sum(1 for x, y in zip(ua, ub) if x != y) + abs(len(ua) - len(ub))
-    else:
-        n = len(set(ua) ^ set(ub))
-    return f"{n} of {max(len(ua), len(ub))} {what} differ"
+        return f"{n} of {max(len(ua), len(ub))} {what} differ"
+    # threads and messages only one side has
+    sa, sb = set(ua), set(ub)
+    only_m = [u for u in ua if u not in sb]
+    only_d = [u for u in ub if u not in sa]
+    text = f"{len(only_m) + len(only_d)} of {max(len(ua), len(ub))} {what} differ"
+    for side, items in (("moat only", only_m), ("dovecot only", only_d)):
+        for u in items[:SHOW]:
+            text += f"\n    {side}: {u[:300]}"
+    return text
 
 m, d = session(mport), session(dport)
 mk, dk = message_keys(m), message_keys(d)

@@ -118,6 +118,33 @@ static size_t fold_char(uint32_t cp, const unsigned char *src, size_t src_len,
 	return len;
 }
 
+#define BYTES8(b) ((uint64_t)(b) * 0x0101010101010101ULL)
+
+/* The hot path: a run of ASCII (only a-z change), as far as out has
+   room. Returns its length. Eight bytes at a time while they are all
+   ASCII: adding 0x80 - 'a' to a byte below 0x80 sets its high bit iff
+   it is >= 'a' (no carry into the next byte), adding 0x80 - 'z' - 1 iff
+   it is > 'z'; the bytes in between get 0x20 cleared. */
+static size_t ascii_run(const unsigned char *p, size_t size, unsigned char *o)
+{
+	size_t k = 0;
+
+	for (; k + 8 <= size; k += 8) {
+		uint64_t w, letters;
+		memcpy(&w, p + k, 8);
+		if ((w & BYTES8(0x80)) != 0)
+			break;
+		letters = (w + BYTES8(0x80 - 'a')) & ~(w + BYTES8(0x80 - 'z' - 1)) &
+			BYTES8(0x80);
+		w ^= letters >> 2;
+		memcpy(o + k, &w, 8);
+	}
+	for (; k < size && p[k] < 0x80; k++)
+		o[k] = (unsigned char)(p[k] - ((unsigned int)(p[k] - 'a') < 26 ?
+					       32 : 0));
+	return k;
+}
+
 size_t unicode_casemap(const void *in, size_t in_size, size_t *in_used_r,
 		       void *out, size_t out_size)
 {
@@ -126,17 +153,22 @@ size_t unicode_casemap(const void *in, size_t in_size, size_t *in_used_r,
 	size_t i = 0, j = 0;
 
 	while (i < in_size) {
-		unsigned char b = p[i];
 		uint32_t cp;
 		size_t n, w;
 
-		if (b < 0x80 || (n = utf8_decode(p + i, in_size - i, &cp)) == 0) {
-			/* ASCII (only a-z change) or an invalid byte */
+		if (p[i] < 0x80) {
+			n = ascii_run(p + i, MIN(in_size - i, out_size - j), o + j);
+			if (n == 0)
+				break;   /* out is full */
+			i += n;
+			j += n;
+			continue;
+		}
+		if ((n = utf8_decode(p + i, in_size - i, &cp)) == 0) {
+			/* not valid UTF-8: the byte as it is */
 			if (j == out_size)
 				break;
-			o[j++] = (unsigned char)((unsigned int)(b - 'a') < 26 ?
-						  b - 32 : b);
-			i++;
+			o[j++] = p[i++];
 			continue;
 		}
 		if ((w = fold_char(cp, p + i, n, o + j, out_size - j)) == 0)

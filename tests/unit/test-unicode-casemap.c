@@ -34,6 +34,30 @@ static void test_casemap_ascii(void)
 	check("Hello, World! az AZ 09", "HELLO, WORLD! AZ AZ 09");
 	/* titlecase orders "_" (0x5f) after the letters, as RFC 5256 wants */
 	check("a_b[c]^`{|}~\x7f\t\r\n", "A_B[C]^`{|}~\x7f\t\r\n");
+
+	/* every ASCII byte, at every offset of the 8-byte fast path, and
+	   runs that end in other characters */
+	char in[40], out[40];
+	size_t used, n;
+	bool ok = true;
+	for (unsigned int c = 0; c < 0x80; c++) {
+		for (size_t at = 0; at < 20; at++) {
+			memset(in, 'x', sizeof(in));
+			in[at] = (char)c;
+			memcpy(in + 30, "\xc3\xa9", 2);
+			n = unicode_casemap(in, 32, &used, out, sizeof(out));
+			char want = c >= 'a' && c <= 'z' ? (char)(c - 32) : (char)c;
+			ok = ok && n == 33 && used == 32 && out[at] == want &&
+				out[at == 0 ? 1 : 0] == 'X' &&
+				memcmp(out + 30, "E\xcc\x81", 3) == 0;
+		}
+	}
+	test_assert(ok);
+	/* out full inside a run of ASCII */
+	n = unicode_casemap("abcdefghijklmnop", 16, &used, out, 11);
+	test_assert_int(n, 11);
+	test_assert_int(used, 11);
+	test_assert(memcmp(out, "ABCDEFGHIJK", 11) == 0);
 }
 
 /* RFC 5051 section 2's example: U+01C4 titlecases to U+01C5, which
