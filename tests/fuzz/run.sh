@@ -31,6 +31,7 @@ MIME_ALL=$(srcs mime -e '/mime-dump\.c$')
 SESSION="tests/fuzz/session-feed.c"
 declare -A deps=(
 	[fuzz-imap-parser]="lib/imap-parser.c lib/imap-arg.c $LIB"
+	[fuzz-unicode-casemap]="lib/unicode-casemap.c $LIB"
 	[fuzz-sasl]="-I auth $(ls auth/sasl-*.c auth/password-scheme*.c auth/password-crypto.c auth/password-scram.c | tr '\n' ' ') $LIB -lcrypto -lcrypt -largon2"
 	[fuzz-index-files]="index/mail-index.c index/mail-index-map.c index/mail-index-view.c index/mail-index-transaction.c index/mail-transaction-log.c index/mail-cache.c $LIB -lz"
 	[fuzz-message-parser]="$MIME_ALL lib/imap-parser.c lib/imap-arg.c $LIB"
