@@ -1,9 +1,11 @@
-/* ENABLE (RFC 5161, RFC 9051 6.3.1). IMAP4rev2 is the only extension
-   that needs enabling: it switches the session to RFC 9051 behaviour
-   (doc/imap4rev2.md). Unknown names are ignored as the RFC requires, and
-   "* ENABLED" lists only what this command newly enabled. */
+/* ENABLE (RFC 5161, RFC 9051 6.3.1). IMAP4rev2 switches the session to
+   RFC 9051 behaviour (doc/imap4rev2.md); CONDSTORE and QRESYNC turn on
+   RFC 7162's (doc/condstore.md; QRESYNC implies CONDSTORE). Unknown
+   names are ignored as the RFC requires, and "* ENABLED" lists only what
+   this command newly enabled. */
 #include "imap-common.h"
 #include "imap-commands.h"
+#include "imap-condstore.h"
 
 #include <strings.h>
 
@@ -11,8 +13,9 @@ bool cmd_enable(struct client_command *cmd)
 {
 	const struct imap_arg *args = cmd->args;
 	struct client *client = cmd->client;
-	bool rev2 = false;
+	bool rev2 = false, condstore = false, qresync = false;
 	const char *name;
+	char line[64] = "* ENABLED";
 
 	if (imap_arg_is_eol(&args[0])) {
 		client_send_command_error(cmd, "ENABLE needs capability names.");
@@ -25,13 +28,30 @@ bool cmd_enable(struct client_command *cmd)
 		}
 		if (strcasecmp(name, "IMAP4rev2") == 0)
 			rev2 = true;
+		else if (strcasecmp(name, "CONDSTORE") == 0)
+			condstore = true;
+		else if (strcasecmp(name, "QRESYNC") == 0)
+			qresync = true;
 	}
 	if (rev2 && !client->imap4rev2) {
 		client->imap4rev2 = true;
-		client_send_line(client, "* ENABLED IMAP4rev2");
-	} else {
-		client_send_line(client, "* ENABLED");
+		strcat(line, " IMAP4rev2");
 	}
+	if (qresync && !client->qresync) {
+		client->qresync = true;
+		strcat(line, " QRESYNC");
+	}
+	if ((condstore || qresync) && !client->condstore) {
+		if (condstore)
+			strcat(line, " CONDSTORE");
+	} else {
+		condstore = qresync = false;
+	}
+	client_send_line(client, line);
+	/* after the ENABLED line: a mailbox selected gets its
+	   HIGHESTMODSEQ (RFC 7162 3.1) */
+	if (condstore || qresync)
+		imap_condstore_enable(client);
 	client_send_tagline(cmd, "OK Enabled.");
 	return true;
 }

@@ -76,6 +76,8 @@ bool cmd_expunge(struct client_command *cmd)
 	}
 	if (changed)
 		imap_notify_changed(client);
+	/* RFC 7162 3.2.7, 3.2.9: the new HIGHESTMODSEQ with QRESYNC */
+	cmd->reply_highestmodseq = changed && client->qresync;
 	client_send_tagline(cmd, ok ? "OK Expunge completed." :
 			    "NO [SERVERBUG] Internal error occurred. Refer to "
 			    "server log for more information.");

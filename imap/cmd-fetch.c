@@ -4,6 +4,7 @@
 #include "imap-commands.h"
 #include "imap-fetch.h"
 #include "imap-search.h"
+#include "imap-condstore.h"
 
 #include <strings.h>
 
@@ -136,6 +137,7 @@ static bool fetch_parse_item(struct imap_fetch_ctx *ctx, const char *atom)
 		{ "ENVELOPE", IMAP_FETCH_ENVELOPE },
 		{ "BODY", IMAP_FETCH_BODYSTRUCTURE },
 		{ "BODYSTRUCTURE", IMAP_FETCH_BODYSTRUCTURE },
+		{ "MODSEQ", IMAP_FETCH_MODSEQ },
 	};
 
 	for (unsigned int i = 0; i < N_ELEMENTS(simple); i++) {
@@ -168,15 +170,17 @@ static bool fetch_parse_item(struct imap_fetch_ctx *ctx, const char *atom)
 }
 
 /* Room for what atom_count atoms can add: a macro (FULL) adds five
-   items, and UID FETCH one more. */
+   items, and UID FETCH one more, CONDSTORE two (UID and MODSEQ). */
 #define FETCH_ITEMS_PER_ATOM 5
+#define FETCH_ITEMS_EXTRA 3
 static void fetch_items_alloc(struct imap_fetch_ctx *ctx,
 			      unsigned int atom_count)
 {
 	unsigned int cap = IMAP_FETCH_MAX_ITEMS;
 
-	if (atom_count < (IMAP_FETCH_MAX_ITEMS - 1) / FETCH_ITEMS_PER_ATOM)
-		cap = atom_count * FETCH_ITEMS_PER_ATOM + 1;
+	if (atom_count < (IMAP_FETCH_MAX_ITEMS - FETCH_ITEMS_EXTRA) /
+	    FETCH_ITEMS_PER_ATOM)
+		cap = atom_count * FETCH_ITEMS_PER_ATOM + FETCH_ITEMS_EXTRA;
 	ctx->items = p_malloc(ctx->cmd->pool, sizeof(*ctx->items) * cap);
 	ctx->item_cap = cap;
 }
@@ -207,6 +211,87 @@ static bool fetch_parse_items(struct imap_fetch_ctx *ctx,
 	return true;
 }
 
+/* The FETCH modifiers (RFC 4466 2.4): CHANGEDSINCE and VANISHED
+   (RFC 7162 3.1.4.1, 3.2.6). *error_r for BAD. */
+static bool fetch_parse_modifiers(struct imap_fetch_ctx *ctx,
+				  const struct imap_arg *arg, bool *vanished_r,
+				  const char **error_r)
+{
+	const struct imap_arg *list;
+	unsigned int count;
+	const char *name;
+
+	*vanished_r = false;
+	*error_r = "Invalid FETCH modifier.";
+	if (!imap_arg_get_list(arg, &list, &count) || count == 0)
+		return false;
+	for (unsigned int i = 0; i < count; i++) {
+		if (!imap_arg_get_atom(&list[i], &name))
+			return false;
+		if (strcasecmp(name, "CHANGEDSINCE") == 0 &&
+		    ctx->changedsince == 0) {
+			if (i + 1 >= count ||
+			    !imap_arg_get_modseq(&list[++i], false,
+						 &ctx->changedsince)) {
+				*error_r = "Invalid CHANGEDSINCE value.";
+				return false;
+			}
+		} else if (strcasecmp(name, "VANISHED") == 0 && !*vanished_r) {
+			*vanished_r = true;
+		} else {
+			return false;
+		}
+	}
+	if (!*vanished_r)
+		return true;
+	/* RFC 7162 3.2.6: UID FETCH only, after ENABLE QRESYNC, with
+	   CHANGEDSINCE */
+	if (!ctx->cmd->uid)
+		*error_r = "VANISHED is only allowed in UID FETCH.";
+	else if (!ctx->cmd->client->qresync)
+		*error_r = "VANISHED needs ENABLE QRESYNC first.";
+	else if (ctx->changedsince == 0)
+		*error_r = "VANISHED needs CHANGEDSINCE.";
+	else
+		return true;
+	return false;
+}
+
+/* The UID set of UID FETCH as UIDs (for VANISHED): "*" is the highest
+   UID the mailbox gave out, "$" the saved result. */
+static void fetch_known_uids(struct imap_fetch_ctx *ctx, const char *set,
+			     struct seq_range **known_r, unsigned int *count_r)
+{
+	struct client_command *cmd = ctx->cmd;
+	uint32_t star = mailbox_get_next_uid(ctx->box) - 1;
+
+	if (strcmp(set, "$") == 0) {
+		const struct mail_search_saved *saved =
+			imap_search_saved_get(cmd->client);
+		*known_r = p_malloc(cmd->pool, sizeof(**known_r) *
+				    MAX(saved->count, 1));
+		for (unsigned int i = 0; i < saved->count; i++) {
+			(*known_r)[i].seq1 = saved->ranges[i].lo;
+			(*known_r)[i].seq2 = saved->ranges[i].hi;
+		}
+		*count_r = saved->count;
+		return;
+	}
+	if (imap_seqset_parse(cmd->pool, set, known_r, count_r) < 0)
+		i_unreached();   /* parsed before */
+	for (unsigned int i = 0; i < *count_r; i++) {
+		struct seq_range *r = &(*known_r)[i];
+		if (r->seq1 == SEQSET_STAR)
+			r->seq1 = MAX(star, 1);
+		if (r->seq1 > r->seq2) {
+			uint32_t tmp = r->seq1;
+			r->seq1 = r->seq2;
+			r->seq2 = tmp;
+		}
+	}
+	imap_uid_ranges_normalize(*known_r, count_r);
+}
+
 static bool cmd_fetch_continue(struct client_command *cmd)
 {
 	return imap_fetch_run(cmd->context);
@@ -215,6 +300,28 @@ static bool cmd_fetch_continue(struct client_command *cmd)
 static void cmd_fetch_cancel(struct client_command *cmd)
 {
 	imap_fetch_deinit(cmd->context);
+}
+
+/* A CONDSTORE enabling FETCH (MODSEQ, CHANGEDSINCE) and the items
+   CONDSTORE adds to every FETCH that sets \Seen. */
+static void fetch_condstore(struct imap_fetch_ctx *ctx)
+{
+	struct client *client = ctx->cmd->client;
+	bool modseq = ctx->changedsince != 0;
+
+	for (unsigned int i = 0; i < ctx->item_count; i++) {
+		if (ctx->items[i].type == IMAP_FETCH_MODSEQ)
+			modseq = true;
+	}
+	if (modseq)
+		imap_condstore_enable(client);
+	/* RFC 7162 3.2.4: the \Seen it sets is an update with UID and
+	   MODSEQ (3.1.4.1: CHANGEDSINCE implies MODSEQ) */
+	if ((ctx->set_seen && client->condstore) || ctx->changedsince != 0) {
+		if (ctx->set_seen && client->condstore)
+			(void)fetch_add(ctx, IMAP_FETCH_UID, "UID");
+		(void)fetch_add(ctx, IMAP_FETCH_MODSEQ, "MODSEQ");
+	}
 }
 
 bool cmd_fetch(struct client_command *cmd)
@@ -233,16 +340,86 @@ bool cmd_fetch(struct client_command *cmd)
 		client_send_command_error(cmd, "Invalid messageset.");
 		return true;
 	}
-	if (!fetch_parse_items(ctx, &cmd->args[1]) ||
-	    !imap_arg_is_eol(&cmd->args[2])) {
+	if (!fetch_parse_items(ctx, &cmd->args[1])) {
 		client_send_command_error(cmd, "Invalid or unsupported "
 					  "fetch attribute.");
+		return true;
+	}
+	const char *error;
+	bool vanished = false;
+	if (!imap_arg_is_eol(&cmd->args[2]) &&
+	    (!fetch_parse_modifiers(ctx, &cmd->args[2], &vanished, &error) ||
+	     !imap_arg_is_eol(&cmd->args[3]))) {
+		client_send_command_error(cmd, imap_arg_is_eol(&cmd->args[3]) ?
+					  error : "Invalid arguments.");
 		return true;
 	}
 	if (imap_search_seqset(cmd, set, &ctx->ranges,
 			       &ctx->range_count) < 0) {
 		client_send_command_error(cmd, "Invalid messageset.");
 		return true;
+	}
+	fetch_condstore(ctx);
+	if (vanished) {
+		struct seq_range *known;
+		unsigned int known_count;
+		fetch_known_uids(ctx, set, &known, &known_count);
+		ctx->vanished = p_malloc(cmd->pool, sizeof(*ctx->vanished));
+		if (imap_vanished_init(ctx->vanished, cmd->client,
+				       ctx->changedsince, known, known_count,
+				       NULL, 0, NULL, 0) < 0) {
+			imap_vanished_deinit(ctx->vanished);
+			client_send_tagline(cmd, "NO [SERVERBUG] Internal error "
+					    "occurred.");
+			return true;
+		}
+	}
+	cmd->context = ctx;
+	cmd->func = cmd_fetch_continue;
+	cmd->cancel = cmd_fetch_cancel;
+	return imap_fetch_run(ctx);
+}
+
+bool imap_fetch_qresync(struct client_command *cmd, uint64_t since,
+			struct seq_range *known, unsigned int known_count,
+			const struct seq_range *mseqs, unsigned int mseq_count,
+			const struct seq_range *muids, unsigned int muid_count,
+			const char *done_text)
+{
+	struct imap_fetch_ctx *ctx = p_malloc(cmd->pool, sizeof(*ctx));
+	struct mailbox *box = cmd->client->mailbox;
+	uint32_t uidnext = mailbox_get_next_uid(box);
+
+	ctx->cmd = cmd;
+	ctx->box = box;
+	ctx->body_fd = -1;
+	ctx->changedsince = since;
+	ctx->done_text = done_text;
+	fetch_items_alloc(ctx, 3);
+	if (!fetch_add(ctx, IMAP_FETCH_UID, "UID") ||
+	    !fetch_add(ctx, IMAP_FETCH_FLAGS, "FLAGS") ||
+	    !fetch_add(ctx, IMAP_FETCH_MODSEQ, "MODSEQ"))
+		i_unreached();
+	/* RFC 7162 3.2.5.1: no known UIDs means 1:<UIDNEXT - 1> */
+	if (known == NULL && uidnext > 1) {
+		known = p_malloc(cmd->pool, sizeof(*known));
+		known->seq1 = 1;
+		known->seq2 = uidnext - 1;
+		known_count = 1;
+	}
+	ctx->range_count = known_count;
+	ctx->ranges = p_malloc(cmd->pool, sizeof(*ctx->ranges) *
+			       MAX(known_count, 1));
+	memcpy(ctx->ranges, known, sizeof(*known) * known_count);
+	if (imap_seqset_resolve(box, true, ctx->ranges, &ctx->range_count) < 0)
+		ctx->range_count = 0;
+	ctx->vanished = p_malloc(cmd->pool, sizeof(*ctx->vanished));
+	if (imap_vanished_init(ctx->vanished, cmd->client, since, known,
+			       known_count, mseqs, mseq_count, muids,
+			       muid_count) < 0) {
+		imap_vanished_deinit(ctx->vanished);
+		ctx->vanished = NULL;
+		ctx->some_failed = true;
 	}
 	cmd->context = ctx;
 	cmd->func = cmd_fetch_continue;

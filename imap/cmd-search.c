@@ -9,6 +9,7 @@
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-search.h"
+#include "imap-condstore.h"
 
 #include <strings.h>
 
@@ -34,6 +35,9 @@ struct search_cmd {
 	struct seq_range *matches;
 	unsigned int match_count, match_alloc;
 	uint32_t total;
+	/* RFC 7162 3.1.6: with a MODSEQ key, the highest modseq matched */
+	bool modseq;
+	uint64_t max_modseq;
 
 	/* writing the answer */
 	bool output_started;
@@ -45,6 +49,9 @@ struct search_cmd {
 static void search_add_match(struct search_cmd *ctx, uint32_t seq)
 {
 	ctx->total++;
+	if (ctx->modseq)
+		ctx->max_modseq = MAX(ctx->max_modseq,
+				      mailbox_msg_modseq(ctx->box, seq));
 	if (ctx->match_count > 0 &&
 	    ctx->matches[ctx->match_count - 1].seq2 + 1 == seq) {
 		ctx->matches[ctx->match_count - 1].seq2 = seq;
@@ -162,6 +169,12 @@ static bool search_output(struct search_cmd *ctx)
 				i_unreached();
 		}
 		bool more = search_output_numbers(ctx, &piece, as_set);
+		/* RFC 7162 3.1.6, 3.1.10: after a non-empty result */
+		if (!more && ctx->modseq && ctx->total > 0 &&
+		    buffer_printf(&piece, ctx->esearch ? " MODSEQ %llu" :
+				  " (MODSEQ %llu)",
+				  (unsigned long long)ctx->max_modseq) < 0)
+			i_unreached();
 		if (!more && buffer_append_str(&piece, "\r\n") < 0)
 			i_unreached();
 		if (o_stream_send(client->output, piece.data, piece.used) < 0) {
@@ -312,6 +325,11 @@ bool cmd_search(struct client_command *cmd)
 				  &program, &error);
 	if (ret != MAIL_SEARCH_PARSE_OK)
 		return search_parse_error(cmd, ctx, ret, error);
+	if (mail_search_program_uses_modseq(program)) {
+		/* a CONDSTORE enabling command (RFC 7162 3.1) */
+		ctx->modseq = true;
+		imap_condstore_enable(cmd->client);
+	}
 	ctx->search = mail_search_init(ctx->box, program, time(NULL));
 	cmd->context = ctx;
 	cmd->func = cmd_search_continue;

@@ -7,6 +7,7 @@
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-search.h"
+#include "imap-condstore.h"
 #include "imap-sort.h"
 
 #include <stdlib.h>
@@ -28,6 +29,7 @@ struct sort_cmd {
 	const uint32_t *sorted;
 	unsigned int out_next;
 	bool output_started;
+	bool modseq;           /* a MODSEQ key: RFC 7162 3.1.9, 3.1.10 */
 };
 
 static void sort_cmd_free(struct sort_cmd *ctx)
@@ -124,6 +126,16 @@ static bool sort_output(struct sort_cmd *ctx)
 				i_unreached();
 		}
 		bool more = sort_output_numbers(ctx, &piece);
+		if (!more && ctx->modseq && ctx->search.count > 0) {
+			uint64_t max = 0;
+			for (unsigned int i = 0; i < ctx->search.count; i++)
+				max = MAX(max, mailbox_msg_modseq(ctx->box,
+							ctx->sorted[i]));
+			if (buffer_printf(&piece, ctx->esort ? " MODSEQ %llu" :
+					  " (MODSEQ %llu)",
+					  (unsigned long long)max) < 0)
+				i_unreached();
+		}
 		if (!more && buffer_append_str(&piece, "\r\n") < 0)
 			i_unreached();
 		if (o_stream_send(client->output, piece.data, piece.used) < 0) {
@@ -292,6 +304,10 @@ bool cmd_sort(struct client_command *cmd)
 		else
 			client_send_command_error(cmd, error);
 		return true;
+	}
+	if (mail_search_program_uses_modseq(program)) {
+		ctx->modseq = true;
+		imap_condstore_enable(cmd->client);
 	}
 	imap_sort_search_init(&ctx->search, ctx->box, program);
 	ctx->searching = true;

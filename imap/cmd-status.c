@@ -1,8 +1,10 @@
-/* STATUS (RFC 9051 6.3.11; SIZE from RFC 8438, RECENT for IMAP4rev1). */
+/* STATUS (RFC 9051 6.3.11; SIZE from RFC 8438, RECENT for IMAP4rev1,
+   HIGHESTMODSEQ from RFC 7162 3.1.7). */
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-mailbox.h"
 #include "imap-status.h"
+#include "imap-condstore.h"
 
 bool cmd_status(struct client_command *cmd)
 {
@@ -18,6 +20,9 @@ bool cmd_status(struct client_command *cmd)
 	}
 	if (!imap_mailbox_name_get(cmd, wire, name))
 		return true;
+	/* a CONDSTORE enabling command (RFC 7162 3.1) */
+	if ((items & IMAP_STATUS_HIGHESTMODSEQ) != 0)
+		imap_condstore_enable(cmd->client);
 	int ret = imap_status_send(cmd->client, name, items);
 	if (ret == 0)
 		client_send_tagline(cmd, "NO [NONEXISTENT] Mailbox doesn't exist");

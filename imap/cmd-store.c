@@ -1,13 +1,16 @@
 /* STORE and UID STORE (RFC 9051 6.4.6, RFC 3501 6.4.6): FLAGS, +FLAGS,
-   -FLAGS, each with .SILENT, on system flags and keywords. Each message
-   is one rename of its file; other sessions see the change at their next
-   sync. */
+   -FLAGS, each with .SILENT, on system flags and keywords, and the
+   UNCHANGEDSINCE modifier (RFC 7162 3.1.3: each message is tested and
+   changed atomically; those that fail are listed in [MODIFIED]). Each
+   message is one rename of its file; other sessions see the change at
+   their next sync. */
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-flags.h"
 #include "imap-search.h"
 #include "imap-seqset.h"
 #include "imap-notify.h"
+#include "imap-condstore.h"
 
 #include <strings.h>
 
@@ -21,6 +24,11 @@ struct store_ctx {
 	unsigned int range_count;
 	uint32_t keywords;
 	bool some_expunged;
+	/* UNCHANGEDSINCE (RFC 7162 3.1.3) */
+	bool conditional;
+	uint64_t unchanged_since;
+	/* the messages that failed it, as numbers of the reply */
+	struct uidset modified;
 };
 
 static bool store_parse_item(const char *item, struct store_ctx *ctx)
@@ -56,12 +64,27 @@ static bool store_parse(struct client_command *cmd, struct store_ctx *ctx)
 		client_send_command_error(cmd, "Invalid messageset.");
 		return false;
 	}
-	if (!imap_arg_get_atom(&cmd->args[1], &item) ||
+	const struct imap_arg *args = &cmd->args[1];
+	if (args->type == IMAP_ARG_LIST) {
+		/* store-modifiers: only UNCHANGEDSINCE is known */
+		const struct imap_arg *list;
+		unsigned int count;
+		if (!imap_arg_get_list(args, &list, &count) || count != 2 ||
+		    !imap_arg_atom_equals(&list[0], "UNCHANGEDSINCE") ||
+		    !imap_arg_get_modseq(&list[1], true,
+					 &ctx->unchanged_since)) {
+			client_send_command_error(cmd, "Invalid STORE modifier.");
+			return false;
+		}
+		ctx->conditional = true;
+		args++;
+	}
+	if (!imap_arg_get_atom(&args[0], &item) ||
 	    !store_parse_item(item, ctx)) {
 		client_send_command_error(cmd, "Invalid STORE data item.");
 		return false;
 	}
-	if (imap_flag_list_parse(&cmd->args[2], true, &ctx->list, &error) < 0) {
+	if (imap_flag_list_parse(&args[1], true, &ctx->list, &error) < 0) {
 		client_send_command_error(cmd, error);
 		return false;
 	}
@@ -72,22 +95,32 @@ static bool store_parse(struct client_command *cmd, struct store_ctx *ctx)
 	return true;
 }
 
-static void store_send_fetch(struct client_command *cmd, uint32_t seq)
+/* "* n FETCH (UID u FLAGS (...) MODSEQ (m))": UID for UID STORE and in
+   IMAP4rev2 (RFC 9051 7.5.2), UID and MODSEQ with CONDSTORE (RFC 7162
+   3.2.4); FLAGS unless flags is false (.SILENT). */
+static void store_send_fetch(struct client_command *cmd, uint32_t seq,
+			     bool flags)
 {
 	struct client *client = cmd->client;
+	struct mailbox *box = client->mailbox;
 	buffer_t buf;
 
-	buffer_init(&buf, IMAP_FLAGS_STR_MAX + 64);
-	if (buffer_printf(&buf, "* %u FETCH (", seq) < 0 ||
-	    /* RFC 9051 7.5.2: IMAP4rev2 FETCH updates carry the UID */
-	    ((cmd->uid || client->imap4rev2) &&
-	     buffer_printf(&buf, "UID %u ",
-			   mailbox_msg_uid(client->mailbox, seq)) < 0) ||
-	    buffer_append_str(&buf, "FLAGS ") < 0 ||
-	    imap_write_msg_flags(&buf, client->mailbox, seq,
-				 !client->imap4rev2) < 0 ||
-	    buffer_append_c(&buf, ')') < 0)
-		i_unreached();
+	buffer_init(&buf, IMAP_FLAGS_STR_MAX + 96);
+	int ret = buffer_printf(&buf, "* %u FETCH (", seq);
+	if (cmd->uid || client->imap4rev2 || client->condstore)
+		ret |= buffer_printf(&buf, "UID %u", mailbox_msg_uid(box, seq));
+	if (flags) {
+		ret |= buffer_append_str(&buf, buf.data[buf.used - 1] == '(' ?
+					 "FLAGS " : " FLAGS ");
+		ret |= imap_write_msg_flags(&buf, box, seq, !client->imap4rev2);
+	}
+	if (client->condstore) {
+		ret |= buffer_printf(&buf, " MODSEQ (%llu)", (unsigned long long)
+				     mailbox_msg_modseq(box, seq));
+		client->modseq_sent = true;
+	}
+	ret |= buffer_append_c(&buf, ')');
+	i_assert(ret == 0);
 	client_send_line(client, buf.data);
 	buffer_free(&buf);
 }
@@ -113,9 +146,14 @@ static bool store_msg(struct client_command *cmd, struct store_ctx *ctx,
 	}
 	/* +FLAGS/-FLAGS apply to the file's flags at the time of the change,
 	   so another writer's concurrent change of other flags survives. */
-	if (mailbox_msg_change_flags(box, seq, modes[ctx->mode],
-				     ctx->list.flags, ctx->keywords,
-				     &error) < 0) {
+	int ret = ctx->conditional ?
+		mailbox_msg_change_flags_cond(box, seq, modes[ctx->mode],
+					      ctx->list.flags, ctx->keywords,
+					      ctx->unchanged_since, &error) :
+		mailbox_msg_change_flags(box, seq, modes[ctx->mode],
+					 ctx->list.flags, ctx->keywords,
+					 &error);
+	if (ret < 0) {
 		if (errno == ENOENT) {
 			ctx->some_expunged = true;
 			return true;
@@ -123,13 +161,49 @@ static bool store_msg(struct client_command *cmd, struct store_ctx *ctx,
 		i_error("STORE failed: %s", error);
 		return false;
 	}
+	if (ret > 0) {
+		/* RFC 7162 3.1.3, example 10: the client learns the state
+		   that made it fail without asking */
+		uidset_add(&ctx->modified, cmd->uid ?
+			   mailbox_msg_uid(box, seq) : seq);
+		store_send_fetch(cmd, seq, true);
+		return true;
+	}
 	if ((mailbox_msg_flags(box, seq) & MAIL_FLAGS_PERMANENT) != old ||
 	    mailbox_msg_keywords(box, seq) != old_kw)
 		*changed_r = true;
-	/* RFC 9051 6.4.6: the new flags as if FETCH FLAGS was done */
-	if (!ctx->silent)
-		store_send_fetch(cmd, seq);
+	/* RFC 9051 6.4.6: the new flags as if FETCH FLAGS was done; with
+	   CONDSTORE a .SILENT one still tells the new MODSEQ (RFC 7162
+	   3.1.3, 6) */
+	if (!ctx->silent || cmd->client->condstore)
+		store_send_fetch(cmd, seq, !ctx->silent);
 	return true;
+}
+
+/* "[MODIFIED set] " for the tagged reply, or "". */
+static const char *store_modified_code(struct client_command *cmd,
+				       struct store_ctx *ctx)
+{
+	buffer_t buf;
+
+	if (ctx->modified.count == 0)
+		return "";
+	/* the tagged line is bounded: a longer set is cut (the FETCHes
+	   sent for each failed message tell the rest) */
+	buffer_init(&buf, CLIENT_REPLY_LINE_MAX - 128);
+	int ret = buffer_append_str(&buf, "[MODIFIED ");
+	for (unsigned int i = 0; i < ctx->modified.count && ret == 0; i++) {
+		const struct uidset_range *r = &ctx->modified.ranges[i];
+		ret = r->lo == r->hi ?
+			buffer_printf(&buf, "%s%u", i == 0 ? "" : ",", r->lo) :
+			buffer_printf(&buf, "%s%u:%u", i == 0 ? "" : ",",
+				      r->lo, r->hi);
+	}
+	if (ret == 0)
+		ret = buffer_append_str(&buf, "] ");
+	const char *code = ret == 0 ? p_strdup(cmd->pool, buf.data) : "";
+	buffer_free(&buf);
+	return code;
 }
 
 bool cmd_store(struct client_command *cmd)
@@ -141,6 +215,9 @@ bool cmd_store(struct client_command *cmd)
 
 	if (!store_parse(cmd, ctx))
 		return true;
+	/* an enabling command (RFC 7162 3.1) */
+	if (ctx->conditional)
+		imap_condstore_enable(client);
 	if (mailbox_is_readonly(client->mailbox)) {
 		client_send_tagline(cmd, "NO [CANNOT] Mailbox is read-only.");
 		return true;
@@ -169,13 +246,20 @@ bool cmd_store(struct client_command *cmd)
 	/* RFC 2180 4.2.1-4.2.3: .SILENT is OK for what could be stored;
 	   otherwise a message that is gone is a tagged NO (by UID it is
 	   simply not there, and its EXPUNGE comes with this reply) */
+	const char *modified = store_modified_code(cmd, ctx);
+	uidset_free(&ctx->modified);
 	if (!ok) {
 		client_send_tagline(cmd, "NO [SERVERBUG] Internal error "
 				    "occurred. Refer to server log for more "
 				    "information.");
 	} else if (ctx->some_expunged && !ctx->silent && !cmd->uid) {
-		client_send_tagline(cmd, "NO [EXPUNGEISSUED] Some of the "
-				    "requested messages no longer exist");
+		/* RFC 7162 example 11: MODIFIED may come with a NO */
+		client_send_taglinef(cmd, "NO %s%s", *modified != '\0' ?
+			modified : "[EXPUNGEISSUED] ",
+			"Some of the requested messages no longer exist");
+	} else if (*modified != '\0') {
+		client_send_taglinef(cmd, "OK %sConditional STORE failed.",
+				     modified);
 	} else {
 		client_send_tagline(cmd, "OK Store completed.");
 	}

@@ -4,6 +4,7 @@
 #include "imap-client.h"
 #include "imap-commands.h"
 #include "imap-sync.h"
+#include "imap-condstore.h"
 #include "imap-search.h"
 #include "ktls.h"
 
@@ -168,12 +169,27 @@ void client_send_tagline(struct client_command *cmd, const char *text)
 {
 	struct client *client = cmd->client;
 
+	char line[CLIENT_REPLY_LINE_MAX];
+
 	if (client->mailbox != NULL &&
 	    (strncmp(text, "OK", 2) == 0 || strncmp(text, "NO", 2) == 0)) {
 		bool allow_expunge = cmd->uid || cmd->def == NULL ||
 			(cmd->def->flags & CMD_FLAG_USES_SEQS) == 0;
 		imap_sync_send(client, allow_expunge);
+		/* RFC 7162 3.2, 6: MODSEQs went out while expunges wait to
+		   be reported: the client must not count past them */
+		struct mailbox *box = client->mailbox;
+		if (client->modseq_sent && mailbox_get_reported_modseq(box) <
+		    mailbox_get_highest_modseq(box))
+			imap_send_highestmodseq(client);
+		if (cmd->reply_highestmodseq && strncmp(text, "OK ", 3) == 0) {
+			snprintf(line, sizeof(line), "OK [HIGHESTMODSEQ %llu] %s",
+				 (unsigned long long)
+				 mailbox_get_reported_modseq(box), text + 3);
+			text = line;
+		}
 	}
+	client->modseq_sent = false;
 	if (cmd->tag[0] != '\0')
 		client_send_tagged(client, cmd->tag, text);
 }

@@ -44,6 +44,9 @@ struct client_command {
 	const struct imap_arg *args;  /* after the name (and UID) */
 	const struct command *def;
 	bool uid;                     /* UID FETCH etc. */
+	/* The tagged OK carries [HIGHESTMODSEQ n] (RFC 7162 3.2.7: an
+	   EXPUNGE that removed something, with QRESYNC). */
+	bool reply_highestmodseq;
 	bool literal_size;            /* args end in IMAP_ARG_LITERAL_SIZE */
 	command_func_t *func;
 	/* Called if the client goes away while the command waits. */
@@ -84,6 +87,13 @@ struct client {
 	/* ENABLE IMAP4rev2 (RFC 9051): ESEARCH for SEARCH, no RECENT,
 	   [CLOSED] and LIST on SELECT, UID in unsolicited FETCH */
 	bool imap4rev2;
+	/* RFC 7162: a CONDSTORE enabling command was seen (MODSEQ and UID
+	   in every FETCH update), and ENABLE QRESYNC (VANISHED instead of
+	   EXPUNGE; QRESYNC select parameter, UID FETCH VANISHED) */
+	bool condstore;
+	bool qresync;
+	/* a MODSEQ went out since the last tagged reply */
+	bool modseq_sent;
 
 	const char *session;          /* for log lines */
 	/* A kernel TLS socket from imap-login (lib/ktls.h): read through

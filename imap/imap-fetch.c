@@ -17,6 +17,10 @@
 
 void imap_fetch_deinit(struct imap_fetch_ctx *ctx)
 {
+	if (ctx->vanished != NULL) {
+		imap_vanished_deinit(ctx->vanished);
+		ctx->vanished = NULL;
+	}
 	i_close_fd(&ctx->body_fd);
 	imap_msg_structure_clear(&ctx->structure);
 	if (ctx->text.data != NULL)
@@ -276,6 +280,10 @@ static int fetch_item_text(struct imap_fetch_ctx *ctx,
 	case IMAP_FETCH_ENVELOPE:
 	case IMAP_FETCH_BODYSTRUCTURE:
 		return fetch_structure_text(ctx, item, buf);
+	case IMAP_FETCH_MODSEQ:
+		ctx->cmd->client->modseq_sent = true;
+		return buffer_printf(buf, "MODSEQ (%llu)", (unsigned long long)
+				     mailbox_msg_modseq(box, ctx->seq));
 	}
 	i_unreached();
 }
@@ -403,9 +411,20 @@ bool imap_fetch_run(struct imap_fetch_ctx *ctx)
 	struct client *client = ctx->cmd->client;
 	unsigned int msgs = 0;
 
+	unsigned int scans = 0;
+
 	if (ctx->text.data == NULL) {
 		buffer_init(&ctx->text, IMAP_FETCH_TEXT_MAX);
 		ctx->counters_start = imap_fetch_counters;
+	}
+	/* RFC 7162 3.2.6: VANISHED (EARLIER) before any FETCH */
+	if (ctx->vanished != NULL) {
+		if (!imap_vanished_send(ctx->vanished)) {
+			ctx->cmd->wait = CLIENT_WAIT_OUTPUT;
+			return false;
+		}
+		imap_vanished_deinit(ctx->vanished);
+		ctx->vanished = NULL;
 	}
 	for (;;) {
 		if (ctx->in_msg) {
@@ -428,6 +447,16 @@ bool imap_fetch_run(struct imap_fetch_ctx *ctx)
 		}
 		if (!fetch_next_seq(ctx))
 			break;
+		/* CHANGEDSINCE: a look at the record, no file opened */
+		if (ctx->changedsince != 0 &&
+		    mailbox_msg_modseq(ctx->box, ctx->seq) <= ctx->changedsince) {
+			msgs--;
+			if (++scans > IMAP_FETCH_SCANS_PER_SLICE) {
+				ctx->cmd->wait = CLIENT_WAIT_NONE;
+				return false;
+			}
+			continue;
+		}
 		if (fetch_msg_prepare(ctx) < 0) {
 			if (ctx->unknown_cte)
 				break;
@@ -450,7 +479,8 @@ bool imap_fetch_run(struct imap_fetch_ctx *ctx)
 		client_send_tagline(ctx->cmd, "NO [EXPUNGEISSUED] Some of the "
 				    "requested messages no longer exist");
 	} else {
-		client_send_tagline(ctx->cmd, "OK Fetch completed.");
+		client_send_tagline(ctx->cmd, ctx->done_text != NULL ?
+				    ctx->done_text : "OK Fetch completed.");
 	}
 	return true;
 }

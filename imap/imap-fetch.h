@@ -9,6 +9,7 @@
 #include "mail-crlf.h"
 #include "imap-fetch-body.h"
 #include "imap-fetch-cache.h"
+#include "imap-condstore.h"
 
 /* The items of one FETCH; more than this is a client error. */
 #define IMAP_FETCH_MAX_ITEMS 256
@@ -16,6 +17,8 @@
 #define IMAP_FETCH_BODY_CHUNK (32 * 1024)
 /* Messages per slice before other clients get their turn. */
 #define IMAP_FETCH_MSGS_PER_SLICE 500
+/* Messages whose modseq is looked at (CHANGEDSINCE) per slice. */
+#define IMAP_FETCH_SCANS_PER_SLICE 50000
 
 enum imap_fetch_item_type {
 	IMAP_FETCH_UID,
@@ -27,6 +30,7 @@ enum imap_fetch_item_type {
 	IMAP_FETCH_BINARY_SIZE,   /* BINARY.SIZE[part] */
 	IMAP_FETCH_ENVELOPE,
 	IMAP_FETCH_BODYSTRUCTURE, /* also BODY (not extended) */
+	IMAP_FETCH_MODSEQ,        /* RFC 7162 3.1.4.2 */
 };
 
 struct imap_fetch_item {
@@ -76,7 +80,23 @@ struct imap_fetch_ctx {
 	size_t text_sent;
 	bool some_expunged;       /* a message's file was gone */
 	bool some_failed;         /* a server error (logged) */
+
+	/* RFC 7162: only messages with a modseq above this (0: all) */
+	uint64_t changedsince;
+	/* VANISHED (EARLIER) to send before the FETCHes, or NULL */
+	struct imap_vanished *vanished;
+	/* the tagged OK (SELECT (QRESYNC) ends with its own) */
+	const char *done_text;
 };
+
+/* SELECT/EXAMINE (QRESYNC): after the status lines, VANISHED (EARLIER)
+   and "FETCH (UID FLAGS MODSEQ)" of what changed after since among the
+   UIDs known (sorted, merged; NULL: all), then "tag done_text". */
+bool imap_fetch_qresync(struct client_command *cmd, uint64_t since,
+			struct seq_range *known, unsigned int known_count,
+			const struct seq_range *mseqs, unsigned int mseq_count,
+			const struct seq_range *muids, unsigned int muid_count,
+			const char *done_text);
 
 /* Writes as much as fits; returns true when everything was sent (the
    tagged reply included). */

@@ -17,6 +17,7 @@ static const struct {
 	{ "SIZE", IMAP_STATUS_SIZE },
 	{ "RECENT", IMAP_STATUS_RECENT },
 	{ "APPENDLIMIT", IMAP_STATUS_APPENDLIMIT },
+	{ "HIGHESTMODSEQ", IMAP_STATUS_HIGHESTMODSEQ },
 };
 
 bool imap_status_parse_items(const struct imap_arg *arg,
@@ -67,6 +68,8 @@ static void status_send_line(struct client *client, const char *name,
 	STATUS_ADD(IMAP_STATUS_DELETED, "DELETED %u", st->deleted);
 	STATUS_ADD(IMAP_STATUS_SIZE, "SIZE %llu", (unsigned long long)st->size);
 	STATUS_ADD(IMAP_STATUS_RECENT, "RECENT %u", st->recent);
+	STATUS_ADD(IMAP_STATUS_HIGHESTMODSEQ, "HIGHESTMODSEQ %llu",
+		   (unsigned long long)st->highest_modseq);
 	/* the same for every mailbox: the CAPABILITY's APPENDLIMIT */
 	STATUS_ADD(IMAP_STATUS_APPENDLIMIT, "APPENDLIMIT %llu",
 		   (unsigned long long)MIN(client->user->set->imap_max_append_size,

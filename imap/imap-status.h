@@ -15,6 +15,7 @@ enum imap_status_items {
 	IMAP_STATUS_SIZE = 0x20,
 	IMAP_STATUS_RECENT = 0x40,
 	IMAP_STATUS_APPENDLIMIT = 0x80,     /* RFC 7889 3.1 */
+	IMAP_STATUS_HIGHESTMODSEQ = 0x100,  /* RFC 7162 3.1.7 */
 };
 
 /* A parenthesized list of item names; false if empty or unknown. */

@@ -2,6 +2,14 @@
 #include "imap-common.h"
 #include "imap-sync.h"
 #include "imap-flags.h"
+#include "imap-condstore.h"
+
+/* What a sync reports, gathered for the lines that list several. */
+struct sync_ctx {
+	struct client *client;
+	/* with QRESYNC: the expunged UIDs, sent as one VANISHED */
+	struct uidset vanished;
+};
 
 static const struct {
 	enum mail_flags flag;
@@ -32,20 +40,56 @@ int imap_write_flags(buffer_t *buf, enum mail_flags flags)
 	return buffer_append_c(buf, ')');
 }
 
-static void sync_expunge(void *context, uint32_t seq)
+static void sync_expunge(void *context, uint32_t seq, uint32_t uid)
 {
-	struct client *client = context;
+	struct sync_ctx *ctx = context;
+	struct client *client = ctx->client;
 
-	client_send_linef(client, "* %u EXPUNGE", seq);
+	/* RFC 7162 3.2.10.2: VANISHED instead, once QRESYNC is enabled */
+	if (client->qresync)
+		uidset_add(&ctx->vanished, uid);
+	else
+		client_send_linef(client, "* %u EXPUNGE", seq);
 	if (client->exists_sent > 0)
 		client->exists_sent--;
 }
 
+/* "* VANISHED uids" in lines of about IMAP_VANISHED_LINE_MAX. */
+static void sync_send_vanished(struct client *client, const struct uidset *set)
+{
+	buffer_t line;
+
+	if (set->count == 0)
+		return;
+	buffer_init(&line, IMAP_VANISHED_LINE_MAX + 64);
+	for (unsigned int i = 0; i < set->count; i++) {
+		const struct uidset_range *r = &set->ranges[i];
+		int ret = buffer_append_str(&line, line.used == 0 ?
+					    "* VANISHED " : ",");
+		ret |= r->lo == r->hi ? buffer_printf(&line, "%u", r->lo) :
+			buffer_printf(&line, "%u:%u", r->lo, r->hi);
+		i_assert(ret == 0);
+		if (line.used >= IMAP_VANISHED_LINE_MAX) {
+			client_send_line(client, line.data);
+			buffer_reset(&line);
+		}
+	}
+	if (line.used > 0)
+		client_send_line(client, line.data);
+	buffer_free(&line);
+}
+
 static void sync_flags_changed(void *context, uint32_t seq)
 {
-	struct client *client = context;
-	char uid[32] = "";
+	struct sync_ctx *ctx = context;
+	struct client *client = ctx->client;
+	char uid[32] = "", modseq[48] = "";
 	buffer_t buf;
+
+	/* every expunge was reported before the first flag change: the
+	   FETCH numbers are those after the VANISHED */
+	sync_send_vanished(client, &ctx->vanished);
+	uidset_clear(&ctx->vanished);
 
 	/* a message the client was not told about yet needs no FETCH */
 	if (seq > client->exists_sent)
@@ -54,14 +98,23 @@ static void sync_flags_changed(void *context, uint32_t seq)
 	   during a UID command too (RFC 3501 6.4.8), so that a client can
 	   tell it from the command's own FETCH after an EXPUNGE moved the
 	   sequence numbers */
-	if (client->imap4rev2 || (client->cmd != NULL && client->cmd->uid))
+	/* RFC 7162 3.2.4: UID and MODSEQ after a CONDSTORE enabling
+	   command */
+	if (client->imap4rev2 || client->condstore ||
+	    (client->cmd != NULL && client->cmd->uid))
 		snprintf(uid, sizeof(uid), "UID %u ",
 			 mailbox_msg_uid(client->mailbox, seq));
+	if (client->condstore) {
+		snprintf(modseq, sizeof(modseq), " MODSEQ (%llu)",
+			 (unsigned long long)mailbox_msg_modseq(client->mailbox,
+								seq));
+		client->modseq_sent = true;
+	}
 	buffer_init(&buf, IMAP_FLAGS_STR_MAX);
 	if (imap_write_msg_flags(&buf, client->mailbox, seq,
 				 !client->imap4rev2) == 0)
-		client_send_linef(client, "* %u FETCH (%sFLAGS %s)", seq, uid,
-				  (const char *)buf.data);
+		client_send_linef(client, "* %u FETCH (%sFLAGS %s%s)", seq, uid,
+				  (const char *)buf.data, modseq);
 	buffer_free(&buf);
 }
 
@@ -73,13 +126,17 @@ static const struct mailbox_sync_callbacks imap_sync_callbacks = {
 void imap_sync_send(struct client *client, bool allow_expunge)
 {
 	struct mailbox *box = client->mailbox;
+	struct sync_ctx ctx = { .client = client };
 	const char *error;
 
 	if (box == NULL)
 		return;
 	imap_sync_keywords(client);
-	if (mailbox_sync(box, allow_expunge, &imap_sync_callbacks, client,
-			 &error) < 0) {
+	int ret = mailbox_sync(box, allow_expunge, &imap_sync_callbacks, &ctx,
+			       &error);
+	sync_send_vanished(client, &ctx.vanished);
+	uidset_free(&ctx.vanished);
+	if (ret < 0) {
 		i_error("Syncing %s failed: %s", mailbox_get_name(box), error);
 		return;
 	}

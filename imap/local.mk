@@ -8,6 +8,7 @@ imap_imap_SOURCES = \
 	imap/imap-client.c imap/imap-client.h \
 	imap/imap-commands.c imap/imap-commands.h \
 	imap/imap-sync.c imap/imap-sync.h \
+	imap/imap-condstore.c imap/imap-condstore.h \
 	imap/imap-seqset.c imap/imap-seqset.h \
 	imap/imap-date.c imap/imap-date.h \
 	imap/imap-fetch.c imap/imap-fetch.h \

@@ -5,6 +5,7 @@ noinst_LIBRARIES += index/libmailindex.a
 index_libmailindex_a_SOURCES = \
 	index/mail-index.c index/mail-index.h index/mail-index-private.h \
 	index/mail-index-map.c \
+	index/mail-index-modseq.c \
 	index/mail-index-view.c \
 	index/mail-index-transaction.c \
 	index/mail-transaction-log.c index/mail-transaction-log.h \

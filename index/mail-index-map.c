@@ -66,6 +66,7 @@ struct mail_index_map *mail_index_map_new_empty(bool header_only)
 
 	map_header_init(&map->hdr);
 	map->header_only = header_only;
+	map->hist.fd = -1;
 	if (!header_only)
 		map_reserve(map, MAP_MIN_SPARE_RECORDS);
 	return map;
@@ -82,6 +83,8 @@ void mail_index_map_free(struct mail_index_map **_map)
 		(void)munmap(map->mem, map->mem_size);
 	for (unsigned int i = 0; i < MAIL_INDEX_MAX_KEYWORDS; i++)
 		i_free(map->keywords[i]);
+	mail_index_history_close(map);
+	i_free(map->exp);
 	i_free(map);
 }
 
@@ -162,6 +165,8 @@ static int map_load(const struct mail_index_header *hdr, int fd,
 {
 	struct mail_index_map *map = i_malloc(sizeof(*map));
 	uint32_t count = hdr->messages_count;
+
+	map->hist.fd = -1;
 	size_t hsize = hdr->header_size;
 
 	/* Address space for the file plus spare room for appends; only
@@ -451,7 +456,8 @@ static void apply_flags(struct mail_index_map *map, const void *payload,
 }
 
 static void apply_expunge(struct mail_index_map *map, const void *payload,
-			  uint32_t size, const struct mail_index_sync_target *target)
+			  uint32_t size, uint64_t modseq,
+			  const struct mail_index_sync_target *target)
 {
 	struct mail_transaction_range r;
 
@@ -460,7 +466,7 @@ static void apply_expunge(struct mail_index_map *map, const void *payload,
 	for (uint32_t pos = 0; pos + sizeof(r) <= size; pos += sizeof(r)) {
 		memcpy(&r, (const char *)payload + pos, sizeof(r));
 		uint32_t first = mail_index_map_lower_bound(map, r.uid1);
-		uint32_t last = first;
+		uint32_t last = first, run_start = 0;
 		bool unseen_gone = false;
 		for (; last <= map->hdr.messages_count; last++) {
 			struct mail_index_record *rec = &map->recs[last - 1];
@@ -472,6 +478,13 @@ static void apply_expunge(struct mail_index_map *map, const void *payload,
 				map->hdr.deleted_count--;
 			if (rec->uid == map->hdr.first_unseen_uid)
 				unseen_gone = true;
+			/* the history keeps uids that were messages only */
+			if (last == first || rec[-1].uid + 1 != rec->uid) {
+				if (last > first)
+					mail_index_map_add_expunge(map, modseq,
+						run_start, rec[-1].uid);
+				run_start = rec->uid;
+			}
 			/* Each removal renumbers the rest, as EXPUNGE does. */
 			if (target != NULL && target->cb->expunge != NULL)
 				target->cb->expunge(target->context, first, rec->uid);
@@ -479,6 +492,8 @@ static void apply_expunge(struct mail_index_map *map, const void *payload,
 		uint32_t n = last - first;
 		if (n == 0)
 			continue;
+		mail_index_map_add_expunge(map, modseq, run_start,
+					   map->recs[last - 2].uid);
 		memmove(&map->recs[first - 1], &map->recs[last - 1],
 			(size_t)(map->hdr.messages_count - (last - 1)) *
 			sizeof(struct mail_index_record));
@@ -561,6 +576,7 @@ void mail_index_map_apply(struct mail_index_map *map, const void *rec, size_t si
 	const void *payload;
 
 	memcpy(&rh, rec, sizeof(rh));
+	map->apply_modseq = rh.modseq;
 	mail_transaction_op_iter_init(&iter, rec, size);
 	while (mail_transaction_op_next(&iter, &op, &payload)) {
 		switch (op->type) {
@@ -571,7 +587,7 @@ void mail_index_map_apply(struct mail_index_map *map, const void *rec, size_t si
 			apply_flags(map, payload, op->size, rh.modseq, target);
 			break;
 		case MAIL_TRANSACTION_EXPUNGE:
-			apply_expunge(map, payload, op->size, target);
+			apply_expunge(map, payload, op->size, rh.modseq, target);
 			break;
 		case MAIL_TRANSACTION_CACHE_OFFSET:
 			apply_cache_offsets(map, payload, op->size);

@@ -51,6 +51,23 @@ struct mail_index_header {
 	uint32_t crc;              /* crc32 of header_size bytes, crc = 0 */
 };
 
+/* One run of consecutive uids expunged by one transaction (modseq), as
+   kept in moat.index.modseq and in a map's list of the expunges it
+   applied (mail-index-modseq.c). */
+struct mail_index_expunge {
+	uint64_t modseq;
+	uint32_t uid1, uid2;
+};
+
+/* moat.index.modseq as a map loaded it: the expunge history up to the
+   state it was written with (read with pread, never changed). */
+struct mail_index_history {
+	int fd;
+	uint32_t count;            /* entries after the header */
+	uint64_t base_modseq;      /* complete for expunges above this ... */
+	uint64_t highest_modseq;   /* ... up to this */
+};
+
 /* The records of a view plus its header. recs lives in mem: a private
    mapping of moat.index (pages are shared with the page cache until
    written) followed by anonymous pages for appends. */
@@ -63,6 +80,16 @@ struct mail_index_map {
 	size_t mem_size;
 	/* Only the header matters (the writer's view of the log tail). */
 	bool header_only;
+	/* The expunge history file as it was when the map was loaded
+	   (fd -1: none), and the expunges applied since, ascending modseq.
+	   map->exp holds every expunge with modseq in (exp_from, highest];
+	   with the file (if it reaches exp_from), from its base on. */
+	struct mail_index_history hist;
+	struct mail_index_expunge *exp;
+	uint32_t exp_count, exp_alloc;
+	uint64_t exp_from;
+	/* the modseq of the log record being applied (sync callbacks) */
+	uint64_t apply_modseq;
 };
 
 /* A position in the log. */
@@ -75,6 +102,7 @@ struct mail_cache;
 
 struct mail_index {
 	char *dir, *index_path, *log_path, *log2_path, *cache_path, *lock_path;
+	char *modseq_path;         /* moat.index.modseq */
 	enum mail_index_open_flags flags;
 	int lock_fd;
 	bool locked;
@@ -177,6 +205,25 @@ bool mail_index_map_check(const struct mail_index_map *map, const char **error_r
 void mail_index_map_set_keyword(struct mail_index_map *map, unsigned int idx,
 				const char *name, size_t len);
 int mail_index_map_keyword_find(const struct mail_index_map *map, const char *name);
+
+/* mail-index-modseq.c */
+/* Remember the expunge of uids uid1..uid2 (all of them were records) by
+   the transaction with modseq (full maps only). */
+void mail_index_map_add_expunge(struct mail_index_map *map, uint64_t modseq,
+				uint32_t uid1, uint32_t uid2);
+/* After loading map from moat.index (before replaying the log): open
+   the history file if it belongs to it, else the history starts here. */
+void mail_index_history_load(struct mail_index *index,
+			     struct mail_index_map *map);
+void mail_index_history_close(struct mail_index_map *map);
+/* Lock held, map at the end of the log: write moat.index.modseq holding
+   every expunge up to map's highest modseq (before moat.index is
+   replaced). Returns 0 or -1. */
+int mail_index_history_write(struct mail_index *index,
+			     struct mail_index_map *map, const char **error_r);
+/* mail_index_reset(): an empty history above base_modseq. */
+int mail_index_history_reset(struct mail_index *index, uint32_t uidvalidity,
+			     uint64_t base_modseq, const char **error_r);
 
 /* mail-cache.c */
 void mail_cache_free(struct mail_cache **cache);

@@ -97,6 +97,11 @@ const char *mail_index_keyword_name(struct mail_index_view *view,
 	return map->keywords[idx];
 }
 
+uint64_t mail_index_view_sync_modseq(struct mail_index_view *view)
+{
+	return view->index->map->apply_modseq;
+}
+
 bool mail_index_view_check(struct mail_index_view *view, const char **error_r)
 {
 	return mail_index_map_check(view->index->map, error_r);
@@ -150,6 +155,8 @@ static int view_reload(struct mail_index *index,
 
 	if (mail_index_load_fresh(index, &map, &cursor, error_r) <= 0)
 		return -1;
+	/* when they happened is unknown: after what the old map had */
+	index->map->apply_modseq = index->map->hdr.highest_modseq + 1;
 	diff_maps(index->map, map, target);
 	mail_index_map_free(&index->map);
 	mail_transaction_log_file_unref(&index->cursor.file);

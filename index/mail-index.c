@@ -408,6 +408,8 @@ static int load_once(struct mail_index *index, struct mail_index_map **map_r,
 		mail_index_map_free(&map);
 		return ret < 0 ? -1 : 2;
 	}
+	/* what the log adds from here on is applied to the map */
+	mail_index_history_load(index, map);
 	ret = mail_index_log_catch_up(index, cursor_r, map, NULL, error_r);
 	if (ret <= 0) {
 		mail_transaction_log_file_unref(&cursor_r->file);
@@ -468,6 +470,7 @@ static struct mail_index *index_alloc(const char *dir,
 	index->log2_path = i_strdup_printf("%s/%s", dir, MAIL_INDEX_LOG2_FILE_NAME);
 	index->cache_path = i_strdup_printf("%s/%s", dir, MAIL_INDEX_CACHE_FILE_NAME);
 	index->lock_path = i_strdup_printf("%s/%s", dir, MAIL_INDEX_LOCK_FILE_NAME);
+	index->modseq_path = i_strdup_printf("%s/%s", dir, MAIL_INDEX_MODSEQ_FILE_NAME);
 	index->lock_fd = -1;
 	index->log_rotate_size = MAIL_TRANSACTION_LOG_ROTATE_SIZE;
 	index->checkpoint_bytes = MAIL_INDEX_CHECKPOINT_LOG_BYTES;
@@ -528,6 +531,7 @@ void mail_index_close(struct mail_index **_index)
 	i_free(index->log2_path);
 	i_free(index->cache_path);
 	i_free(index->lock_path);
+	i_free(index->modseq_path);
 	i_free(index);
 }
 
@@ -571,6 +575,8 @@ static void remap_written(struct mail_index *index)
 	if (map->hdr.messages_count == index->map->hdr.messages_count &&
 	    map->hdr.log_file_seq == index->map->hdr.log_file_seq &&
 	    map->hdr.log_file_offset == index->map->hdr.log_file_offset) {
+		/* the history file just written holds the old map's list */
+		mail_index_history_load(index, map);
 		mail_index_map_free(&index->map);
 		index->map = map;
 	} else {
@@ -594,6 +600,11 @@ static int write_checkpoint(struct mail_index *index, const char **error_r)
 	const char *why;
 
 	i_assert(index->locked);
+	/* The history first: it must reach as far as moat.index does, or a
+	   map loaded from the new index would miss expunges. If it cannot
+	   be written, later maps start their history from the new index. */
+	if (mail_index_history_write(index, map, &why) < 0)
+		i_warning("index %s: expunge history: %s", index->dir, why);
 	if (rotate) {
 		/* The index first: a crash before the new log exists is
 		   recovered by creating it (position_cursor). */
@@ -704,10 +715,17 @@ int mail_index_reset(struct mail_index *index, uint32_t uidvalidity,
 	/* the same uids come back: who saw them \Recent still did */
 	if (uidvalidity == index->tail->hdr.uidvalidity)
 		map->hdr.first_recent_uid = index->tail->hdr.first_recent_uid;
-	map->hdr.highest_modseq = index->tail->hdr.highest_modseq;
+	/* A new modseq: what the reset drops is not in the expunge
+	   history, so the history restarts above every older modseq. */
+	map->hdr.highest_modseq = index->tail->hdr.highest_modseq + 1;
 	map->hdr.cache_file_seq = index->tail->hdr.cache_file_seq + 1;
 	map->hdr.log_file_seq = seq;
 	map->hdr.log_file_offset = sizeof(struct mail_transaction_log_header);
+	if (mail_index_history_reset(index, uidvalidity,
+				     map->hdr.highest_modseq, error_r) < 0) {
+		mail_index_map_free(&map);
+		goto out;
+	}
 	if (mail_index_map_write(map, index->index_path, true, &why) < 0) {
 		*error_r = mail_index_set_error(index, "%s: %s", index->index_path, why);
 		mail_index_map_free(&map);

@@ -23,6 +23,9 @@
 #define MAIL_INDEX_LOG2_FILE_NAME "moat.index.log.2"
 #define MAIL_INDEX_CACHE_FILE_NAME "moat.index.cache"
 #define MAIL_INDEX_LOCK_FILE_NAME "moat.index.lock"
+/* The expunge history (uid ranges with their modseqs) that outlives the
+   log, for QRESYNC (mail-index-modseq.c, doc/index-format.md). */
+#define MAIL_INDEX_MODSEQ_FILE_NAME "moat.index.modseq"
 
 /* 32 keyword bits per record; more come with a later extension. */
 #define MAIL_INDEX_MAX_KEYWORDS 32
@@ -146,11 +149,33 @@ struct mail_index_sync_callbacks {
 	void (*uidvalidity_changed)(void *context, uint32_t uidvalidity);
 };
 
+/* Inside a sync callback: the modseq of the change being reported (for
+   changes found by a reload, one above the view's previous highest). */
+uint64_t mail_index_view_sync_modseq(struct mail_index_view *view);
+
 /* Bring the view up to the end of the log. O(1) when nothing changed
    (one fstat and one stat). Returns 0 or -1. */
 int mail_index_view_sync(struct mail_index_view *view,
 			 const struct mail_index_sync_callbacks *callbacks,
 			 void *context, const char **error_r);
+
+/* ---- modseqs (mail-index-modseq.c) ---- */
+
+/* Call cb for every run of uids expunged with since < modseq <= the
+   view's highest modseq (ascending modseq; the runs are disjoint and
+   hold only uids that were messages). Returns 1, 0 if the history does
+   not reach back to since (it was capped, lost, or the index was reset
+   after since: the caller answers without it, RFC 7162 3.2.5.2), or -1
+   on an I/O error. */
+typedef void mail_index_expunged_func_t(void *context, uint32_t uid1,
+					uint32_t uid2);
+int mail_index_view_expunged_since(struct mail_index_view *view,
+				   uint64_t since,
+				   mail_index_expunged_func_t *cb,
+				   void *context, const char **error_r);
+/* The lowest modseq from which the view's expunge history is complete:
+   mail_index_view_expunged_since() answers for since >= this. */
+uint64_t mail_index_view_history_base(struct mail_index_view *view);
 
 /* ---- transactions (mail-index-transaction.c) ---- */
 struct mail_index_transaction *mail_index_transaction_begin(struct mail_index *index);

@@ -244,6 +244,35 @@ find_named(const struct named_key *keys, unsigned int count, const char *name)
 	return NULL;
 }
 
+/* "MODSEQ [entry-name entry-type-req] mod-sequence-valzer" (RFC 7162
+   3.1.5). One modseq per message: the entry is checked and ignored. */
+static int parse_modseq(struct search_parser *sp, const struct imap_arg **args,
+			struct mail_search_arg *arg)
+{
+	const char *entry, *type;
+
+	if (!imap_arg_is_eol(*args) && (*args)->type == IMAP_ARG_STRING) {
+		if (!imap_arg_get_string(*args, &entry) ||
+		    strncasecmp(entry, "/flags/", 7) != 0 || entry[7] == '\0')
+			return parse_error(sp, "Invalid MODSEQ entry name", "");
+		(*args)++;
+		if (imap_arg_is_eol(*args) || !imap_arg_get_atom(*args, &type) ||
+		    (strcasecmp(type, "priv") != 0 &&
+		     strcasecmp(type, "shared") != 0 &&
+		     strcasecmp(type, "all") != 0))
+			return parse_error(sp, "Invalid MODSEQ entry type", "");
+		(*args)++;
+	}
+	arg->key = MSK_MODSEQ;
+	sp->program->uses_modseq = true;
+	if (next_number(sp, args, "MODSEQ", false, arg) < 0)
+		return -1;
+	/* mod-sequence-valzer is 63 bits (RFC 7162 7) */
+	if (arg->number > 9223372036854775807ULL)
+		return parse_error(sp, "Invalid MODSEQ value", "");
+	return 0;
+}
+
 /* Keys that take no argument or one typed argument. */
 static int parse_simple_key(struct search_parser *sp, const char *name,
 			    const struct imap_arg **args,
@@ -265,6 +294,8 @@ static int parse_simple_key(struct search_parser *sp, const char *name,
 		arg->key = MSK_SAVEDATESUPPORTED;
 		return 0;
 	}
+	if (strcasecmp(name, "MODSEQ") == 0)
+		return parse_modseq(sp, args, arg);
 	if ((nk = find_named(string_keys, N_ELEMENTS(string_keys),
 			     name)) != NULL) {
 		arg->key = nk->key;
@@ -480,4 +511,9 @@ mail_search_parse(pool_t pool, const struct imap_arg *args,
 bool mail_search_program_uses_saved(const struct mail_search_program *program)
 {
 	return program->uses_saved;
+}
+
+bool mail_search_program_uses_modseq(const struct mail_search_program *program)
+{
+	return program->uses_modseq;
 }

@@ -26,6 +26,7 @@ enum mail_search_key {
 	MSK_SAVEDON,
 	MSK_SAVEDSINCE,
 	MSK_SAVEDATESUPPORTED,   /* every message: our storage has them */
+	MSK_MODSEQ,       /* RFC 7162 3.1.5: modseq >= number */
 	/* --- need the header --- */
 	MSK_SENTBEFORE,
 	MSK_SENTON,
@@ -70,6 +71,7 @@ struct mail_search_program {
 	pool_t pool;
 	struct mail_search_arg *args;
 	bool uses_saved;
+	bool uses_modseq;     /* a MODSEQ key (RFC 7162 3.1.5) */
 	/* Leaves by class, for the header and body passes. */
 	struct mail_search_arg **header_leaves, **text_leaves;
 	unsigned int header_leaf_count, text_leaf_count;

@@ -248,6 +248,8 @@ static int cheap_leaf(struct mail_search_ctx *ctx,
 			(flags & arg->flags_unset) == 0;
 	case MSK_KEYWORD:
 		return keyword_match(ctx, arg->keyword);
+	case MSK_MODSEQ:
+		return mailbox_msg_modseq(ctx->box, ctx->seq) >= arg->number;
 	case MSK_LARGER:
 	case MSK_SMALLER:
 		if (mailbox_msg_vsize(ctx->box, ctx->seq, &vsize, &error) < 0)

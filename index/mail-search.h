@@ -67,6 +67,9 @@ mail_search_parse(pool_t pool, const struct imap_arg *args,
 /* Whether the program names "$" (the result it saves must then be
    computed against the old "$"). */
 bool mail_search_program_uses_saved(const struct mail_search_program *program);
+/* Whether the program has a MODSEQ key: the answer then ends in the
+   highest modseq of the matches (RFC 7162 3.1.6). */
+bool mail_search_program_uses_modseq(const struct mail_search_program *program);
 
 struct mail_search_ctx;
 

@@ -216,6 +216,47 @@ int mailbox_msg_change_flags(struct mailbox *box, uint32_t seq,
 	return ret < 0 ? -1 : 0;
 }
 
+int mailbox_msg_change_flags_cond(struct mailbox *box, uint32_t seq,
+				  enum mailbox_flags_change mode,
+				  enum mail_flags flags, uint32_t keywords,
+				  uint64_t unchanged_since,
+				  const char **error_r)
+{
+	const struct mailbox_expunged *exp;
+	struct kw_change change = {
+		.mode = mode,
+		.flags = flags & MAIL_FLAGS_PERMANENT,
+		.keywords = keywords,
+	};
+
+	i_assert(!mailbox_is_readonly(box));
+	if (mailbox_seq_lookup(box, seq, &exp) == NULL) {
+		errno = ENOENT;
+		*error_r = "Message was expunged";
+		return -1;
+	}
+	uint32_t uid = mailbox_msg_uid(box, seq);
+	if (maildir_uidlist_lock_append(box->uidlist, error_r) < 0)
+		return -1;
+	/* every change of this layer is committed under this lock: after
+	   this sync the view has the message's latest modseq (the caller
+	   reports the message's state, so it need not come again) */
+	int ret = mailbox_view_refresh_own(box, uid, error_r);
+	const struct mail_index_record *rec = ret < 0 ? NULL :
+		mailbox_seq_lookup(box, seq, &exp);
+	if (ret == 0 && rec == NULL) {
+		errno = ENOENT;
+		*error_r = "Message was expunged";
+		ret = -1;
+	} else if (ret == 0 && rec->modseq > unchanged_since) {
+		ret = 1;
+	} else if (ret == 0) {
+		ret = kw_store_locked(box, seq, &change, error_r) < 0 ? -1 : 0;
+	}
+	maildir_uidlist_unlock(box->uidlist);
+	return ret;
+}
+
 int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,
 				   enum mail_flags flags, uint32_t keywords,
 				   const char **error_r)

@@ -27,6 +27,8 @@ struct mailbox_expunged {
 	   known: read from the kept file, maildir-ghost.h) */
 	uint64_t vsize;
 	int64_t internal_date;
+	uint64_t modseq;          /* of its last change before it went */
+	uint64_t expunge_modseq;  /* of the expunge (RFC 7162 3.2) */
 };
 
 /* Recently used file names (a message is opened, then renamed...);

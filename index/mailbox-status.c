@@ -116,6 +116,7 @@ static int status_from_view(struct mail_index_view *view,
 	status_r->uidvalidity = st.uidvalidity;
 	status_r->unseen = st.messages_count - st.seen_count;
 	status_r->deleted = st.deleted_count;
+	status_r->highest_modseq = st.highest_modseq;
 	status_r->recent = status_index_recent(view);
 	if ((items & MAILBOX_STATUS_SIZE) != 0 &&
 	    !status_index_size(view, &status_r->size))
@@ -478,6 +479,7 @@ int mailbox_status_from_box(struct mailbox *box,
 	status_r->messages = count;
 	status_r->uidnext = mailbox_get_next_uid(box);
 	status_r->uidvalidity = mailbox_get_uidvalidity(box);
+	status_r->highest_modseq = mailbox_get_highest_modseq(box);
 	return 0;
 }
 

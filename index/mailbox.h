@@ -59,9 +59,9 @@ bool mailbox_name_is_inbox(const char *name);
 
 /* What a sync changed in the view, for the session to report. */
 struct mailbox_sync_callbacks {
-	/* seq was removed; later messages moved down by one. Reported in
-	   ascending order of the current numbering. */
-	void (*expunge)(void *context, uint32_t seq);
+	/* seq (uid) was removed; later messages moved down by one.
+	   Reported in ascending order of the current numbering. */
+	void (*expunge)(void *context, uint32_t seq, uint32_t uid);
 	/* The flags of seq changed (after all expunges). */
 	void (*flags_changed)(void *context, uint32_t seq);
 };
@@ -193,11 +193,49 @@ int mailbox_msg_change_flags(struct mailbox *box, uint32_t seq,
 			     enum mailbox_flags_change mode,
 			     enum mail_flags flags, uint32_t keywords,
 			     const char **error_r);
+/* The same if the message's modseq is at most unchanged_since (RFC 7162
+   3.1.3 UNCHANGEDSINCE): the view is synced with every committed change
+   under the folder's lock first, and the test and the change happen
+   under it, so no other writer of this layer slips in between. Returns
+   0 when done (or nothing needed changing), 1 if the modseq is higher
+   (nothing changed), -1 (errno ENOENT if the message vanished). */
+int mailbox_msg_change_flags_cond(struct mailbox *box, uint32_t seq,
+				  enum mailbox_flags_change mode,
+				  enum mail_flags flags, uint32_t keywords,
+				  uint64_t unchanged_since,
+				  const char **error_r);
 /* Replace both the permanent flags and the keywords of seq (one rename).
    Returns 0 or -1 (errno ENOENT if the message vanished). */
 int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,
 				   enum mail_flags flags, uint32_t keywords,
 				   const char **error_r);
+
+/* ---- modseqs (mailbox-modseq.c; RFC 7162 CONDSTORE and QRESYNC) ----
+   Every change of a message (append, flags, keywords, expunge) gets the
+   mailbox's next modseq; the view holds each message's latest. */
+
+/* The message's modseq (>= 1); for an expunged message the view still
+   has, that of its last change before the expunge. */
+uint64_t mailbox_msg_modseq(struct mailbox *box, uint32_t seq);
+/* HIGHESTMODSEQ: the highest modseq of the view. */
+uint64_t mailbox_get_highest_modseq(struct mailbox *box);
+/* The highest modseq up to which the session has reported every change:
+   below its first expunge not reported yet, else the highest. A client
+   told this value after the flag changes of a command that may not
+   report expunges loses nothing if the connection then drops (RFC 7162
+   3.2, 6). */
+uint64_t mailbox_get_reported_modseq(struct mailbox *box);
+/* Expunges with since < modseq <= the view's highest, as runs of uids
+   that were messages; uids the session still shows (expunges it has not
+   reported) are left out. Returns 1, 0 if the history does not reach
+   back to since (mailbox_get_history_base()), -1 on error. */
+typedef void mailbox_expunged_func_t(void *context, uint32_t uid1,
+				     uint32_t uid2);
+int mailbox_expunged_since(struct mailbox *box, uint64_t since,
+			   mailbox_expunged_func_t *cb, void *context,
+			   const char **error_r);
+/* The lowest modseq mailbox_expunged_since() answers for. */
+uint64_t mailbox_get_history_base(struct mailbox *box);
 
 /* ---- copy (maildir-copy.c) ----
    Copying messages into another mailbox (which may be the same folder):
@@ -256,6 +294,7 @@ struct mailbox_status {
 	uint32_t messages, uidnext, uidvalidity;
 	uint32_t unseen, deleted, recent;
 	uint64_t size;             /* only with MAILBOX_STATUS_SIZE */
+	uint64_t highest_modseq;   /* HIGHESTMODSEQ (RFC 7162 3.1.7) */
 	/* Answered from the index alone (for tests and statistics). */
 	bool from_index;
 };

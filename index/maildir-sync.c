@@ -394,6 +394,8 @@ static void pending_insert(struct mailbox *box, uint32_t uid,
 	e->keywords = rec == NULL ? 0 : rec->keywords;
 	e->vsize = rec == NULL ? 0 : rec->size;
 	e->internal_date = rec == NULL ? 0 : rec->internal_date;
+	e->modseq = rec == NULL ? 0 : rec->modseq;
+	e->expunge_modseq = mail_index_view_sync_modseq(box->view);
 	box->pending_count++;
 }
 
@@ -495,7 +497,7 @@ static void events_flush_expunged(struct mailbox *box,
 	for (unsigned int i = 0; i < box->pending_count; i++) {
 		uint32_t seq = mailbox_visible_below(box, box->pending[i].uid) + 1;
 		if (cb != NULL && cb->expunge != NULL)
-			cb->expunge(context, seq);
+			cb->expunge(context, seq, box->pending[i].uid);
 		/* told: its kept file is no longer needed here */
 		maildir_ghosts_release(box->ghosts, box->pending[i].uid, box);
 	}

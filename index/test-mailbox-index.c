@@ -177,7 +177,8 @@ struct change_log {
 	unsigned int expunges, flag_changes;
 };
 
-static void log_expunge(void *context, uint32_t seq ATTR_UNUSED)
+static void log_expunge(void *context, uint32_t seq ATTR_UNUSED,
+			uint32_t uid ATTR_UNUSED)
 {
 	((struct change_log *)context)->expunges++;
 }

@@ -23,7 +23,7 @@ struct view_log {
 	unsigned int changes;
 };
 
-static void log_expunge(void *context, uint32_t seq)
+static void log_expunge(void *context, uint32_t seq, uint32_t uid ATTR_UNUSED)
 {
 	struct view_log *log = context;
 

@@ -14,7 +14,7 @@ struct sync_log {
 	unsigned int flags_count;
 };
 
-static void log_expunge(void *context, uint32_t seq)
+static void log_expunge(void *context, uint32_t seq, uint32_t uid ATTR_UNUSED)
 {
 	struct sync_log *log = context;
 	if (log->expunge_count < N_ELEMENTS(log->expunged))

@@ -14,7 +14,8 @@
 
 static unsigned int expunges_seen;
 
-static void count_expunge(void *context ATTR_UNUSED, uint32_t seq ATTR_UNUSED)
+static void count_expunge(void *context ATTR_UNUSED, uint32_t seq ATTR_UNUSED,
+			  uint32_t uid ATTR_UNUSED)
 {
 	expunges_seen++;
 }
