@@ -18,7 +18,8 @@ MAILINDEX_TESTS = \
 	tests/unit/test-mail-transaction-log \
 	tests/unit/test-mail-cache \
 	tests/unit/test-mail-index-model \
-	tests/unit/test-mail-index-ckpt
+	tests/unit/test-mail-index-ckpt \
+	tests/unit/test-mail-index-modseq
 check_PROGRAMS += $(MAILINDEX_TESTS) tests/crash/crash-index
 TESTS += $(MAILINDEX_TESTS)
 tests_unit_test_mail_index_LDADD = $(MAILINDEX_TEST_LDADD)
@@ -26,11 +27,13 @@ tests_unit_test_mail_transaction_log_LDADD = $(MAILINDEX_TEST_LDADD)
 tests_unit_test_mail_cache_LDADD = $(MAILINDEX_TEST_LDADD)
 tests_unit_test_mail_index_model_LDADD = $(MAILINDEX_TEST_LDADD)
 tests_unit_test_mail_index_ckpt_LDADD = $(MAILINDEX_TEST_LDADD)
+tests_unit_test_mail_index_modseq_LDADD = $(MAILINDEX_TEST_LDADD)
 tests_unit_test_mail_index_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_mail_transaction_log_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_mail_cache_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_mail_index_model_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_mail_index_ckpt_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+tests_unit_test_mail_index_modseq_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 
 # Crash test: SIGKILLs a committing child many times (tests/crash/run.sh).
 tests_crash_crash_index_SOURCES = tests/crash/crash-index.c
