@@ -22,8 +22,12 @@ PACKAGES=(build-essential autoconf automake pkg-config libssl-dev libcap-dev
 	clang libclang-rt-14-dev socat
 	unicode-data  # UnicodeData.txt: lib/unicode-gen builds i;unicode-casemap's tables
 	argon2 whois  # argon2, mkpasswd: hash vectors in auth/ tests
-	isync offlineimap3 neomutt)  # real clients in tests/protocol/test_clients.py
+	isync offlineimap3 neomutt  # real clients in tests/protocol/test_clients.py
+	nodejs npm)  # imapflow (npm) in tests/protocol/test_imapflow.py
 SYSTEM_USERS=(moat-login moat-auth moat-vmail)
+# The client library tests/protocol/test_imapflow.py drives (from npm,
+# into $TEST_BUILD/node; a pinned version, so runs compare).
+IMAPFLOW_VERSION=2.10.2
 
 say() { printf 'dev.sh: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -272,11 +276,28 @@ EOF
 	exec "$PREFIX/sbin/moat" -F -c "$PREFIX/etc/moat/moat.conf"
 }
 
+# imapflow for the protocol tests, into the build (never globally).
+install_node_clients() {
+	local dir=$TEST_BUILD/node
+	if grep -qs "\"version\": \"$IMAPFLOW_VERSION\"" \
+		"$dir/node_modules/imapflow/package.json"; then
+		return 0
+	fi
+	say "installing imapflow $IMAPFLOW_VERSION (npm) into $dir"
+	mkdir -p "$dir"
+	npm install --no-audit --no-fund --no-save --prefix "$dir" \
+		"imapflow@$IMAPFLOW_VERSION" >"$dir/npm.out" 2>&1 || {
+		cat "$dir/npm.out" >&2
+		die "npm install imapflow failed"
+	}
+}
+
 cmd_test() {
 	install_deps
 	create_system_users
 	autogen
 	build_tree "$TEST_BUILD" 2 --prefix="$TEST_PREFIX" --enable-werror --enable-sanitizers
+	install_node_clients
 	say "make check"
 	if ! make -C "$TEST_BUILD" -s -j2 check >"$TEST_BUILD/check.out" 2>&1; then
 		cat "$TEST_BUILD/check.out" >&2

@@ -1,0 +1,79 @@
+"""A real client library against moat's CONDSTORE and QRESYNC: imapflow
+(npm; ./dev.sh test installs it into build/test/node). Its cached view of
+INBOX, kept between runs by clients/imapflow-sync.js, must equal the
+server's after each round of random changes by another session: once
+resyncing with SELECT (QRESYNC ...), once with CONDSTORE's FETCH
+(CHANGEDSINCE) and a UID SEARCH. Skipped only when node or imapflow is
+missing."""
+
+import json
+import os
+import pathlib
+import random
+import shutil
+import subprocess
+
+import pytest
+
+from test_condstore import ok
+from test_qresync_model import full_fetch, other_session_op
+
+HERE = pathlib.Path(__file__).parent
+ROUNDS = 15
+NODE_TIMEOUT = 60.0   # seconds one run may take on a busy machine
+
+
+def node_modules():
+    path = os.environ.get("MOAT_NODE_MODULES")
+    if path:
+        return pathlib.Path(path)
+    prefix = os.environ.get("MOAT_PREFIX")
+    base = pathlib.Path(prefix).parent if prefix else HERE.parents[1] / "build/test"
+    return base / "node" / "node_modules"
+
+
+def need_imapflow():
+    node = shutil.which("node")
+    if not node:
+        pytest.skip("node is not installed (dev.sh installs it)")
+    modules = node_modules()
+    if not (modules / "imapflow").is_dir():
+        pytest.skip(f"imapflow is not installed in {modules} (dev.sh installs it)")
+    return node, modules
+
+
+def run_sync(server, mode, state_path):
+    node, modules = need_imapflow()
+    env = dict(os.environ, NODE_PATH=str(modules))
+    p = subprocess.run([node, str(HERE / "clients" / "imapflow-sync.js"), mode,
+                        str(server.port), "testuser1",
+                        server.users["testuser1"]["password"], str(state_path)],
+                       env=env, capture_output=True, timeout=NODE_TIMEOUT)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    return json.loads(state_path.read_text())
+
+
+@pytest.mark.parametrize("mode", ["qresync", "condstore"])
+def test_imapflow_resync(moat_server, tmp_path, mode):
+    need_imapflow()
+    seed = random.randrange(10**9)
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    o = moat_server.login("testuser1")
+    ok(o, "SELECT INBOX")
+    for i in range(12):
+        assert o.append("INBOX", f"Subject: {i}\r\n\r\nbody\r\n".encode()).ok
+    state_path = tmp_path / "state.json"
+    state = run_sync(moat_server, mode, state_path)
+    vanished = changed = 0
+    for _ in range(ROUNDS):
+        for _ in range(rng.randint(1, 4)):
+            other_session_op(rng, o, len(full_fetch(o)))
+        ok(o, "NOOP")
+        state = run_sync(moat_server, mode, state_path)
+        truth = {str(uid): sorted(f) for uid, f in full_fetch(o).items()}
+        assert state["flags"] == truth, (state, truth)
+        vanished += state["vanished"]
+        changed += state["changed"]
+    # the resyncs did report changes and expunges (not a full refetch)
+    assert vanished > 0 and changed > 0
