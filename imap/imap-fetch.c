@@ -399,11 +399,12 @@ static void fetch_debug_stats(struct imap_fetch_ctx *ctx)
 
 	imap_fetch_cache_flush(&ctx->structure, ctx->box);
 	i_debug("FETCH: %u messages, %llu message files opened, "
-		"%llu texts from the cache, %llu parsed",
+		"%llu texts from the cache, %llu parsed, %u records looked at",
 		ctx->msgs_sent,
 		(unsigned long long)(now->files_opened - then->files_opened),
 		(unsigned long long)(now->text_hits - then->text_hits),
-		(unsigned long long)(now->text_misses - then->text_misses));
+		(unsigned long long)(now->text_misses - then->text_misses),
+		ctx->records_looked);
 }
 
 bool imap_fetch_run(struct imap_fetch_ctx *ctx)
@@ -448,6 +449,8 @@ bool imap_fetch_run(struct imap_fetch_ctx *ctx)
 		if (!fetch_next_seq(ctx))
 			break;
 		/* CHANGEDSINCE: a look at the record, no file opened */
+		if (ctx->changedsince != 0)
+			ctx->records_looked++;
 		if (ctx->changedsince != 0 &&
 		    mailbox_msg_modseq(ctx->box, ctx->seq) <= ctx->changedsince) {
 			msgs--;

@@ -83,6 +83,7 @@ struct imap_fetch_ctx {
 
 	/* RFC 7162: only messages with a modseq above this (0: all) */
 	uint64_t changedsince;
+	uint32_t records_looked;  /* messages whose modseq was compared */
 	/* VANISHED (EARLIER) to send before the FETCHes, or NULL */
 	struct imap_vanished *vanished;
 	/* the tagged OK (SELECT (QRESYNC) ends with its own) */
