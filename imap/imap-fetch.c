@@ -389,6 +389,64 @@ static void fetch_msg_begin(struct imap_fetch_ctx *ctx)
 	ctx->in_msg = true;
 }
 
+static void fetch_add_changed(void *context, uint32_t uid1, uint32_t uid2)
+{
+	uidset_add_range(context, uid1, uid2);
+}
+
+/* CHANGEDSINCE: keep of the ranges only the messages the change history
+   names (O(changes)); each is still checked by its modseq. Without the
+   history back to the value every message of the ranges is looked at. */
+static void fetch_narrow_changed(struct imap_fetch_ctx *ctx)
+{
+	struct mailbox *box = ctx->box;
+	struct uidset changed = { NULL, 0, 0 };
+	const char *error;
+
+	ctx->narrowed = true;
+	int ret = mailbox_changed_since(box, ctx->changedsince,
+					fetch_add_changed, &changed, &error);
+	if (ret < 0)
+		i_error("FETCH CHANGEDSINCE: %s", error);
+	if (ret <= 0) {
+		uidset_free(&changed);
+		return;
+	}
+	uint32_t count = mailbox_get_count(box);
+	struct seq_range *out = p_malloc(ctx->cmd->pool, sizeof(*out) *
+		(size_t)(changed.count + ctx->range_count + 1));
+	unsigned int n = 0, j = 0;
+	for (unsigned int i = 0; i < changed.count; i++) {
+		uint32_t s1 = mailbox_uid_to_seq_ge(box, changed.ranges[i].lo);
+		if (s1 == 0)
+			break;
+		uint32_t s2 = changed.ranges[i].hi == UINT32_MAX ? 0 :
+			mailbox_uid_to_seq_ge(box, changed.ranges[i].hi + 1);
+		s2 = s2 == 0 ? count : s2 - 1;
+		/* both lists ascend: intersect them */
+		while (j < ctx->range_count && ctx->ranges[j].seq2 < s1)
+			j++;
+		for (unsigned int k = j; k < ctx->range_count &&
+		     ctx->ranges[k].seq1 <= s2; k++) {
+			uint32_t a = MAX(s1, ctx->ranges[k].seq1);
+			uint32_t b = MIN(s2, ctx->ranges[k].seq2);
+			if (a > b)
+				continue;
+			if (n > 0 && out[n - 1].seq2 + 1 >= a)
+				out[n - 1].seq2 = MAX(out[n - 1].seq2, b);
+			else {
+				out[n].seq1 = a;
+				out[n++].seq2 = b;
+			}
+		}
+	}
+	uidset_free(&changed);
+	ctx->ranges = out;
+	ctx->range_count = n;
+	ctx->range_idx = 0;
+	ctx->seq = 0;
+}
+
 /* Write the cache values this command queued, and say (log_debug) how
    many message files it opened: tests and bench/big-mailbox.sh read the
    line to prove a cached FETCH opens none. */
@@ -418,6 +476,8 @@ bool imap_fetch_run(struct imap_fetch_ctx *ctx)
 		buffer_init(&ctx->text, IMAP_FETCH_TEXT_MAX);
 		ctx->counters_start = imap_fetch_counters;
 	}
+	if (ctx->changedsince != 0 && !ctx->narrowed)
+		fetch_narrow_changed(ctx);
 	/* RFC 7162 3.2.6: VANISHED (EARLIER) before any FETCH */
 	if (ctx->vanished != NULL) {
 		if (!imap_vanished_send(ctx->vanished)) {

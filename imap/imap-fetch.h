@@ -84,6 +84,7 @@ struct imap_fetch_ctx {
 	/* RFC 7162: only messages with a modseq above this (0: all) */
 	uint64_t changedsince;
 	uint32_t records_looked;  /* messages whose modseq was compared */
+	bool narrowed;            /* ranges cut down to the changed runs */
 	/* VANISHED (EARLIER) to send before the FETCHes, or NULL */
 	struct imap_vanished *vanished;
 	/* the tagged OK (SELECT (QRESYNC) ends with its own) */

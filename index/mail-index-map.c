@@ -66,7 +66,7 @@ struct mail_index_map *mail_index_map_new_empty(bool header_only)
 
 	map_header_init(&map->hdr);
 	map->header_only = header_only;
-	map->hist.fd = -1;
+	mail_index_map_init_history(map);
 	if (!header_only)
 		map_reserve(map, MAP_MIN_SPARE_RECORDS);
 	return map;
@@ -84,7 +84,8 @@ void mail_index_map_free(struct mail_index_map **_map)
 	for (unsigned int i = 0; i < MAIL_INDEX_MAX_KEYWORDS; i++)
 		i_free(map->keywords[i]);
 	mail_index_history_close(map);
-	i_free(map->exp);
+	for (unsigned int i = 0; i < MAIL_INDEX_HISTORY_KINDS; i++)
+		i_free(map->list[i].runs);
 	i_free(map);
 }
 
@@ -166,7 +167,7 @@ static int map_load(const struct mail_index_header *hdr, int fd,
 	struct mail_index_map *map = i_malloc(sizeof(*map));
 	uint32_t count = hdr->messages_count;
 
-	map->hist.fd = -1;
+	mail_index_map_init_history(map);
 	size_t hsize = hdr->header_size;
 
 	/* Address space for the file plus spare room for appends; only
@@ -415,6 +416,8 @@ static void apply_append(struct mail_index_map *map, const void *payload,
 		rec->size = a.size;
 		rec->internal_date = a.internal_date;
 		map_count_flags(map, a.uid, 0, rec->flags);
+		mail_index_map_add_run(map, MAIL_INDEX_HISTORY_CHANGES, modseq,
+				       a.uid, a.uid);
 		if (target != NULL && target->cb->appended != NULL)
 			target->cb->appended(target->context, map->hdr.messages_count, a.uid);
 	}
@@ -447,6 +450,8 @@ static void apply_flags(struct mail_index_map *map, const void *payload,
 			rec->flags = flags;
 			rec->keywords = kw;
 			rec->modseq = modseq;
+			mail_index_map_add_run(map, MAIL_INDEX_HISTORY_CHANGES,
+					       modseq, rec->uid, rec->uid);
 			if (target != NULL && target->cb->flags_changed != NULL)
 				target->cb->flags_changed(target->context, seq, rec->uid);
 		}
@@ -481,8 +486,9 @@ static void apply_expunge(struct mail_index_map *map, const void *payload,
 			/* the history keeps uids that were messages only */
 			if (last == first || rec[-1].uid + 1 != rec->uid) {
 				if (last > first)
-					mail_index_map_add_expunge(map, modseq,
-						run_start, rec[-1].uid);
+					mail_index_map_add_run(map,
+						MAIL_INDEX_HISTORY_EXPUNGES,
+						modseq, run_start, rec[-1].uid);
 				run_start = rec->uid;
 			}
 			/* Each removal renumbers the rest, as EXPUNGE does. */
@@ -492,8 +498,8 @@ static void apply_expunge(struct mail_index_map *map, const void *payload,
 		uint32_t n = last - first;
 		if (n == 0)
 			continue;
-		mail_index_map_add_expunge(map, modseq, run_start,
-					   map->recs[last - 2].uid);
+		mail_index_map_add_run(map, MAIL_INDEX_HISTORY_EXPUNGES, modseq,
+				       run_start, map->recs[last - 2].uid);
 		memmove(&map->recs[first - 1], &map->recs[last - 1],
 			(size_t)(map->hdr.messages_count - (last - 1)) *
 			sizeof(struct mail_index_record));

@@ -1,13 +1,15 @@
-/* The expunge history behind QRESYNC (RFC 7162 3.2.5, 3.2.6): which uids
-   were expunged at which modseq, kept past log rotation in
-   moat.index.modseq (layout: doc/index-format.md).
+/* The histories behind CONDSTORE and QRESYNC (RFC 7162): which uids were
+   expunged at which modseq (moat.index.modseq, exact: VANISHED) and
+   which were changed or appended at which modseq (moat.index.changes:
+   where to look for modseqs above a value), kept past log rotation
+   (layout: doc/index-format.md).
 
-   A map knows every expunge with a modseq above its base: those up to
-   the state the history file was written with (read from the file) and
-   those it applied from the log since it was loaded (map->exp). A
-   checkpoint adds the latter to the file before moat.index is replaced,
-   so the file always reaches at least as far as moat.index and a map
-   loaded from moat.index never misses what lies between. */
+   A map knows every run of a kind with a modseq above its base: those up
+   to the state the file was written with (read from the file) and those
+   it applied from the log since it was loaded (map->list). A checkpoint
+   adds the latter to the file before moat.index is replaced, so the file
+   always reaches at least as far as moat.index and a map loaded from
+   moat.index never misses what lies between. */
 #include "lib.h"
 #include "log.h"
 #include "mail-index-private.h"
@@ -19,12 +21,13 @@
 #define MODSEQ_FILE_MAGIC 0x534d4f4dU      /* "MOMS" little-endian */
 #define MODSEQ_FILE_MAJOR 1
 #define MODSEQ_FILE_MINOR 0
-/* Entries kept in the file: 1 MiB. Beyond it the oldest half goes and
-   the base rises (older modseqs get the RFC's fallback answer). */
+/* Entries kept in a file: 1 MiB. Beyond it the oldest half goes and the
+   base rises (older modseqs get the RFC's fallback answer, or a look at
+   every record). */
 #define MAIL_INDEX_HISTORY_MAX 65536U
-/* Expunge runs a map keeps between checkpoints (1 MiB); past it the
+/* Runs a map keeps between checkpoints (1 MiB per kind); past it the
    oldest half is forgotten and the map's history starts later. */
-#define MAIL_INDEX_MAP_EXPUNGES_MAX 65536U
+#define MAIL_INDEX_MAP_RUNS_MAX 65536U
 /* Entries copied or searched per read. */
 #define HISTORY_CHUNK 256U
 
@@ -42,36 +45,45 @@ struct mail_index_modseq_header {
 };
 _Static_assert(sizeof(struct mail_index_modseq_header) == 40,
 	       "modseq file header layout");
-_Static_assert(sizeof(struct mail_index_expunge) == 16,
-	       "expunge history entry layout");
+_Static_assert(sizeof(struct mail_index_modseq_run) == 16,
+	       "history entry layout");
 
-void mail_index_map_add_expunge(struct mail_index_map *map, uint64_t modseq,
-				uint32_t uid1, uint32_t uid2)
+void mail_index_map_init_history(struct mail_index_map *map)
 {
+	for (unsigned int i = 0; i < MAIL_INDEX_HISTORY_KINDS; i++)
+		map->hist[i].fd = -1;
+}
+
+void mail_index_map_add_run(struct mail_index_map *map,
+			    enum mail_index_history_kind kind, uint64_t modseq,
+			    uint32_t uid1, uint32_t uid2)
+{
+	struct mail_index_history_list *list = &map->list[kind];
+
 	if (map->header_only)
 		return;
-	if (map->exp_count > 0) {
-		struct mail_index_expunge *last = &map->exp[map->exp_count - 1];
+	if (list->count > 0) {
+		struct mail_index_modseq_run *last = &list->runs[list->count - 1];
 		/* one transaction's neighbouring runs are one */
 		if (last->modseq == modseq && last->uid2 + 1 == uid1) {
 			last->uid2 = uid2;
 			return;
 		}
 	}
-	if (map->exp_count == MAIL_INDEX_MAP_EXPUNGES_MAX) {
-		unsigned int drop = MAIL_INDEX_MAP_EXPUNGES_MAX / 2;
-		map->exp_from = MAX(map->exp_from, map->exp[drop - 1].modseq);
-		memmove(map->exp, map->exp + drop,
-			(map->exp_count - drop) * sizeof(*map->exp));
-		map->exp_count -= drop;
+	if (list->count == MAIL_INDEX_MAP_RUNS_MAX) {
+		unsigned int drop = MAIL_INDEX_MAP_RUNS_MAX / 2;
+		list->from = MAX(list->from, list->runs[drop - 1].modseq);
+		memmove(list->runs, list->runs + drop,
+			(list->count - drop) * sizeof(*list->runs));
+		list->count -= drop;
 	}
-	if (map->exp_count == map->exp_alloc) {
-		map->exp_alloc = map->exp_alloc == 0 ? 16 :
-			MIN(map->exp_alloc * 2, MAIL_INDEX_MAP_EXPUNGES_MAX);
-		map->exp = i_realloc(map->exp, i_mul_size(map->exp_alloc,
-							  sizeof(*map->exp)));
+	if (list->count == list->alloc) {
+		list->alloc = list->alloc == 0 ? 16 :
+			MIN(list->alloc * 2, MAIL_INDEX_MAP_RUNS_MAX);
+		list->runs = i_realloc(list->runs, i_mul_size(list->alloc,
+							      sizeof(*list->runs)));
 	}
-	struct mail_index_expunge *e = &map->exp[map->exp_count++];
+	struct mail_index_modseq_run *e = &list->runs[list->count++];
 	e->modseq = modseq;
 	e->uid1 = uid1;
 	e->uid2 = uid2;
@@ -104,12 +116,12 @@ static void header_init(struct mail_index_modseq_header *hdr,
 
 /* Open the file and check its header. Returns the fd or -1 (missing or
    unusable: *why_r says which, NULL for missing). */
-static int history_open(struct mail_index *index, int flags,
+static int history_open(const char *path, int flags,
 			struct mail_index_modseq_header *hdr_r,
 			const char **why_r)
 {
 	struct stat st;
-	int fd = open(index->modseq_path, flags | O_CLOEXEC);
+	int fd = open(path, flags | O_CLOEXEC);
 
 	*why_r = NULL;
 	if (fd < 0) {
@@ -128,7 +140,7 @@ static int history_open(struct mail_index *index, int flags,
 		*why_r = "bad header";
 	else if (hdr_r->count > MAIL_INDEX_HISTORY_MAX ||
 		 (uint64_t)st.st_size < sizeof(*hdr_r) +
-		 (uint64_t)hdr_r->count * sizeof(struct mail_index_expunge))
+		 (uint64_t)hdr_r->count * sizeof(struct mail_index_modseq_run))
 		*why_r = "shorter than its entries";
 	else if (hdr_r->base_modseq > hdr_r->highest_modseq)
 		*why_r = "base above highest modseq";
@@ -138,19 +150,20 @@ static int history_open(struct mail_index *index, int flags,
 	return -1;
 }
 
-void mail_index_history_load(struct mail_index *index,
-			     struct mail_index_map *map)
+static void history_load_kind(struct mail_index *index,
+			      struct mail_index_map *map,
+			      enum mail_index_history_kind kind)
 {
+	struct mail_index_history *hist = &map->hist[kind];
 	struct mail_index_modseq_header hdr;
-	const char *why;
+	const char *why, *path = index->history_path[kind];
 
-	mail_index_history_close(map);
-	map->exp_count = 0;
-	map->exp_from = map->hdr.highest_modseq;
-	int fd = history_open(index, O_RDONLY, &hdr, &why);
+	map->list[kind].count = 0;
+	map->list[kind].from = map->hdr.highest_modseq;
+	int fd = history_open(path, O_RDONLY, &hdr, &why);
 	if (fd < 0) {
 		if (why != NULL)
-			mail_index_corrupted(index, "%s: %s", index->modseq_path, why);
+			mail_index_corrupted(index, "%s: %s", path, why);
 		return;
 	}
 	/* older than moat.index (a crash between the two renames): what
@@ -161,29 +174,48 @@ void mail_index_history_load(struct mail_index *index,
 		i_close_fd(&fd);
 		return;
 	}
-	map->hist.fd = fd;
-	map->hist.count = hdr.count;
-	map->hist.base_modseq = hdr.base_modseq;
-	map->hist.highest_modseq = hdr.highest_modseq;
+	hist->fd = fd;
+	hist->count = hdr.count;
+	hist->base_modseq = hdr.base_modseq;
+	hist->highest_modseq = hdr.highest_modseq;
+}
+
+void mail_index_history_load(struct mail_index *index,
+			     struct mail_index_map *map)
+{
+	mail_index_history_close(map);
+	for (unsigned int i = 0; i < MAIL_INDEX_HISTORY_KINDS; i++)
+		history_load_kind(index, map, i);
 }
 
 void mail_index_history_close(struct mail_index_map *map)
 {
-	if (map->hist.fd >= 0)
-		i_close_fd(&map->hist.fd);
-	map->hist.fd = -1;
-	map->hist.count = 0;
+	for (unsigned int i = 0; i < MAIL_INDEX_HISTORY_KINDS; i++) {
+		if (map->hist[i].fd >= 0)
+			i_close_fd(&map->hist[i].fd);
+		map->hist[i].fd = -1;
+		map->hist[i].count = 0;
+	}
 }
 
-static uint64_t map_history_base(const struct mail_index_map *map)
+/* Whether the file continues into the list (it reaches the list's
+   start, so nothing lies between). */
+static bool hist_usable(const struct mail_index_map *map,
+			enum mail_index_history_kind kind)
 {
-	if (map->hist.fd >= 0 && map->hist.highest_modseq >= map->exp_from)
-		return map->hist.base_modseq;
-	return map->exp_from;
+	return map->hist[kind].fd >= 0 &&
+		map->hist[kind].highest_modseq >= map->list[kind].from;
+}
+
+static uint64_t map_history_base(const struct mail_index_map *map,
+				 enum mail_index_history_kind kind)
+{
+	return hist_usable(map, kind) ? map->hist[kind].base_modseq :
+		map->list[kind].from;
 }
 
 static int read_entries(int fd, uint32_t first, uint32_t n,
-			struct mail_index_expunge *buf)
+			struct mail_index_modseq_run *buf)
 {
 	size_t size = (size_t)n * sizeof(*buf);
 	off_t offset = (off_t)(sizeof(struct mail_index_modseq_header) +
@@ -197,7 +229,7 @@ static int history_lower_bound(const struct mail_index_history *hist,
 			       uint64_t since, uint32_t *idx_r)
 {
 	uint32_t lo = 0, hi = hist->count;
-	struct mail_index_expunge e;
+	struct mail_index_modseq_run e;
 
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
@@ -216,7 +248,7 @@ static int history_scan_file(const struct mail_index_history *hist,
 			     uint64_t since, uint64_t limit,
 			     mail_index_expunged_func_t *cb, void *context)
 {
-	struct mail_index_expunge buf[HISTORY_CHUNK];
+	struct mail_index_modseq_run buf[HISTORY_CHUNK];
 	uint32_t idx;
 
 	if (history_lower_bound(hist, since, &idx) < 0)
@@ -238,40 +270,60 @@ static int history_scan_file(const struct mail_index_history *hist,
 	return 0;
 }
 
-int mail_index_view_expunged_since(struct mail_index_view *view,
-				   uint64_t since,
-				   mail_index_expunged_func_t *cb,
-				   void *context, const char **error_r)
+static int history_since(struct mail_index_view *view,
+			 enum mail_index_history_kind kind, uint64_t since,
+			 mail_index_expunged_func_t *cb, void *context,
+			 const char **error_r)
 {
 	struct mail_index *index = view->index;
 	const struct mail_index_map *map = index->map;
+	const struct mail_index_history *hist = &map->hist[kind];
+	const struct mail_index_history_list *list = &map->list[kind];
 	uint64_t limit = map->hdr.highest_modseq;
 	uint64_t list_from = since;
 
-	if (since < map_history_base(map))
+	if (since < map_history_base(map, kind))
 		return 0;
-	if (map->hist.fd >= 0 && map->hist.highest_modseq >= map->exp_from) {
-		if (since < map->hist.highest_modseq &&
-		    history_scan_file(&map->hist, since,
-				      MIN(limit, map->hist.highest_modseq),
+	if (hist_usable(map, kind)) {
+		if (since < hist->highest_modseq &&
+		    history_scan_file(hist, since,
+				      MIN(limit, hist->highest_modseq),
 				      cb, context) < 0) {
 			*error_r = mail_index_set_error(index, "pread(%s): %s",
-				index->modseq_path, strerror(errno));
+				index->history_path[kind], strerror(errno));
 			return -1;
 		}
-		list_from = MAX(since, map->hist.highest_modseq);
+		list_from = MAX(since, hist->highest_modseq);
 	}
-	for (uint32_t i = 0; i < map->exp_count; i++) {
-		const struct mail_index_expunge *e = &map->exp[i];
+	for (uint32_t i = 0; i < list->count; i++) {
+		const struct mail_index_modseq_run *e = &list->runs[i];
 		if (e->modseq > list_from && e->modseq <= limit)
 			cb(context, e->uid1, e->uid2);
 	}
 	return 1;
 }
 
+int mail_index_view_expunged_since(struct mail_index_view *view,
+				   uint64_t since,
+				   mail_index_expunged_func_t *cb,
+				   void *context, const char **error_r)
+{
+	return history_since(view, MAIL_INDEX_HISTORY_EXPUNGES, since, cb,
+			     context, error_r);
+}
+
+int mail_index_view_changed_since(struct mail_index_view *view,
+				  uint64_t since,
+				  mail_index_expunged_func_t *cb,
+				  void *context, const char **error_r)
+{
+	return history_since(view, MAIL_INDEX_HISTORY_CHANGES, since, cb,
+			     context, error_r);
+}
+
 uint64_t mail_index_view_history_base(struct mail_index_view *view)
 {
-	return map_history_base(view->index->map);
+	return map_history_base(view->index->map, MAIL_INDEX_HISTORY_EXPUNGES);
 }
 
 /* ---- writing (lock held) ---- */
@@ -298,7 +350,7 @@ static int write_full(int fd, const void *data, size_t size, off_t offset)
 struct history_source {
 	int old_fd;
 	uint32_t old_first, old_count;
-	const struct mail_index_expunge *list;
+	const struct mail_index_modseq_run *list;
 	uint32_t list_first, list_count;
 };
 
@@ -310,7 +362,7 @@ static uint32_t source_total(const struct history_source *src)
 
 /* The entry at position i of the concatenation. */
 static int source_get(const struct history_source *src, uint32_t i,
-		      struct mail_index_expunge *e_r)
+		      struct mail_index_modseq_run *e_r)
 {
 	uint32_t old_n = src->old_count - src->old_first;
 
@@ -326,7 +378,7 @@ static int source_get(const struct history_source *src, uint32_t i,
 static int source_trim(struct history_source *src, uint64_t *base)
 {
 	uint32_t total = source_total(src);
-	struct mail_index_expunge e;
+	struct mail_index_modseq_run e;
 
 	if (total <= MAIL_INDEX_HISTORY_MAX)
 		return 0;
@@ -335,7 +387,7 @@ static int source_trim(struct history_source *src, uint64_t *base)
 		return -1;
 	*base = MAX(*base, e.modseq);
 	for (; drop < total; drop++) {
-		struct mail_index_expunge next;
+		struct mail_index_modseq_run next;
 		if (source_get(src, drop, &next) < 0)
 			return -1;
 		if (next.modseq > *base)
@@ -353,7 +405,7 @@ static int source_trim(struct history_source *src, uint64_t *base)
 
 static int history_copy_entries(int fd, const struct history_source *src)
 {
-	struct mail_index_expunge buf[HISTORY_CHUNK];
+	struct mail_index_modseq_run buf[HISTORY_CHUNK];
 	off_t offset = sizeof(struct mail_index_modseq_header);
 
 	for (uint32_t i = src->old_first; i < src->old_count; ) {
@@ -370,8 +422,8 @@ static int history_copy_entries(int fd, const struct history_source *src)
 }
 
 /* Write a whole new file (tmp, fdatasync, rename). */
-static int history_rewrite(struct mail_index *index, uint32_t uidvalidity,
-			   uint64_t highest, uint64_t base,
+static int history_rewrite(struct mail_index *index, const char *path,
+			   uint32_t uidvalidity, uint64_t highest, uint64_t base,
 			   struct history_source *src, const char **error_r)
 {
 	char tmp[PATH_MAX];
@@ -379,10 +431,10 @@ static int history_rewrite(struct mail_index *index, uint32_t uidvalidity,
 
 	if (source_trim(src, &base) < 0) {
 		*error_r = mail_index_set_error(index, "pread(%s): %s",
-			index->modseq_path, strerror(errno));
+			path, strerror(errno));
 		return -1;
 	}
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", index->modseq_path) >=
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >=
 	    (int)sizeof(tmp)) {
 		*error_r = mail_index_set_error(index, "path too long");
 		return -1;
@@ -397,7 +449,7 @@ static int history_rewrite(struct mail_index *index, uint32_t uidvalidity,
 	int ret = 0;
 	if (write_full(fd, &hdr, sizeof(hdr), 0) < 0 ||
 	    history_copy_entries(fd, src) < 0 || fdatasync(fd) < 0 ||
-	    rename(tmp, index->modseq_path) < 0) {
+	    rename(tmp, path) < 0) {
 		*error_r = mail_index_set_error(index, "writing %s: %s", tmp,
 						strerror(errno));
 		(void)unlink(tmp);
@@ -410,7 +462,7 @@ static int history_rewrite(struct mail_index *index, uint32_t uidvalidity,
 /* Append the map's new entries to the file in place: entries, sync,
    then the header that counts them, sync. A crash in between leaves
    bytes past the count, which are ignored and overwritten next time. */
-static int history_append(struct mail_index *index, int fd,
+static int history_append(struct mail_index *index, const char *path, int fd,
 			  struct mail_index_modseq_header *hdr,
 			  uint64_t highest, const struct history_source *src,
 			  const char **error_r)
@@ -423,60 +475,75 @@ static int history_append(struct mail_index *index, int fd,
 				  n * sizeof(*src->list), offset) < 0 ||
 		       fdatasync(fd) < 0))) {
 		*error_r = mail_index_set_error(index, "writing %s: %s",
-			index->modseq_path, strerror(errno));
+			path, strerror(errno));
 		return -1;
 	}
 	header_init(hdr, hdr->uidvalidity, highest, hdr->base_modseq,
 		    hdr->count + n);
 	if (write_full(fd, hdr, sizeof(*hdr), 0) < 0 || fdatasync(fd) < 0) {
 		*error_r = mail_index_set_error(index, "writing %s: %s",
-			index->modseq_path, strerror(errno));
+			path, strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
-int mail_index_history_write(struct mail_index *index,
-			     struct mail_index_map *map, const char **error_r)
+static int history_write_kind(struct mail_index *index,
+			      struct mail_index_map *map,
+			      enum mail_index_history_kind kind,
+			      const char **error_r)
 {
+	const struct mail_index_history_list *list = &map->list[kind];
+	const char *path = index->history_path[kind];
 	struct mail_index_modseq_header hdr;
 	struct history_source src = {
-		.old_fd = -1, .list = map->exp, .list_count = map->exp_count,
+		.old_fd = -1, .list = list->runs, .list_count = list->count,
 	};
 	uint64_t highest = map->hdr.highest_modseq;
 	const char *why;
 	int ret;
 
-	i_assert(index->locked);
-	int fd = history_open(index, O_RDWR, &hdr, &why);
+	int fd = history_open(path, O_RDWR, &hdr, &why);
 	/* usable if it reaches the start of what the map applied */
 	if (fd >= 0 && (hdr.uidvalidity != map->hdr.uidvalidity ||
-			hdr.highest_modseq < map->exp_from ||
+			hdr.highest_modseq < list->from ||
 			hdr.highest_modseq > highest))
 		i_close_fd(&fd);
 	if (fd < 0) {
 		/* the history starts where this map's knowledge does */
-		ret = history_rewrite(index, map->hdr.uidvalidity, highest,
-				      map->exp_from, &src, error_r);
-	} else {
-		if (hdr.highest_modseq == highest) {
-			i_close_fd(&fd);
-			return 0;
-		}
-		while (src.list_first < src.list_count &&
-		       map->exp[src.list_first].modseq <= hdr.highest_modseq)
-			src.list_first++;
-		if (hdr.count + (src.list_count - src.list_first) <=
-		    MAIL_INDEX_HISTORY_MAX) {
-			ret = history_append(index, fd, &hdr, highest, &src,
-					     error_r);
-		} else {
-			src.old_fd = fd;
-			src.old_count = hdr.count;
-			ret = history_rewrite(index, hdr.uidvalidity, highest,
-					      hdr.base_modseq, &src, error_r);
-		}
+		return history_rewrite(index, path, map->hdr.uidvalidity,
+				       highest, list->from, &src, error_r);
+	}
+	if (hdr.highest_modseq == highest) {
 		i_close_fd(&fd);
+		return 0;
+	}
+	while (src.list_first < src.list_count &&
+	       list->runs[src.list_first].modseq <= hdr.highest_modseq)
+		src.list_first++;
+	if (hdr.count + (src.list_count - src.list_first) <=
+	    MAIL_INDEX_HISTORY_MAX) {
+		ret = history_append(index, path, fd, &hdr, highest, &src,
+				     error_r);
+	} else {
+		src.old_fd = fd;
+		src.old_count = hdr.count;
+		ret = history_rewrite(index, path, hdr.uidvalidity, highest,
+				      hdr.base_modseq, &src, error_r);
+	}
+	i_close_fd(&fd);
+	return ret;
+}
+
+int mail_index_history_write(struct mail_index *index,
+			     struct mail_index_map *map, const char **error_r)
+{
+	int ret = 0;
+
+	i_assert(index->locked);
+	for (unsigned int i = 0; i < MAIL_INDEX_HISTORY_KINDS; i++) {
+		if (history_write_kind(index, map, i, error_r) < 0)
+			ret = -1;
 	}
 	return ret;
 }
@@ -484,9 +551,13 @@ int mail_index_history_write(struct mail_index *index,
 int mail_index_history_reset(struct mail_index *index, uint32_t uidvalidity,
 			     uint64_t base_modseq, const char **error_r)
 {
-	struct history_source src = { .old_fd = -1 };
-
 	i_assert(index->locked);
-	return history_rewrite(index, uidvalidity, base_modseq, base_modseq,
-			       &src, error_r);
+	for (unsigned int i = 0; i < MAIL_INDEX_HISTORY_KINDS; i++) {
+		struct history_source src = { .old_fd = -1 };
+		if (history_rewrite(index, index->history_path[i], uidvalidity,
+				    base_modseq, base_modseq, &src,
+				    error_r) < 0)
+			return -1;
+	}
+	return 0;
 }

@@ -51,21 +51,38 @@ struct mail_index_header {
 	uint32_t crc;              /* crc32 of header_size bytes, crc = 0 */
 };
 
-/* One run of consecutive uids expunged by one transaction (modseq), as
-   kept in moat.index.modseq and in a map's list of the expunges it
-   applied (mail-index-modseq.c). */
-struct mail_index_expunge {
+/* One run of consecutive uids that one transaction (modseq) expunged,
+   or changed or appended, as kept in the history files and in a map's
+   lists of the runs it applied (mail-index-modseq.c). */
+struct mail_index_modseq_run {
 	uint64_t modseq;
 	uint32_t uid1, uid2;
 };
 
-/* moat.index.modseq as a map loaded it: the expunge history up to the
-   state it was written with (read with pread, never changed). */
+/* The two histories: expunges (exact: uids that were messages, for
+   VANISHED) and changes (flags, keywords, appends: where to look for
+   modseqs above a value, for CHANGEDSINCE and QRESYNC). */
+enum mail_index_history_kind {
+	MAIL_INDEX_HISTORY_EXPUNGES = 0,
+	MAIL_INDEX_HISTORY_CHANGES,
+	MAIL_INDEX_HISTORY_KINDS
+};
+
+/* A history file as a map loaded it: the runs up to the state it was
+   written with (read with pread, never changed). */
 struct mail_index_history {
 	int fd;
 	uint32_t count;            /* entries after the header */
-	uint64_t base_modseq;      /* complete for expunges above this ... */
+	uint64_t base_modseq;      /* complete for runs above this ... */
 	uint64_t highest_modseq;   /* ... up to this */
+};
+
+/* The runs a map applied since it was loaded, ascending modseq: every
+   one with modseq in (from, the map's highest]. */
+struct mail_index_history_list {
+	struct mail_index_modseq_run *runs;
+	uint32_t count, alloc;
+	uint64_t from;
 };
 
 /* The records of a view plus its header. recs lives in mem: a private
@@ -80,14 +97,12 @@ struct mail_index_map {
 	size_t mem_size;
 	/* Only the header matters (the writer's view of the log tail). */
 	bool header_only;
-	/* The expunge history file as it was when the map was loaded
-	   (fd -1: none), and the expunges applied since, ascending modseq.
-	   map->exp holds every expunge with modseq in (exp_from, highest];
-	   with the file (if it reaches exp_from), from its base on. */
-	struct mail_index_history hist;
-	struct mail_index_expunge *exp;
-	uint32_t exp_count, exp_alloc;
-	uint64_t exp_from;
+	/* Per history kind: the file as it was when the map was loaded
+	   (fd -1: none) and the runs applied since. Together they know
+	   every run above the file's base, if the file reaches the list's
+	   start, else above the list's start. Header-only maps keep none. */
+	struct mail_index_history hist[MAIL_INDEX_HISTORY_KINDS];
+	struct mail_index_history_list list[MAIL_INDEX_HISTORY_KINDS];
 	/* the modseq of the log record being applied (sync callbacks) */
 	uint64_t apply_modseq;
 };
@@ -102,7 +117,8 @@ struct mail_cache;
 
 struct mail_index {
 	char *dir, *index_path, *log_path, *log2_path, *cache_path, *lock_path;
-	char *modseq_path;         /* moat.index.modseq */
+	/* moat.index.modseq (expunges), moat.index.changes */
+	char *history_path[MAIL_INDEX_HISTORY_KINDS];
 	enum mail_index_open_flags flags;
 	int lock_fd;
 	bool locked;
@@ -207,21 +223,23 @@ void mail_index_map_set_keyword(struct mail_index_map *map, unsigned int idx,
 int mail_index_map_keyword_find(const struct mail_index_map *map, const char *name);
 
 /* mail-index-modseq.c */
-/* Remember the expunge of uids uid1..uid2 (all of them were records) by
-   the transaction with modseq (full maps only). */
-void mail_index_map_add_expunge(struct mail_index_map *map, uint64_t modseq,
-				uint32_t uid1, uint32_t uid2);
+/* Remember that the transaction with modseq expunged (all of them were
+   records) or changed uids uid1..uid2 (full maps only). */
+void mail_index_map_add_run(struct mail_index_map *map,
+			    enum mail_index_history_kind kind, uint64_t modseq,
+			    uint32_t uid1, uint32_t uid2);
+void mail_index_map_init_history(struct mail_index_map *map);
 /* After loading map from moat.index (before replaying the log): open
-   the history file if it belongs to it, else the history starts here. */
+   the history files that belong to it; the others start here. */
 void mail_index_history_load(struct mail_index *index,
 			     struct mail_index_map *map);
 void mail_index_history_close(struct mail_index_map *map);
-/* Lock held, map at the end of the log: write moat.index.modseq holding
-   every expunge up to map's highest modseq (before moat.index is
+/* Lock held, map at the end of the log: write the history files with
+   every run up to map's highest modseq (before moat.index is
    replaced). Returns 0 or -1. */
 int mail_index_history_write(struct mail_index *index,
 			     struct mail_index_map *map, const char **error_r);
-/* mail_index_reset(): an empty history above base_modseq. */
+/* mail_index_reset(): empty histories above base_modseq. */
 int mail_index_history_reset(struct mail_index *index, uint32_t uidvalidity,
 			     uint64_t base_modseq, const char **error_r);
 

@@ -470,7 +470,10 @@ static struct mail_index *index_alloc(const char *dir,
 	index->log2_path = i_strdup_printf("%s/%s", dir, MAIL_INDEX_LOG2_FILE_NAME);
 	index->cache_path = i_strdup_printf("%s/%s", dir, MAIL_INDEX_CACHE_FILE_NAME);
 	index->lock_path = i_strdup_printf("%s/%s", dir, MAIL_INDEX_LOCK_FILE_NAME);
-	index->modseq_path = i_strdup_printf("%s/%s", dir, MAIL_INDEX_MODSEQ_FILE_NAME);
+	index->history_path[MAIL_INDEX_HISTORY_EXPUNGES] =
+		i_strdup_printf("%s/%s", dir, MAIL_INDEX_MODSEQ_FILE_NAME);
+	index->history_path[MAIL_INDEX_HISTORY_CHANGES] =
+		i_strdup_printf("%s/%s", dir, MAIL_INDEX_CHANGES_FILE_NAME);
 	index->lock_fd = -1;
 	index->log_rotate_size = MAIL_TRANSACTION_LOG_ROTATE_SIZE;
 	index->checkpoint_bytes = MAIL_INDEX_CHECKPOINT_LOG_BYTES;
@@ -531,7 +534,8 @@ void mail_index_close(struct mail_index **_index)
 	i_free(index->log2_path);
 	i_free(index->cache_path);
 	i_free(index->lock_path);
-	i_free(index->modseq_path);
+	for (unsigned int i = 0; i < MAIL_INDEX_HISTORY_KINDS; i++)
+		i_free(index->history_path[i]);
 	i_free(index);
 }
 
@@ -604,7 +608,7 @@ static int write_checkpoint(struct mail_index *index, const char **error_r)
 	   map loaded from the new index would miss expunges. If it cannot
 	   be written, later maps start their history from the new index. */
 	if (mail_index_history_write(index, map, &why) < 0)
-		i_warning("index %s: expunge history: %s", index->dir, why);
+		i_warning("index %s: modseq history: %s", index->dir, why);
 	if (rotate) {
 		/* The index first: a crash before the new log exists is
 		   recovered by creating it (position_cursor). */

@@ -23,9 +23,11 @@
 #define MAIL_INDEX_LOG2_FILE_NAME "moat.index.log.2"
 #define MAIL_INDEX_CACHE_FILE_NAME "moat.index.cache"
 #define MAIL_INDEX_LOCK_FILE_NAME "moat.index.lock"
-/* The expunge history (uid ranges with their modseqs) that outlives the
-   log, for QRESYNC (mail-index-modseq.c, doc/index-format.md). */
+/* The histories (uid ranges with their modseqs) that outlive the log:
+   expunges for QRESYNC's VANISHED, changes for finding what changed
+   after a modseq (mail-index-modseq.c, doc/index-format.md). */
 #define MAIL_INDEX_MODSEQ_FILE_NAME "moat.index.modseq"
+#define MAIL_INDEX_CHANGES_FILE_NAME "moat.index.changes"
 
 /* 32 keyword bits per record; more come with a later extension. */
 #define MAIL_INDEX_MAX_KEYWORDS 32
@@ -176,6 +178,16 @@ int mail_index_view_expunged_since(struct mail_index_view *view,
 /* The lowest modseq from which the view's expunge history is complete:
    mail_index_view_expunged_since() answers for since >= this. */
 uint64_t mail_index_view_history_base(struct mail_index_view *view);
+/* Call cb for runs of uids that hold every message whose modseq is above
+   since (appended, or flags or keywords changed after it), ascending
+   modseq, possibly overlapping and with uids whose modseq is not above
+   since any more (the caller checks each record). Returns 1, 0 if the
+   history does not reach back to since (look at every record), -1 on an
+   I/O error. O(changes after since), not O(messages). */
+int mail_index_view_changed_since(struct mail_index_view *view,
+				  uint64_t since,
+				  mail_index_expunged_func_t *cb,
+				  void *context, const char **error_r);
 
 /* ---- transactions (mail-index-transaction.c) ---- */
 struct mail_index_transaction *mail_index_transaction_begin(struct mail_index *index);

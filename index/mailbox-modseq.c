@@ -91,3 +91,16 @@ int mailbox_expunged_since(struct mailbox *box, uint64_t since,
 					     *error_r);
 	return ret;
 }
+
+int mailbox_changed_since(struct mailbox *box, uint64_t since,
+			  mailbox_expunged_func_t *cb, void *context,
+			  const char **error_r)
+{
+	int ret = mail_index_view_changed_since(box->view, since, cb, context,
+						error_r);
+
+	if (ret < 0)
+		*error_r = mailbox_set_error(box, "index %s: %s", box->path,
+					     *error_r);
+	return ret;
+}

@@ -136,7 +136,7 @@ static void mailbox_index_unlink(struct mailbox *box)
 	static const char *const names[] = {
 		MAIL_INDEX_FILE_NAME, MAIL_INDEX_LOG_FILE_NAME,
 		MAIL_INDEX_LOG2_FILE_NAME, MAIL_INDEX_CACHE_FILE_NAME,
-		MAIL_INDEX_MODSEQ_FILE_NAME,
+		MAIL_INDEX_MODSEQ_FILE_NAME, MAIL_INDEX_CHANGES_FILE_NAME,
 		MAILBOX_DIRSTAMP_NAME
 	};
 	char path[PATH_MAX];

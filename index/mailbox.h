@@ -236,6 +236,13 @@ int mailbox_expunged_since(struct mailbox *box, uint64_t since,
 			   const char **error_r);
 /* The lowest modseq mailbox_expunged_since() answers for. */
 uint64_t mailbox_get_history_base(struct mailbox *box);
+/* Runs of uids holding every message whose modseq is above since (and
+   maybe others: check each message's modseq). Returns 1, 0 if the
+   history does not reach back to since (look at every message), -1 on
+   error. O(changes after since). */
+int mailbox_changed_since(struct mailbox *box, uint64_t since,
+			  mailbox_expunged_func_t *cb, void *context,
+			  const char **error_r);
 
 /* ---- copy (maildir-copy.c) ----
    Copying messages into another mailbox (which may be the same folder):
