@@ -3,6 +3,7 @@
 changes the flags of CHANGES messages and expunges CHANGES more; then a
 client that cached the mailbox resyncs, timed, ROUNDS times each:
 
+  select    SELECT INBOX alone (what opening costs)
   qresync   SELECT INBOX (QRESYNC (uidvalidity modseq))   RFC 7162 3.2.5
   condstore SELECT INBOX (CONDSTORE), UID FETCH 1:* (FLAGS)
             (CHANGEDSINCE modseq), UID SEARCH ALL (for the expunges)
@@ -101,8 +102,14 @@ def main():
     o.command(f"UID STORE {','.join(map(str, gone))} +FLAGS.SILENT (\\Deleted)")
     o.command(f"UID EXPUNGE {','.join(map(str, gone))}")
     o.command("LOGOUT")
+    # a directory changed within the last seconds cannot be trusted by
+    # its mtime (either server would rescan it on every SELECT): wait
+    # until it is old enough, as a client that comes back later sees it
+    time.sleep(3)
 
     methods = {
+        # what opening alone costs, to read the others against
+        "select": ["SELECT INBOX", "UNSELECT"],
         "qresync": [f"SELECT INBOX (QRESYNC ({uidvalidity} {modseq}))",
                     "UNSELECT"],
         "condstore": ["SELECT INBOX (CONDSTORE)",
@@ -118,7 +125,7 @@ def main():
             sizes.append(size)
         text = b"\n".join(lines)
         fetched = {int(m) for m in re.findall(rb"FETCH \(UID (\d+)", text)}
-        if not set(flagged) <= fetched:
+        if name != "select" and not set(flagged) <= fetched:
             raise RuntimeError(f"{name}: changed UIDs missing")
         if name == "qresync":
             m = re.search(rb"VANISHED \(EARLIER\) (\S+)", text)

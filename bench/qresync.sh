@@ -10,6 +10,7 @@
 # SELECT, then another session flags C messages and expunges C others
 # (default 10) and a client that cached the mailbox resyncs R times
 # (default 5; medians) with bench/qresync-client.py:
+#   select     SELECT alone (what opening the mailbox costs)
 #   qresync    SELECT (QRESYNC (uidvalidity modseq))
 #   condstore  SELECT (CONDSTORE) + UID FETCH 1:* (FLAGS) (CHANGEDSINCE) +
 #              UID SEARCH ALL

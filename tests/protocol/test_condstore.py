@@ -380,3 +380,41 @@ def test_highestmodseq_while_expunges_wait(five):
     assert hm is not None and hm < ms[1], r
     r = ok(c, "NOOP")
     assert b"* 2 EXPUNGE" in r.untagged, r
+
+
+def test_unchangedsince_two_sessions_one_wins(five):
+    """3.1.3: two sessions storing with the same UNCHANGEDSINCE: for each
+    message exactly one of them changes it, the other gets MODIFIED."""
+    server, c = five
+    hm = highestmodseq(ok(c, "SELECT INBOX (CONDSTORE)"))
+    other = server.login("testuser1")
+    ok(other, "SELECT INBOX (CONDSTORE)")
+    # both commands are sent before either answer is read
+    c.send(f"x1 STORE 1:5 (UNCHANGEDSINCE {hm}) +FLAGS.SILENT ($A)\r\n".encode())
+    other.send(f"y1 STORE 1:5 (UNCHANGEDSINCE {hm}) +FLAGS.SILENT ($B)\r\n".encode())
+    ra, rb = c.read_tagged("x1"), other.read_tagged("y1")
+    assert ra.ok and rb.ok, (ra, rb)
+    failed_a = uid_set(ra.code[len("MODIFIED "):]) if ra.code else set()
+    failed_b = uid_set(rb.code[len("MODIFIED "):]) if rb.code else set()
+    assert failed_a | failed_b == {1, 2, 3, 4, 5}, (ra, rb)
+    assert not failed_a & failed_b, (ra, rb)
+    f = ok(c, "FETCH 1:5 FLAGS").fetches()
+    for seq in range(1, 6):
+        got = flags(f[seq]) & {"$A", "$B"}
+        assert got == ({"$B"} if seq in failed_a else {"$A"}), f
+
+
+def uid_set(text):
+    out = set()
+    for part in text.split(","):
+        a, _, b = part.partition(":")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
+def test_list_status_highestmodseq(five):
+    """RFC 5819 with RFC 7162 3.1.7: LIST ... RETURN (STATUS (HIGHESTMODSEQ))."""
+    server, c = five
+    r = ok(c, 'LIST "" INBOX RETURN (STATUS (MESSAGES HIGHESTMODSEQ))')
+    line = [l for l in r.untagged if l.startswith(b"* STATUS")][0]
+    assert re.search(rb"MESSAGES 5 HIGHESTMODSEQ \d+", line), r
