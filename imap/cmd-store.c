@@ -125,6 +125,28 @@ static void store_send_fetch(struct client_command *cmd, uint32_t seq,
 	buffer_free(&buf);
 }
 
+/* The flags a message with flags/kw has after this STORE. */
+static void store_expected(const struct store_ctx *ctx, enum mail_flags *flags,
+			   uint32_t *kw)
+{
+	enum mail_flags f = ctx->list.flags & MAIL_FLAGS_PERMANENT;
+
+	switch (ctx->mode) {
+	case STORE_REPLACE:
+		*flags = f;
+		*kw = ctx->keywords;
+		break;
+	case STORE_ADD:
+		*flags |= f;
+		*kw |= ctx->keywords;
+		break;
+	case STORE_REMOVE:
+		*flags &= ~f;
+		*kw &= ~ctx->keywords;
+		break;
+	}
+}
+
 /* Returns false after an I/O error (logged). */
 static bool store_msg(struct client_command *cmd, struct store_ctx *ctx,
 		      uint32_t seq, bool *changed_r)
@@ -174,9 +196,17 @@ static bool store_msg(struct client_command *cmd, struct store_ctx *ctx,
 		*changed_r = true;
 	/* RFC 9051 6.4.6: the new flags as if FETCH FLAGS was done; with
 	   CONDSTORE a .SILENT one still tells the new MODSEQ (RFC 7162
-	   3.1.3, 6) */
-	if (!ctx->silent || cmd->client->condstore)
-		store_send_fetch(cmd, seq, !ctx->silent);
+	   3.1.3, 6). The change applied to what the file had: if another
+	   writer's change came with it, a .SILENT reply must show FLAGS
+	   too, or the client would take the new MODSEQ as covering flags
+	   it never saw. */
+	enum mail_flags want_flags = old;
+	uint32_t want_kw = old_kw;
+	store_expected(ctx, &want_flags, &want_kw);
+	bool foreign = (mailbox_msg_flags(box, seq) & MAIL_FLAGS_PERMANENT) !=
+		want_flags || mailbox_msg_keywords(box, seq) != want_kw;
+	if (!ctx->silent || foreign || cmd->client->condstore)
+		store_send_fetch(cmd, seq, !ctx->silent || foreign);
 	return true;
 }
 

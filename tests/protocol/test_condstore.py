@@ -418,3 +418,20 @@ def test_list_status_highestmodseq(five):
     r = ok(c, 'LIST "" INBOX RETURN (STATUS (MESSAGES HIGHESTMODSEQ))')
     line = [l for l in r.untagged if l.startswith(b"* STATUS")][0]
     assert re.search(rb"MESSAGES 5 HIGHESTMODSEQ \d+", line), r
+
+
+def test_silent_store_shows_foreign_change(five):
+    """A .SILENT STORE whose message another session changed meanwhile
+    answers with FLAGS: its MODSEQ covers that change too, and a client
+    taking the MODSEQ alone would never learn of it."""
+    server, c = five
+    ok(c, "SELECT INBOX (CONDSTORE)")
+    other = server.login("testuser1")
+    ok(other, "SELECT INBOX")
+    ok(other, "STORE 1 +FLAGS.SILENT (\\Flagged)")
+    r = ok(c, "STORE 1 +FLAGS.SILENT (\\Seen)")
+    f = r.fetches()[1]
+    assert flags(f) == {"\\Seen", "\\Flagged"} and "MODSEQ" in f, r
+    # without a foreign change .SILENT stays without FLAGS
+    r = ok(c, "STORE 2 +FLAGS.SILENT (\\Seen)")
+    assert "FLAGS" not in r.fetches()[2], r
