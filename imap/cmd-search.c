@@ -140,6 +140,25 @@ static void search_esearch_head(struct search_cmd *ctx, buffer_t *piece)
 	i_assert(ret == 0);
 }
 
+/* RFC 4731 3.2: with MIN and/or MAX but neither ALL nor COUNT, the
+   highest modseq of the messages returned; else of all matches. */
+static uint64_t search_result_modseq(struct search_cmd *ctx)
+{
+	enum imap_search_return ends = ctx->ret &
+		(IMAP_SEARCH_RETURN_MIN | IMAP_SEARCH_RETURN_MAX);
+	uint64_t modseq = 0;
+
+	if (!ctx->esearch || ends == 0 || (ctx->ret & (IMAP_SEARCH_RETURN_ALL |
+						       IMAP_SEARCH_RETURN_COUNT)) != 0)
+		return ctx->max_modseq;
+	if ((ends & IMAP_SEARCH_RETURN_MIN) != 0)
+		modseq = mailbox_msg_modseq(ctx->box, ctx->matches[0].seq1);
+	if ((ends & IMAP_SEARCH_RETURN_MAX) != 0)
+		modseq = MAX(modseq, mailbox_msg_modseq(ctx->box,
+				ctx->matches[ctx->match_count - 1].seq2));
+	return modseq;
+}
+
 /* Write the untagged answer as output room allows. Returns true when
    it is complete. */
 static bool search_output(struct search_cmd *ctx)
@@ -172,8 +191,8 @@ static bool search_output(struct search_cmd *ctx)
 		/* RFC 7162 3.1.6, 3.1.10: after a non-empty result */
 		if (!more && ctx->modseq && ctx->total > 0 &&
 		    buffer_printf(&piece, ctx->esearch ? " MODSEQ %llu" :
-				  " (MODSEQ %llu)",
-				  (unsigned long long)ctx->max_modseq) < 0)
+				  " (MODSEQ %llu)", (unsigned long long)
+				  search_result_modseq(ctx)) < 0)
 			i_unreached();
 		if (!more && buffer_append_str(&piece, "\r\n") < 0)
 			i_unreached();

@@ -127,10 +127,24 @@ static bool sort_output(struct sort_cmd *ctx)
 		}
 		bool more = sort_output_numbers(ctx, &piece);
 		if (!more && ctx->modseq && ctx->search.count > 0) {
+			/* RFC 4731 3.2: of the MIN/MAX messages when only
+			   they are returned, else of every match */
+			unsigned int n = ctx->search.count;
+			bool ends = ctx->esort &&
+				(ctx->ret & (IMAP_SEARCH_RETURN_MIN |
+					     IMAP_SEARCH_RETURN_MAX)) != 0 &&
+				(ctx->ret & (IMAP_SEARCH_RETURN_ALL |
+					     IMAP_SEARCH_RETURN_COUNT)) == 0;
 			uint64_t max = 0;
-			for (unsigned int i = 0; i < ctx->search.count; i++)
+			for (unsigned int i = 0; i < n; i++) {
+				if (ends && !(i == 0 && (ctx->ret &
+				      IMAP_SEARCH_RETURN_MIN) != 0) &&
+				    !(i == n - 1 && (ctx->ret &
+				      IMAP_SEARCH_RETURN_MAX) != 0))
+					continue;
 				max = MAX(max, mailbox_msg_modseq(ctx->box,
 							ctx->sorted[i]));
+			}
 			if (buffer_printf(&piece, ctx->esort ? " MODSEQ %llu" :
 					  " (MODSEQ %llu)",
 					  (unsigned long long)max) < 0)

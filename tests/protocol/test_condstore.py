@@ -435,3 +435,25 @@ def test_silent_store_shows_foreign_change(five):
     # without a foreign change .SILENT stays without FLAGS
     r = ok(c, "STORE 2 +FLAGS.SILENT (\\Seen)")
     assert "FLAGS" not in r.fetches()[2], r
+
+
+def test_esearch_modseq_min_max_rfc4731(five):
+    """RFC 4731 3.2: with MIN and/or MAX alone, MODSEQ is that of the
+    returned messages; with COUNT or ALL, the highest of all matches."""
+    server, c = five
+    ok(c, "SELECT INBOX (CONDSTORE)")
+    ms = {}
+    for seq in (4, 2, 3):       # message 3 gets the highest modseq
+        ms.update(modseqs(ok(c, f"STORE {seq} +FLAGS (\\Draft)")))
+    low = min(ms.values())
+    r = ok(c, f"SEARCH RETURN (MIN) MODSEQ {low}")
+    assert r.untagged[-1].endswith(f"MIN 2 MODSEQ {ms[2]}".encode()), r
+    r = ok(c, f"SEARCH RETURN (MAX) MODSEQ {low}")
+    assert r.untagged[-1].endswith(f"MAX 4 MODSEQ {ms[4]}".encode()), r
+    r = ok(c, f"SEARCH RETURN (MIN MAX) MODSEQ {low}")
+    assert r.untagged[-1].endswith(
+        f"MIN 2 MAX 4 MODSEQ {max(ms[2], ms[4])}".encode()), r
+    r = ok(c, f"SEARCH RETURN (MIN COUNT) MODSEQ {low}")
+    assert r.untagged[-1].endswith(f"MIN 2 COUNT 3 MODSEQ {ms[3]}".encode()), r
+    r = ok(c, f"SORT RETURN (MIN) (ARRIVAL) UTF-8 MODSEQ {low}")
+    assert r.untagged[-1].endswith(f"MIN 2 MODSEQ {ms[2]}".encode()), r
