@@ -22,8 +22,11 @@ PACKAGES=(build-essential autoconf automake pkg-config libssl-dev libcap-dev
 	clang libclang-rt-14-dev socat
 	unicode-data  # UnicodeData.txt: lib/unicode-gen builds i;unicode-casemap's tables
 	argon2 whois  # argon2, mkpasswd: hash vectors in auth/ tests
-	isync offlineimap3 neomutt  # real clients in tests/protocol/test_clients.py
-	nodejs npm)  # imapflow (npm) in tests/protocol/test_imapflow.py
+	isync offlineimap3 neomutt)  # real clients in tests/protocol/test_clients.py
+# node and npm for imapflow (tests/protocol/test_imapflow.py), from Debian
+# only where no node is installed: a node that bundles its own npm (such
+# as NodeSource's) conflicts with Debian's npm package.
+NODE_PACKAGES=(nodejs npm)
 SYSTEM_USERS=(moat-login moat-auth moat-vmail)
 # The client library tests/protocol/test_imapflow.py drives (from npm,
 # into $TEST_BUILD/node; a pinned version, so runs compare).
@@ -45,8 +48,9 @@ is_root() { [ "$(id -u)" -eq 0 ]; }
 
 # Installs only the packages that are missing; apt-get update once, first.
 install_deps() {
-	local missing=() pkg status
-	for pkg in "${PACKAGES[@]}"; do
+	local missing=() pkg status wanted=("${PACKAGES[@]}")
+	command -v npm >/dev/null 2>&1 || wanted+=("${NODE_PACKAGES[@]}")
+	for pkg in "${wanted[@]}"; do
 		status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
 		[ "$status" = installed ] || missing+=("$pkg")
 	done
