@@ -418,7 +418,9 @@ static int history_copy_entries(int fd, const struct history_source *src)
 	}
 	size_t size = (size_t)(src->list_count - src->list_first) *
 		sizeof(*src->list);
-	return write_full(fd, src->list + src->list_first, size, offset);
+	/* (an empty list may have no array at all) */
+	return size == 0 ? 0 :
+		write_full(fd, src->list + src->list_first, size, offset);
 }
 
 /* Write a whole new file (tmp, fdatasync, rename). */
