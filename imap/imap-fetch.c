@@ -468,9 +468,7 @@ static void fetch_debug_stats(struct imap_fetch_ctx *ctx)
 bool imap_fetch_run(struct imap_fetch_ctx *ctx)
 {
 	struct client *client = ctx->cmd->client;
-	unsigned int msgs = 0;
-
-	unsigned int scans = 0;
+	unsigned int msgs = 0, scans = 0;
 
 	if (ctx->text.data == NULL) {
 		buffer_init(&ctx->text, IMAP_FETCH_TEXT_MAX);

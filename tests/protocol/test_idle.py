@@ -183,9 +183,13 @@ def test_idle_keepalive_past_inactivity_timeout(moat_server):
 
 def test_enable(moat_server):
     c = moat_server.login("testuser1")
-    r = c.command("ENABLE CONDSTORE X-UNKNOWN")
+    # unknown names are ignored; CONDSTORE is known (doc/condstore.md)
+    r = c.command("ENABLE X-UNKNOWN")
     assert r.ok, r
     assert r.untagged == [b"* ENABLED"], r
+    r = c.command("ENABLE CONDSTORE X-UNKNOWN")
+    assert r.ok, r
+    assert r.untagged == [b"* ENABLED CONDSTORE"], r
     r = c.command("ENABLE")
     assert r.status == "BAD", r
     r = c.command('ENABLE "quoted"')

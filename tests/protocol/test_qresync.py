@@ -132,6 +132,16 @@ def test_qresync_exact_changes(box):
     assert vanished(r) == set() and r.fetches() == {}, r
 
 
+def test_qresync_modseq_above_highest(box):
+    """A modseq above HIGHESTMODSEQ is no error: nothing changed after it
+    (Dovecot answers the same)."""
+    server, c, uv, hm = box
+    expunge_uids(other_session(server), [2])
+    r = ok(c, f"SELECT INBOX (QRESYNC ({uv} {hm + 1000} 1:10))")
+    assert vanished(r) == set() and r.fetches() == {}, r
+    assert highestmodseq(r) < hm + 1000
+
+
 def test_qresync_known_uids_restrict(box):
     """3.2.5.1: only the known UIDs are reported."""
     server, c, uv, hm = box
