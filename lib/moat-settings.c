@@ -36,6 +36,11 @@ static int check_networks(pool_t pool, const char *value,
 			  const char **error_r);
 static int check_mailbox_name(pool_t pool, const char *value,
 			      const char **error_r);
+static int check_username_format(pool_t pool, const char *value,
+				 const char **error_r);
+static int check_mode(pool_t pool, const char *value, const char **error_r);
+static int check_delimiter(pool_t pool, const char *value,
+			   const char **error_r);
 
 static const char *const fsync_values[] = {
 	"optimized", "always", "never", NULL
@@ -90,6 +95,16 @@ static const struct setting_def global_defs[] = {
 	/* clients poll STATUS of every folder; each handle is a log fd
 	   and a small mapping (MAILBOX_STATUS_CACHE_MAX_HANDLES) */
 	GLOBAL(imap_status_cache_mailboxes, SET_UINT, "64", .max = 1024),
+	/* as imap_max_append_size: what a mailbox takes in one message */
+	GLOBAL(message_size_limit, SET_SIZE, "64M"),
+	GLOBAL(recipient_delimiter, SET_STRING, "+", .check = check_delimiter),
+	GLOBAL(lmtp_save_to_detail_mailbox, SET_BOOL, "no"),
+	GLOBAL(lmtp_username_format, SET_STRING, "%Lu",
+	       .flags = SET_FLAG_NONEMPTY, .check = check_username_format),
+	GLOBAL(lmtp_hostname, SET_STRING, ""),
+	/* RFC 5321 4.5.3.1.8: at least 100 recipients must be accepted */
+	GLOBAL(lmtp_max_recipients, SET_UINT, "1000", .min = 100,
+	       .max = 100000),
 	GLOBAL(login_timeout, SET_TIME, "60 secs", .min = 1),
 	GLOBAL(disable_plaintext_auth, SET_BOOL, "yes"),
 	GLOBAL(auth_mechanisms, SET_STRING, "plain login",
@@ -140,6 +155,11 @@ static const struct setting_def listener_defs[] = {
 	LISTENER(port, SET_UINT, .max = 65535),
 	LISTENER(ssl, SET_BOOL),
 };
+static const struct setting_def unix_listener_defs[] = {
+	LISTENER(mode, SET_STRING, .check = check_mode),
+	LISTENER(user, SET_STRING),
+	LISTENER(group, SET_STRING),
+};
 
 #define DB(n) { .name = #n, .type = SET_STRING, \
 	.offset = offsetof(struct moat_db_settings, n) }
@@ -166,8 +186,16 @@ static const char *const userdb_drivers[] = {
 #define VSZ_DEFAULT (256ULL * 1024 * 1024)
 /* The listeners array is never written through: defaults are copied. */
 static const struct moat_listener_settings login_listener_defaults[] = {
-	{ .name = "imap", .address = "*", .port = 143, .ssl = false },
-	{ .name = "imaps", .address = "*", .port = 993, .ssl = true },
+	{ .name = "imap", .address = "*", .port = 143, .ssl = false,
+	  .mode = "", .user = "", .group = "" },
+	{ .name = "imaps", .address = "*", .port = 993, .ssl = true,
+	  .mode = "", .user = "", .group = "" },
+};
+/* $base_dir/lmtp, writable by anyone as Dovecot's: LMTP does not
+   authenticate the MTA, so who may deliver is the socket's mode. */
+static const struct moat_listener_settings lmtp_listener_defaults[] = {
+	{ .name = "lmtp", .unix_socket = true, .address = "", .mode = "0666",
+	  .user = "", .group = "" },
 };
 static const struct moat_service_settings service_defaults[] = {
 	{ .name = MOAT_SERVICE_LOGIN, .user = "", .chroot = "empty",
@@ -185,6 +213,13 @@ static const struct moat_service_settings service_defaults[] = {
 	   time each; only started when such a passdb/userdb exists */
 	{ .name = "auth-worker", .user = "", .chroot = "", .process_limit = 4,
 	  .client_limit = 1, .vsz_limit = VSZ_DEFAULT },
+	/* runs only with "lmtp" in protocols; holds no files, so its own
+	   uid and the empty chroot (doc/security.md) */
+	{ .name = "lmtp", .user = "moat-lmtp", .chroot = "empty",
+	  .process_limit = 16, .process_min_avail = 1, .client_limit = 100,
+	  .vsz_limit = VSZ_DEFAULT,
+	  .listeners = (struct moat_listener_settings *)lmtp_listener_defaults,
+	  .listener_count = N_ELEMENTS(lmtp_listener_defaults) },
 };
 #define SERVICE_COUNT N_ELEMENTS(service_defaults)
 
@@ -237,7 +272,7 @@ static int check_words(pool_t pool, const char *value,
 
 static int check_protocols(pool_t pool, const char *value, const char **error_r)
 {
-	static const char *const protocols[] = { "imap", NULL };
+	static const char *const protocols[] = { "imap", "lmtp", NULL };
 	return check_words(pool, value, protocols, error_r);
 }
 
@@ -303,6 +338,52 @@ static int check_mailbox_name(pool_t pool ATTR_UNUSED, const char *value,
 	    (p - value >= 2 && strcmp(p - 2, "/.") == 0) ||
 	    (p - value >= 3 && strcmp(p - 3, "/..") == 0)) {
 		*error_r = "not a valid mailbox name";
+		return -1;
+	}
+	return 0;
+}
+
+/* %u %n %d and %L before any of them, %% for a '%'. */
+static int check_username_format(pool_t pool ATTR_UNUSED, const char *value,
+				 const char **error_r)
+{
+	for (const char *p = value; *p != '\0'; p++) {
+		if (*p != '%')
+			continue;
+		if (p[1] == 'L')
+			p++;
+		if (p[1] != 'u' && p[1] != 'n' && p[1] != 'd' &&
+		    (p[1] != '%' || p[0] == 'L')) {
+			*error_r = "unknown variable (known: %u %n %d, %Lu ...)";
+			return -1;
+		}
+		p++;
+	}
+	return 0;
+}
+
+static int check_mode(pool_t pool ATTR_UNUSED, const char *value,
+		      const char **error_r)
+{
+	size_t len = strlen(value);
+
+	if (len < 3 || len > 4 || strspn(value, "01234567") != len ||
+	    (len == 4 && value[0] != '0')) {
+		*error_r = "not an octal mode such as 0660";
+		return -1;
+	}
+	return 0;
+}
+
+/* One byte (RFC 5233's usual '+' or '-'), or "" for none. */
+static int check_delimiter(pool_t pool ATTR_UNUSED, const char *value,
+			   const char **error_r)
+{
+	if (value[0] == '\0')
+		return 0;
+	if (value[1] != '\0' || strchr("@<>\\\" \t", value[0]) != NULL ||
+	    (unsigned char)value[0] < 0x20 || (unsigned char)value[0] >= 0x7f) {
+		*error_r = "must be one character other than @ < > \\ \" and space";
 		return -1;
 	}
 	return 0;
@@ -442,10 +523,12 @@ static void service_copy(pool_t pool, struct moat_service_settings *dest,
 	for (unsigned int i = 0; i < src->listener_count; i++) {
 		struct moat_listener_settings *l = array_append(pool,
 			&dest->listeners, &dest->listener_count, sizeof(*l));
+		*l = src->listeners[i];
 		l->name = p_strdup(pool, src->listeners[i].name);
 		l->address = p_strdup(pool, src->listeners[i].address);
-		l->port = src->listeners[i].port;
-		l->ssl = src->listeners[i].ssl;
+		l->mode = p_strdup(pool, src->listeners[i].mode);
+		l->user = p_strdup(pool, src->listeners[i].user);
+		l->group = p_strdup(pool, src->listeners[i].group);
 	}
 }
 
@@ -485,7 +568,8 @@ static int service_begin(struct settings_parser *ctx, const char *name,
 	unsigned int i;
 
 	if (name == NULL) {
-		*error_r = "service needs a name (imap-login, auth, imap or auth-worker)";
+		*error_r = "service needs a name (imap-login, auth, imap, "
+			"auth-worker or lmtp)";
 		return -1;
 	}
 	for (i = 0; i < SERVICE_COUNT; i++) {
@@ -494,7 +578,8 @@ static int service_begin(struct settings_parser *ctx, const char *name,
 	}
 	if (i == SERVICE_COUNT) {
 		*error_r = p_strdup_printf(pool, "unknown service '%s' "
-			"(known: imap-login, auth, imap, auth-worker)", name);
+			"(known: imap-login, auth, imap, auth-worker, lmtp)",
+			name);
 		return -1;
 	}
 	if (ctx->services_seen[i]) {
@@ -521,46 +606,81 @@ static bool listener_name_valid(const char *name)
 	return true;
 }
 
-static int listener_begin(struct settings_parser *ctx, const char *name,
-			  const char **error_r)
+/* A unix_listener's path: relative to base_dir or absolute, no "..",
+   no control bytes, short enough for sun_path. */
+static bool unix_listener_name_valid(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > MOAT_SETTINGS_UNIX_PATH_MAX ||
+	    name[len - 1] == '/' || strstr(name, "//") != NULL ||
+	    strcmp(name, "..") == 0 || strncmp(name, "../", 3) == 0 ||
+	    strstr(name, "/../") != NULL ||
+	    (len >= 3 && strcmp(name + len - 3, "/..") == 0))
+		return false;
+	for (const char *p = name; *p != '\0'; p++) {
+		if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == ',' ||
+		    *p == ':')
+			return false;
+	}
+	return true;
+}
+
+static int listener_begin(struct settings_parser *ctx, const char *type,
+			  const char *name, const char **error_r)
 {
 	struct moat_service_settings *service = ctx->service;
 	pool_t pool = ctx->set->pool;
+	bool unix_socket = strcmp(type, "unix_listener") == 0;
 	unsigned int i;
 
-	if (strcmp(service->name, MOAT_SERVICE_LOGIN) != 0) {
-		*error_r = "inet_listener is only allowed in service imap-login";
+	if (unix_socket ? strcmp(service->name, "lmtp") != 0 :
+	    strcmp(service->name, MOAT_SERVICE_LOGIN) != 0 &&
+	    strcmp(service->name, "lmtp") != 0) {
+		*error_r = unix_socket ?
+			"unix_listener is only allowed in service lmtp" :
+			"inet_listener is only allowed in services imap-login and lmtp";
 		return -1;
 	}
-	if (name == NULL || !listener_name_valid(name)) {
-		*error_r = "inet_listener needs a name of letters, digits, "
+	if (name == NULL || !(unix_socket ? unix_listener_name_valid(name) :
+			      listener_name_valid(name))) {
+		*error_r = unix_socket ?
+			"unix_listener needs a path (relative to base_dir or "
+			"absolute, at most 100 bytes, no spaces, ',' or ':')" :
+			"inet_listener needs a name of letters, digits, "
 			"'-' and '_'";
 		return -1;
 	}
+	/* Dovecot's "unix_listener lmtp" and "inet_listener lmtp" are two */
 	for (i = 0; i < service->listener_count; i++) {
-		if (strcmp(service->listeners[i].name, name) == 0)
+		if (strcmp(service->listeners[i].name, name) == 0 &&
+		    service->listeners[i].unix_socket == unix_socket)
 			break;
 	}
 	ctx->listener_new = i == service->listener_count;
 	if (!ctx->listener_new && (ctx->listeners_seen & (1U << i)) != 0) {
-		*error_r = p_strdup_printf(pool, "duplicate inet_listener '%s'",
+		*error_r = p_strdup_printf(pool, "duplicate %s '%s'", type,
 					   name);
 		return -1;
 	}
 	if (ctx->listener_new) {
 		if (i >= MOAT_SETTINGS_LISTENERS_MAX) {
-			*error_r = "too many inet_listeners (max 16)";
+			*error_r = "too many listeners (max 16)";
 			return -1;
 		}
 		struct moat_listener_settings *l = array_append(pool,
 			&service->listeners, &service->listener_count,
 			sizeof(*l));
 		l->name = p_strdup(pool, name);
-		l->address = "*";
+		l->unix_socket = unix_socket;
+		l->address = unix_socket ? "" : "*";
+		l->mode = unix_socket ? "0666" : "";
+		l->user = l->group = "";
 	}
 	ctx->listeners_seen |= 1U << i;
 	ctx->listener_idx = i;
-	ctx->listener_port_set = false;
+	/* a unix_listener needs no setting: its name is the path */
+	ctx->listener_port_set = unix_socket;
 	ctx->stack[ctx->depth++] = SECTION_LISTENER;
 	return 0;
 }
@@ -600,8 +720,9 @@ static int section_begin(struct settings_parser *ctx, const char *type,
 	if (ctx->depth == 0 && strcmp(type, "userdb") == 0)
 		return db_begin(ctx, SECTION_USERDB, type, name, error_r);
 	if (ctx->depth == 1 && ctx->stack[0] == SECTION_SERVICE &&
-	    strcmp(type, "inet_listener") == 0)
-		return listener_begin(ctx, name, error_r);
+	    (strcmp(type, "inet_listener") == 0 ||
+	     strcmp(type, "unix_listener") == 0))
+		return listener_begin(ctx, type, name, error_r);
 	*error_r = p_strdup_printf(ctx->set->pool, ctx->depth == 0 ?
 		"unknown section type '%s'" :
 		"section '%s' is not allowed here", type);
@@ -638,7 +759,8 @@ static int db_check(pool_t pool, const char *type,
 static bool listeners_clash(const struct moat_listener_settings *a,
 			    const struct moat_listener_settings *b)
 {
-	return a->port != 0 && a->port == b->port &&
+	return !a->unix_socket && !b->unix_socket &&
+		a->port != 0 && a->port == b->port &&
 		(strcmp(a->address, b->address) == 0 ||
 		 strcmp(a->address, "*") == 0 || strcmp(b->address, "*") == 0);
 }
@@ -706,9 +828,15 @@ static int settings_key(struct settings_parser *ctx, const char *key,
 		where = " in a service block";
 		break;
 	case SECTION_LISTENER:
+		base = &ctx->service->listeners[ctx->listener_idx];
+		if (((struct moat_listener_settings *)base)->unix_socket) {
+			defs = unix_listener_defs;
+			count = N_ELEMENTS(unix_listener_defs);
+			where = " in a unix_listener block";
+			break;
+		}
 		defs = listener_defs;
 		count = N_ELEMENTS(listener_defs);
-		base = &ctx->service->listeners[ctx->listener_idx];
 		where = " in an inet_listener block";
 		if (strcmp(key, "port") == 0)
 			ctx->listener_port_set = true;
@@ -863,13 +991,27 @@ int moat_settings_read(const char *path, struct moat_settings **set_r,
 }
 
 static const struct moat_listener_settings *
-listener_find(const struct moat_service_settings *service, const char *name)
+listener_find(const struct moat_service_settings *service,
+	      const struct moat_listener_settings *l)
 {
 	for (unsigned int i = 0; i < service->listener_count; i++) {
-		if (strcmp(service->listeners[i].name, name) == 0)
+		if (strcmp(service->listeners[i].name, l->name) == 0 &&
+		    service->listeners[i].unix_socket == l->unix_socket)
 			return &service->listeners[i];
 	}
 	return NULL;
+}
+
+static bool listener_equal(const struct moat_listener_settings *a,
+			   const struct moat_listener_settings *b)
+{
+	return strcmp(a->name, b->name) == 0 &&
+		a->unix_socket == b->unix_socket &&
+		(a->unix_socket ?
+		 settings_defs_equal(unix_listener_defs,
+				     N_ELEMENTS(unix_listener_defs), a, b) :
+		 settings_defs_equal(listener_defs, N_ELEMENTS(listener_defs),
+				     a, b));
 }
 
 static bool service_equal(const struct moat_service_settings *a,
@@ -880,9 +1022,7 @@ static bool service_equal(const struct moat_service_settings *a,
 	    a->listener_count != b->listener_count)
 		return false;
 	for (unsigned int i = 0; i < a->listener_count; i++) {
-		if (strcmp(a->listeners[i].name, b->listeners[i].name) != 0 ||
-		    !settings_defs_equal(listener_defs, N_ELEMENTS(listener_defs),
-				&a->listeners[i], &b->listeners[i]))
+		if (!listener_equal(&a->listeners[i], &b->listeners[i]))
 			return false;
 	}
 	return true;
@@ -903,15 +1043,18 @@ static int write_service(buffer_t *out, const struct moat_service_settings *s,
 	for (unsigned int i = 0; i < s->listener_count; i++) {
 		const struct moat_listener_settings *l = &s->listeners[i];
 		const struct moat_listener_settings *dl =
-			def == NULL ? NULL : listener_find(def, l->name);
-		if (dl != NULL && settings_defs_equal(listener_defs,
-					     N_ELEMENTS(listener_defs), l, dl))
+			def == NULL ? NULL : listener_find(def, l);
+		if (dl != NULL && listener_equal(l, dl))
 			continue;
-		if (buffer_append_str(out, "  inet_listener ") < 0 ||
+		if (buffer_append_str(out, l->unix_socket ? "  unix_listener " :
+				      "  inet_listener ") < 0 ||
 		    config_append_value(out, l->name) < 0 ||
 		    buffer_append_str(out, " {\n") < 0 ||
-		    settings_defs_write(out, "    ", listener_defs,
-			       N_ELEMENTS(listener_defs), l, dl) < 0 ||
+		    (l->unix_socket ?
+		     settings_defs_write(out, "    ", unix_listener_defs,
+				N_ELEMENTS(unix_listener_defs), l, dl) :
+		     settings_defs_write(out, "    ", listener_defs,
+				N_ELEMENTS(listener_defs), l, dl)) < 0 ||
 		    buffer_append_str(out, "  }\n") < 0)
 			return -1;
 	}
@@ -1021,4 +1164,28 @@ const char *moat_settings_service_user(const struct moat_settings *set,
 	if (strcmp(service->name, "auth") == 0)
 		return set->default_internal_user;
 	return "";
+}
+
+bool moat_settings_has_protocol(const struct moat_settings *set,
+				const char *name)
+{
+	size_t name_len = strlen(name);
+	const char *p = set->protocols;
+
+	while (*p != '\0') {
+		size_t len = strcspn(p, " \t");
+		if (len == name_len && strncasecmp(p, name, len) == 0)
+			return true;
+		p += len + (p[len] != '\0' ? 1 : 0);
+	}
+	return false;
+}
+
+unsigned int moat_listener_mode(const struct moat_listener_settings *l)
+{
+	unsigned int mode = 0;
+
+	for (const char *p = l->mode; *p >= '0' && *p <= '7'; p++)
+		mode = mode * 8 + (unsigned int)(*p - '0');
+	return mode;
 }

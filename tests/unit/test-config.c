@@ -125,7 +125,7 @@ static void test_defaults(void)
 	test_assert(moat_settings_net_match("0.0.0.0/0", "203.0.113.9"));
 	test_assert_int(set->passdb_count, 0);
 	test_assert_int(set->userdb_count, 0);
-	test_assert_int(set->service_count, 4);
+	test_assert_int(set->service_count, 5);
 
 	const struct moat_service_settings *login =
 		moat_settings_get_service(set, "imap-login");
@@ -173,6 +173,22 @@ static void test_defaults(void)
 	test_assert_int(worker->client_limit, 1);
 	test_assert_str(worker->chroot, "");
 	test_assert_str(moat_settings_service_user(set, worker), "");
+
+	const struct moat_service_settings *lmtp =
+		moat_settings_get_service(set, "lmtp");
+	test_assert(lmtp != NULL);
+	test_assert_str(lmtp->chroot, "empty");
+	test_assert_str(moat_settings_service_user(set, lmtp), "moat-lmtp");
+	test_assert_int(lmtp->listener_count, 1);
+	test_assert_str(lmtp->listeners[0].name, "lmtp");
+	test_assert(lmtp->listeners[0].unix_socket);
+	test_assert_int(moat_listener_mode(&lmtp->listeners[0]), 0666);
+	test_assert(!moat_settings_has_protocol(set, "lmtp"));
+	test_assert(moat_settings_has_protocol(set, "imap"));
+	test_assert_int(set->message_size_limit, 64 * 1024 * 1024);
+	test_assert_str(set->recipient_delimiter, "+");
+	test_assert_str(set->lmtp_username_format, "%Lu");
+	test_assert(!set->lmtp_save_to_detail_mailbox);
 
 	/* an empty file gives the defaults */
 	const char *error;
@@ -317,8 +333,28 @@ static void test_syntax_errors(void)
 	assert_error("syn12.conf", "service imap {\n  bogus = 1\n}\n", 2,
 		     "unknown setting 'bogus' in a service block");
 	assert_error("syn13.conf", "service auth {\n  inet_listener x {\n"
-		     "    port = 1\n  }\n}\n", 2, "only allowed in service "
-		     "imap-login");
+		     "    port = 1\n  }\n}\n", 2, "only allowed in services "
+		     "imap-login and lmtp");
+	assert_error("syn13b.conf", "service imap-login {\n  unix_listener x {\n"
+		     "  }\n}\n", 2, "unix_listener is only allowed in service lmtp");
+	assert_error("syn13c.conf", "service lmtp {\n  unix_listener ../x {\n"
+		     "  }\n}\n", 2, "unix_listener needs a path");
+	assert_error("syn13d.conf", "service lmtp {\n  unix_listener a,b {\n"
+		     "  }\n}\n", 2, "unix_listener needs a path");
+	assert_error("syn13e.conf", "service lmtp {\n  unix_listener x {\n"
+		     "    port = 24\n  }\n}\n", 3,
+		     "unknown setting 'port' in a unix_listener block");
+	assert_error("syn13f.conf", "service lmtp {\n  unix_listener lmtp {\n"
+		     "    mode = 0999\n  }\n}\n", 3, "octal");
+	assert_error("syn13g.conf", "service lmtp {\n  unix_listener lmtp {\n"
+		     "  }\n  unix_listener lmtp {\n  }\n}\n", 4,
+		     "duplicate unix_listener 'lmtp'");
+	assert_error("syn13h.conf", "lmtp_username_format = %x\n", 1,
+		     "unknown variable");
+	assert_error("syn13i.conf", "recipient_delimiter = ++\n", 1,
+		     "one character");
+	assert_error("syn13j.conf", "protocols = imap pop3\n", 1,
+		     "unknown word 'pop3'");
 	assert_error("syn14.conf", "service {\n}\n", 1, "needs a name");
 	assert_error("syn15.conf", "passdb {\n  driver = passwd-file\n}\n", 3,
 		     "args");
@@ -464,6 +500,63 @@ static void test_sections(void)
 		     "  address = localhost\n }\n}\n", 3, "not an IP address");
 	assert_error("svc8.conf", "service imap-login {\n inet_listener a,b {\n"
 		     "  port = 1\n }\n}\n", 2, "needs a name");
+}
+
+static void test_lmtp_sections(void)
+{
+	const char *error;
+	struct moat_settings *set = parse_str("lmtp.conf",
+		"protocols = imap lmtp\n"
+		"recipient_delimiter = -\n"
+		"lmtp_username_format = %Ln\n"
+		"service lmtp {\n"
+		"  unix_listener lmtp {\n"
+		"    mode = 0600\n"
+		"    user = postfix\n"
+		"    group = postfix\n"
+		"  }\n"
+		"  unix_listener /var/spool/postfix/private/moat-lmtp {\n"
+		"  }\n"
+		"  inet_listener lmtp {\n"
+		"    address = 127.0.0.1\n"
+		"    port = 24\n"
+		"  }\n"
+		"}\n", &error);
+	test_assert(set != NULL);
+	if (set == NULL) {
+		fprintf(stderr, "  error: %s\n", error);
+		return;
+	}
+	test_assert(moat_settings_has_protocol(set, "lmtp"));
+	test_assert(moat_settings_has_protocol(set, "IMAP"));
+	test_assert(!moat_settings_has_protocol(set, "lmt"));
+	const struct moat_service_settings *lmtp =
+		moat_settings_get_service(set, "lmtp");
+	/* an inet_listener may share a unix_listener's name: another kind */
+	test_assert_int(lmtp->listener_count, 3);
+	test_assert(lmtp->listeners[0].unix_socket);
+	test_assert_int(moat_listener_mode(&lmtp->listeners[0]), 0600);
+	test_assert_str(lmtp->listeners[0].user, "postfix");
+	test_assert_str(lmtp->listeners[1].name,
+			"/var/spool/postfix/private/moat-lmtp");
+	test_assert_int(moat_listener_mode(&lmtp->listeners[1]), 0666);
+	test_assert(!lmtp->listeners[2].unix_socket);
+	test_assert_int(lmtp->listeners[2].port, 24);
+
+	/* written back and read again: the same settings */
+	buffer_t out;
+	buffer_init(&out, TEST_OUT_MAX);
+	test_assert(moat_settings_write(set, true, &out) == 0);
+	test_assert(strstr(out.data, "  unix_listener lmtp {\n"
+			   "    mode = 0600\n") != NULL);
+	write_file("lmtp2.conf", out.data);
+	struct moat_settings *set2 = NULL;
+	test_assert(moat_settings_parse(test_path("lmtp2.conf"), &set2,
+					&error) == 0);
+	test_assert(set2 != NULL && moat_settings_equal(set, set2));
+	moat_settings_free(&set2);
+	buffer_free(&out);
+	moat_settings_free(&set);
 }
 
 static void test_validate(void)
@@ -855,7 +948,7 @@ TEST_MAIN(
 	TEST(test_syntax_errors),
 	TEST(test_quoted),
 	TEST(test_sections),
-	TEST(test_validate),
+	TEST(test_lmtp_sections), TEST(test_validate),
 	TEST(test_include),
 	TEST(test_value_file),
 	TEST(test_round_trip),
