@@ -10,5 +10,6 @@ master_moat_SOURCES = \
 	master/service-auth.c \
 	master/service-auth-worker.c \
 	master/service-imap.c \
+	master/service-lmtp.c \
 	master/handoff.c
 master_moat_LDADD = $(LIBMOAT)

@@ -24,9 +24,11 @@ struct child *login_spawn(struct master *master)
 	}
 	fds[count++] = pair[1];
 	for (unsigned int i = 0; i < master->listener_count && count < N_ELEMENTS(fds); i++) {
+		if (master->listeners[i].kind != SERVICE_LOGIN)
+			continue;
 		fds[count++] = master->listeners[i].fd;
 		int ret = snprintf(listeners_env + pos, sizeof(listeners_env) - pos,
-				   "%s%s:%d", i == 0 ? "" : ",",
+				   "%s%s:%d", count == 2 ? "" : ",",   /* fds[0]: auth */
 				   master->listeners[i].name, master->listeners[i].ssl ? 1 : 0);
 		if (ret < 0 || (size_t)ret >= sizeof(listeners_env) - pos)
 			i_fatal("too many listeners");
