@@ -13,6 +13,7 @@
 
 struct auth_client;
 struct auth_workers;
+struct auth_userdb_lookup;
 
 /* The process's state: created in main() and handed to every module, so
    nothing else in the process is global. */
@@ -27,6 +28,9 @@ struct auth {
 	struct auth_client *clients;      /* one per imap-login process */
 	unsigned int client_count;
 	struct auth_workers *workers;     /* auth-worker-client.c */
+	/* delivery lookups for master (auth-userdb.c) */
+	struct auth_userdb_lookup *userdb_lookups;
+	unsigned int userdb_lookup_count;
 };
 
 #endif

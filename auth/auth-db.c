@@ -588,6 +588,39 @@ auth_db_login_verified(struct auth_db *db, pool_t pool, const char *user,
 	return auth_db_userdb(db, pool, &entry, info_r);
 }
 
+enum auth_db_result
+auth_db_userdb_lookup(struct auth_db *db, pool_t pool, const char *user,
+		      struct auth_user_info *info_r)
+{
+	struct auth_db_entry entry;
+	int ret;
+
+	if (db->userdb_count == 0 && db->worker_userdb_count == 0) {
+		ret = auth_db_lookup(db->passdbs, db->passdb_count, pool, user,
+				     &entry);
+		if (ret <= 0)
+			return ret < 0 ? AUTH_DB_TEMPFAIL : AUTH_DB_UNKNOWN_USER;
+		safe_memset((char *)entry.password, 0, strlen(entry.password));
+		return auth_db_userdb(db, pool, &entry, info_r);
+	}
+	if (db->userdb_count > 0) {
+		ret = auth_db_lookup(db->userdbs, db->userdb_count, pool, user,
+				     &entry);
+		if (ret < 0)
+			return AUTH_DB_TEMPFAIL;
+		if (ret == 0 && db->worker_userdb_count == 0)
+			return AUTH_DB_UNKNOWN_USER;
+		if (ret > 0)
+			safe_memset((char *)entry.password, 0,
+				    strlen(entry.password));
+	}
+	/* auth_db_userdb() reads the userdb entry again (from the cached
+	   file) or defers to the worker userdbs. */
+	memset(&entry, 0, sizeof(entry));
+	entry.user = p_strdup(pool, user);
+	return auth_db_userdb(db, pool, &entry, info_r);
+}
+
 const struct auth_db_worker_db *
 auth_db_worker_passdb(struct auth_db *db, unsigned int idx)
 {

@@ -73,6 +73,14 @@ auth_db_login_verified(struct auth_db *db, pool_t pool, const char *user,
 int auth_db_lookup_token(struct auth_db *db, pool_t pool, const char *token,
 			 const char **user_r);
 
+/* A mail recipient's userdb lookup (delivery, not login: no password and
+   no nologin). A user in no userdb is unknown; with no userdb blocks at
+   all the passwd-file passdbs list the users. May return
+   AUTH_DB_WORKER_USERDB (then info_r->user is set) like a login. */
+enum auth_db_result
+auth_db_userdb_lookup(struct auth_db *db, pool_t pool, const char *user,
+		      struct auth_user_info *info_r);
+
 /* The idx-th passdb (pam, shadow) or userdb (passwd) that auth-worker
    runs, in config order; NULL past the last. passwd-file passdbs and
    userdbs are always consulted before these. */

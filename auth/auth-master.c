@@ -5,6 +5,7 @@
 #include "auth-token.h"
 #include "auth-client.h"
 #include "auth-master.h"
+#include "auth-userdb.h"
 #include "auth-worker-client.h"
 
 static int parse_pid(const char *str, pid_t *pid_r)
@@ -111,6 +112,8 @@ void auth_master_input(void *context, const char *const *args, int fd)
 	i_close_fd(&fd);
 	if (strcmp(args[0], "REDEEM") == 0) {
 		auth_master_redeem(auth, args);
+	} else if (strcmp(args[0], "USERDB") == 0) {
+		auth_userdb_lookup(auth, args);
 	} else {
 		pool_t pool = pool_create("master record", 256);
 		i_error("master: unknown record '%s' ignored",

@@ -20,6 +20,7 @@
 #include "auth-token.h"
 #include "auth-client.h"
 #include "auth-master.h"
+#include "auth-userdb.h"
 #include "auth-worker-client.h"
 
 static void ATTR_NORETURN ATTR_FORMAT(1, 2)
@@ -56,6 +57,7 @@ static void auth_init(struct auth *auth)
 static void auth_deinit(struct auth *auth)
 {
 	auth_clients_destroy_all(auth);
+	auth_userdb_abort_all(auth);
 	auth_workers_destroy_all(auth);
 	if (auth->master_conn != NULL)
 		ipc_conn_destroy(&auth->master_conn);
