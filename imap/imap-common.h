@@ -27,6 +27,7 @@
 #define IMAP_CAPABILITY_MAX (sizeof(IMAP_CAPABILITY) + 50)
 
 struct client;
+struct deliver_conn;
 
 /* The process: one user, all of the user's connections. Owned by main.c;
    clients get a pointer. */
@@ -42,6 +43,9 @@ struct imap_user {
 	/* the process's inotify fd, read while an IDLE listens (imap-notify.c) */
 	struct io *io_watch;
 	unsigned int watch_listeners;
+	/* lmtp's delivery connections (imap-deliver.c) */
+	struct deliver_conn *deliver_conns;
+	unsigned int deliver_conn_count;
 };
 
 /* cmd-capability.c: the post-login capability list (RFC 7889
@@ -49,7 +53,8 @@ struct imap_user {
 void imap_capability_get(const struct moat_settings *set,
 			 char buf[IMAP_CAPABILITY_MAX]);
 
-/* main.c: a client was freed (linger / shutdown bookkeeping). */
+/* main.c: a client or a delivery connection was freed (linger /
+   shutdown bookkeeping). */
 void imap_user_client_gone(struct imap_user *user);
 
 #endif

@@ -13,6 +13,7 @@ imap_imap_SOURCES = \
 	imap/imap-fetch.c imap/imap-fetch.h \
 	imap/imap-flags.c imap/imap-flags.h \
 	imap/imap-notify.c imap/imap-notify.h \
+	imap/imap-deliver.c imap/imap-deliver.h \
 	imap/imap-mailbox.c imap/imap-mailbox.h \
 	imap/imap-list.c imap/imap-list.h \
 	imap/imap-status.c imap/imap-status.h \
