@@ -22,7 +22,7 @@ PACKAGES=(build-essential autoconf automake pkg-config libssl-dev libcap-dev
 	clang libclang-rt-14-dev socat
 	argon2 whois  # argon2, mkpasswd: hash vectors in auth/ tests
 	isync offlineimap3 neomutt)  # real clients in tests/protocol/test_clients.py
-SYSTEM_USERS=(moat-login moat-auth moat-vmail)
+SYSTEM_USERS=(moat-login moat-auth moat-lmtp moat-vmail)
 
 say() { printf 'dev.sh: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }

@@ -61,6 +61,7 @@ struct lmtp_client {
 
 static void client_process(struct lmtp_client *client);
 static void client_io_update(struct lmtp_client *client);
+static void client_schedule(struct lmtp_client *client);
 
 static void client_destroy(struct lmtp_client *client)
 {
@@ -167,9 +168,9 @@ static void replies_flush(struct lmtp_client *client)
 	transaction_reset(client);
 	if (client->state == CLIENT_DELIVER)
 		client->state = CLIENT_CMD;
-	client_io_update(client);
-	/* pipelined commands may be buffered already */
-	client_process(client);
+	/* pipelined commands may be buffered already: from the loop, never
+	   from inside client_process() (which may be our caller) */
+	client_schedule(client);
 }
 
 static void rcpt_answer(struct lmtp_recipient *rcpt, const char *code,
@@ -382,8 +383,7 @@ static void rcpt_resolved(enum lmtp_rcpt_result result, const char *user,
 		client->rcpts[client->rcpt_count++] = rcpt;
 		client_sendf(client, "250 2.1.5 <%s> OK", addr->path);
 	}
-	client_io_update(client);
-	client_process(client);
+	client_schedule(client);
 }
 
 /* A userdb key master accepts: printable, no spaces. */
@@ -619,6 +619,11 @@ static void client_process_buffered(struct lmtp_client *client)
 			}
 			return;
 		}
+		if (client->state == CLIENT_BDAT && client->bdat_left == 0) {
+			/* a chunk of 0 bytes ends without any input */
+			bdat_chunk_done(client);
+			continue;
+		}
 		data = i_stream_get_data(client->input, &size);
 		if (size == 0)
 			return;
@@ -639,8 +644,6 @@ static void client_process_buffered(struct lmtp_client *client)
 				lmtp_data_feed_raw(client->data, data, n);
 			i_stream_skip(client->input, n);
 			client->bdat_left -= n;
-			if (client->bdat_left == 0)
-				bdat_chunk_done(client);
 		}
 	}
 }
@@ -656,9 +659,6 @@ static void client_process(struct lmtp_client *client)
 {
 	if (client->destroyed)
 		return;
-	/* a BDAT chunk of 0 bytes ends without any input */
-	if (client->state == CLIENT_BDAT && client->bdat_left == 0)
-		bdat_chunk_done(client);
 	client_process_buffered(client);
 	if (client->state == CLIENT_QUIT)
 		client_finish_quit(client);
@@ -701,6 +701,14 @@ static void client_defer(void *context)
 	client_process(client);
 }
 
+static void client_schedule(struct lmtp_client *client)
+{
+	client_io_update(client);
+	if (client->to_defer == NULL)
+		client->to_defer = io_loop_defer(client->proc->ioloop,
+						 client_defer, client);
+}
+
 static void client_output_flushed(void *context)
 {
 	struct lmtp_client *client = context;
@@ -711,9 +719,7 @@ static void client_output_flushed(void *context)
 	}
 	/* throttled input may go on; run from the loop, not inside the
 	   stream's own callback */
-	if (client->to_defer == NULL)
-		client->to_defer = io_loop_defer(client->proc->ioloop,
-						 client_defer, client);
+	client_schedule(client);
 }
 
 static void client_idle_timeout(void *context)

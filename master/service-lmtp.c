@@ -16,6 +16,9 @@
 #define LMTP_RCPT_USER_MAX 256
 /* lmtp's id of a recipient: a number it chose. */
 #define LMTP_RCPT_ID_MAX 20
+/* An answer from auth later than this is a temporary failure (a stuck
+   userdb): the MTA retries, the session goes on. */
+#define LMTP_RCPT_TIMEOUT_MSECS 30000
 
 struct lmtp_rcpt {
 	struct lmtp_rcpt *next;
@@ -23,6 +26,7 @@ struct lmtp_rcpt {
 	struct child *lmtp;
 	char *lmtp_id;            /* lmtp's, echoed in the answer */
 	char *user;
+	struct timeout *to;
 };
 
 bool master_lmtp_enabled(const struct master *master)
@@ -138,6 +142,7 @@ static void rcpt_reply(struct lmtp_rcpt *rcpt, int fd, const char *result,
 
 static void rcpt_free(struct lmtp_rcpt *rcpt)
 {
+	timeout_remove(&rcpt->to);
 	free(rcpt->lmtp_id);
 	free(rcpt->user);
 	free(rcpt);
@@ -154,6 +159,20 @@ static bool rcpt_field_ok(const char *value, size_t max)
 			return false;
 	}
 	return true;
+}
+
+static struct lmtp_rcpt *rcpt_unlink(struct master *master, unsigned int id);
+
+static void rcpt_timeout(void *context)
+{
+	struct lmtp_rcpt *rcpt = context;
+	struct master *master = rcpt->lmtp->master;
+
+	rcpt->to = NULL;
+	i_error("userdb lookup of %s timed out", rcpt->user);
+	(void)rcpt_unlink(master, rcpt->id);
+	rcpt_reply(rcpt, -1, "RCPT-FAIL", "tempfail", "User database timeout");
+	rcpt_free(rcpt);
 }
 
 /* RCPT <id> <user>: look the user up in the userdb. */
@@ -183,6 +202,8 @@ static void lmtp_handle_rcpt(struct child *lmtp, const char *const *args)
 	rcpt->user = i_strdup(args[2]);
 	rcpt->next = master->lmtp_rcpts;
 	master->lmtp_rcpts = rcpt;
+	rcpt->to = timeout_add(master->ioloop, LMTP_RCPT_TIMEOUT_MSECS,
+			       rcpt_timeout, rcpt);
 
 	char id[32];
 	snprintf(id, sizeof(id), "%u", rcpt->id);
