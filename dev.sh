@@ -16,6 +16,7 @@ TEST_BUILD=$ROOT/build/test
 TEST_PREFIX=$TEST_BUILD/local
 DEMO_PORT=1143
 DEMO_TLS_PORT=1993
+DEMO_LMTP_PORT=1024
 
 PACKAGES=(build-essential autoconf automake pkg-config libssl-dev libcap-dev
 	libpam0g-dev zlib1g-dev libcrypt-dev libargon2-dev openssl python3-pytest
@@ -164,6 +165,7 @@ write_config() {
 	cat >"$conf" <<EOF
 # moat.conf written by dev.sh for local development (see doc/configuration.md).
 base_dir = $PREFIX/var/run/moat
+protocols = imap lmtp
 # Empty: log to the terminal (moat runs in the foreground).
 log_path = ""
 default_login_user = moat-login
@@ -177,6 +179,19 @@ first_valid_uid = $first_uid
 # '<': master reads the files (the key stays readable by root only).
 ssl_cert = <$PREFIX/etc/moat/cert.pem
 ssl_key = <$PREFIX/etc/moat/key.pem
+
+# Mail delivery (doc/configuration.md shows the Postfix side). The
+# passwd-file names users without a domain: demo@localhost is "demo".
+lmtp_username_format = %Ln
+service lmtp {
+  unix_listener lmtp {
+    mode = 0666
+  }
+  inet_listener lmtp {
+    address = 127.0.0.1
+    port = $DEMO_LMTP_PORT
+  }
+}
 
 service imap-login {
   inet_listener imap {
@@ -266,6 +281,9 @@ Connect from another terminal:
   a LOGIN demo demo
   b SELECT INBOX
   c LOGOUT
+Deliver mail by LMTP (e.g. Postfix: mailbox_transport = lmtp:unix:$PREFIX/var/run/moat/lmtp):
+  LMTP on 127.0.0.1:$DEMO_LMTP_PORT and on $PREFIX/var/run/moat/lmtp
+  (swaks --to demo@localhost --server 127.0.0.1:$DEMO_LMTP_PORT --protocol LMTP)
 
 EOF
 	exec "$PREFIX/sbin/moat" -F -c "$PREFIX/etc/moat/moat.conf"
