@@ -26,6 +26,7 @@ struct config_parser {
 	unsigned int files_opened;
 	unsigned int section_depth;
 	const char *error;      /* set once, on the first failure */
+	enum config_parse_flags flags;
 };
 
 struct config_file {
@@ -229,6 +230,11 @@ static int read_value_file(struct config_file *file, const char *path,
 {
 	const char *full = resolve_path(file, path);
 	int fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES &&
+	    (file->parser->flags & CONFIG_PARSE_FLAG_UNREADABLE_EMPTY) != 0) {
+		*value_r = i_strdup("");
+		return 0;
+	}
 	if (fd < 0) {
 		return file_error(file, "open(%s) failed: %s", full,
 				  strerror(errno));
@@ -491,9 +497,17 @@ static int parse_finish(struct config_parser *parser, int ret, pool_t pool,
 int config_parse_file(const char *path, config_callback_t *callback,
 		      void *context, pool_t pool, const char **error_r)
 {
+	return config_parse_file_flags(path, 0, callback, context, pool,
+				       error_r);
+}
+
+int config_parse_file_flags(const char *path, enum config_parse_flags flags,
+			    config_callback_t *callback, void *context,
+			    pool_t pool, const char **error_r)
+{
 	struct config_parser parser = {
 		.callback = callback, .context = context,
-		.pool = pool_create("config parser", 4096),
+		.pool = pool_create("config parser", 4096), .flags = flags,
 	};
 
 	int ret = parse_path(&parser, NULL, path, false);

@@ -15,8 +15,9 @@
      # comment              anywhere outside quotes
 
    Each file must close the sections it opens. Errors come back as
-   "FILE:LINE: message". The parser runs in master only, on root-owned
-   files, but every line, file and nesting level is still bounded. */
+   "FILE:LINE: message". The parser runs in master and in tools an admin
+   or the MTA runs (moat-lda), on the admin's files; every line, file and
+   nesting level is bounded. */
 
 #include "mempool.h"
 #include "buffer.h"
@@ -56,9 +57,18 @@ struct config_event {
 typedef int config_callback_t(const struct config_event *event, void *context,
 			      const char **error_r);
 
+enum config_parse_flags {
+	/* A <file value the process may not read (EACCES: the TLS key, for
+	   a tool running as a mail user) is the empty string. */
+	CONFIG_PARSE_FLAG_UNREADABLE_EMPTY = 0x01,
+};
+
 /* Parse path. Returns 0, or -1 with *error_r allocated from pool. */
 int config_parse_file(const char *path, config_callback_t *callback,
 		      void *context, pool_t pool, const char **error_r);
+int config_parse_file_flags(const char *path, enum config_parse_flags flags,
+			    config_callback_t *callback, void *context,
+			    pool_t pool, const char **error_r);
 /* The same from fd, read from offset 0 with pread (the fd's own offset is
    left alone, so a memfd can be read again). name is used in messages and
    its directory for relative !include paths. fd stays open. */

@@ -919,7 +919,7 @@ static int settings_check(const struct moat_settings *set, bool full,
 }
 
 /* fd < 0: parse path. */
-static int settings_parse(int fd, const char *path,
+static int settings_parse(int fd, const char *path, enum config_parse_flags flags,
 			  struct moat_settings **set_r, const char **error_r)
 {
 	struct moat_settings *set = moat_settings_defaults();
@@ -928,8 +928,8 @@ static int settings_parse(int fd, const char *path,
 	int ret;
 
 	if (fd < 0) {
-		ret = config_parse_file(path, settings_event, &ctx, set->pool,
-					&error);
+		ret = config_parse_file_flags(path, flags, settings_event, &ctx,
+					      set->pool, &error);
 	} else {
 		ret = config_parse_fd(fd, path, settings_event, &ctx, set->pool,
 				      &error);
@@ -950,14 +950,22 @@ static int settings_parse(int fd, const char *path,
 int moat_settings_parse(const char *path, struct moat_settings **set_r,
 			const char **error_r)
 {
-	return settings_parse(-1, path, set_r, error_r);
+	return settings_parse(-1, path, 0, set_r, error_r);
+}
+
+int moat_settings_parse_unprivileged(const char *path,
+				     struct moat_settings **set_r,
+				     const char **error_r)
+{
+	return settings_parse(-1, path, CONFIG_PARSE_FLAG_UNREADABLE_EMPTY,
+			      set_r, error_r);
 }
 
 int moat_settings_read_fd(int fd, const char *name,
 			  struct moat_settings **set_r, const char **error_r)
 {
 	i_assert(fd >= 0);
-	return settings_parse(fd, name, set_r, error_r);
+	return settings_parse(fd, name, 0, set_r, error_r);
 }
 
 int moat_settings_validate(const struct moat_settings *set,

@@ -194,6 +194,12 @@ int moat_settings_read(const char *path, struct moat_settings **set_r,
    have (see moat_settings_validate()): for tests and partial files. */
 int moat_settings_parse(const char *path, struct moat_settings **set_r,
 			const char **error_r);
+/* moat_settings_parse() for a tool that runs as a mail user (moat-lda):
+   a "<file" value it may not read (ssl_key) is empty instead of an error.
+   Such settings are for the servers only. */
+int moat_settings_parse_unprivileged(const char *path,
+				     struct moat_settings **set_r,
+				     const char **error_r);
 /* The same as moat_settings_parse() from an open fd (the memfd master
    hands a child), read with pread from offset 0; the fd's offset is left
    alone. name is used in messages. Master validated the settings before

@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <grp.h>
 
 #define TEST_PATH_MAX 512
 #define TEST_OUT_MAX (1024 * 1024)
@@ -675,6 +677,48 @@ static void test_include(void)
 		moat_settings_free(&set);
 }
 
+/* In a child that cannot read the key file (as nobody when we are
+   root): the unprivileged parse gives an empty ssl_key, the normal one
+   fails. Exit status 0 when both behave. */
+static int unreadable_child(const char *conf)
+{
+	struct moat_settings *set = NULL;
+	const char *error;
+
+	if (getuid() == 0 && (setgroups(0, NULL) < 0 || setgid(65534) < 0 ||
+			      setuid(65534) < 0))
+		return 10;
+	if (moat_settings_parse(conf, &set, &error) == 0 ||
+	    strstr(error, "Permission denied") == NULL)
+		return 11;
+	if (moat_settings_parse_unprivileged(conf, &set, &error) < 0)
+		return 12;
+	int ret = strcmp(set->ssl_key, "") == 0 &&
+		strcmp(set->mail_location, "maildir:/m") == 0 ? 0 : 13;
+	moat_settings_free(&set);
+	return ret;
+}
+
+static void test_unreadable_value_file(void)
+{
+	write_file("key.pem", "-----BEGIN PRIVATE KEY-----\nx\n");
+	write_file("loc.txt", "maildir:/m\n");
+	write_file("unread.conf", "ssl_key = <key.pem\nmail_location = <loc.txt\n");
+	test_assert(chmod(test_path("key.pem"), 0) == 0);
+	/* the directory must stay traversable for the child */
+	test_assert(chmod(test_tmpdir(), 0755) == 0);
+	test_assert(chmod(test_path("unread.conf"), 0644) == 0);
+	test_assert(chmod(test_path("loc.txt"), 0644) == 0);
+	pid_t pid = fork();
+	test_assert(pid >= 0);
+	if (pid == 0)
+		_exit(unreadable_child(test_path("unread.conf")));
+	int status;
+	test_assert(waitpid(pid, &status, 0) == pid);
+	test_assert(WIFEXITED(status));
+	test_assert_int(WEXITSTATUS(status), 0);
+}
+
 static void test_value_file(void)
 {
 	const char *error;
@@ -950,7 +994,7 @@ TEST_MAIN(
 	TEST(test_sections),
 	TEST(test_lmtp_sections), TEST(test_validate),
 	TEST(test_include),
-	TEST(test_value_file),
+	TEST(test_value_file), TEST(test_unreadable_value_file),
 	TEST(test_round_trip),
 	TEST(test_ssl_settings),
 	TEST(test_non_default_output)
