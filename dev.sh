@@ -22,7 +22,8 @@ PACKAGES=(build-essential autoconf automake pkg-config libssl-dev libcap-dev
 	libpam0g-dev zlib1g-dev libcrypt-dev libargon2-dev openssl python3-pytest
 	clang libclang-rt-14-dev socat
 	argon2 whois  # argon2, mkpasswd: hash vectors in auth/ tests
-	isync offlineimap3 neomutt)  # real clients in tests/protocol/test_clients.py
+	isync offlineimap3 neomutt  # real clients in tests/protocol/test_clients.py
+	postfix)  # a private instance delivers to moat in tests/protocol/test_postfix.py
 SYSTEM_USERS=(moat-login moat-auth moat-lmtp moat-vmail)
 
 say() { printf 'dev.sh: %s\n' "$*" >&2; }
@@ -50,6 +51,10 @@ install_deps() {
 	is_root || die "missing packages (${missing[*]}); run as root to install them"
 	say "installing: ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
+	# Postfix without a system configuration: the tests run private
+	# instances, the machine's mail setup stays as it was
+	echo "postfix postfix/main_mailer_type select No configuration" |
+		debconf-set-selections
 	apt-get update -q
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
@@ -283,7 +288,7 @@ Connect from another terminal:
   c LOGOUT
 Deliver mail by LMTP (e.g. Postfix: mailbox_transport = lmtp:unix:$PREFIX/var/run/moat/lmtp):
   LMTP on 127.0.0.1:$DEMO_LMTP_PORT and on $PREFIX/var/run/moat/lmtp
-  (swaks --to demo@localhost --server 127.0.0.1:$DEMO_LMTP_PORT --protocol LMTP)
+  (with swaks: swaks --to demo@localhost --server 127.0.0.1:$DEMO_LMTP_PORT --protocol LMTP)
 
 EOF
 	exec "$PREFIX/sbin/moat" -F -c "$PREFIX/etc/moat/moat.conf"
