@@ -313,6 +313,8 @@ cmd_test() {
 	"$ROOT/tests/crash/run.sh" "$TEST_BUILD" >&2 || die "a crash test failed"
 	say "crash test through the server (SIGKILL of the user's imap process)"
 	"$ROOT/tests/crash/run-imap.sh" "$TEST_PREFIX" >&2 || die "the imap crash test failed"
+	say "crash test of delivery (SIGKILL of lmtp and imap while an MTA retries)"
+	"$ROOT/tests/crash/run-lmtp.sh" "$TEST_PREFIX" >&2 || die "the delivery crash test failed"
 	say "benchmark smoke run (correctness of bench/, never speed)"
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		"$ROOT/bench/smoke.sh" "$TEST_PREFIX" "$TEST_BUILD/bench/imapload" >&2 ||

@@ -28,6 +28,7 @@
 
 struct client;
 struct deliver_conn;
+struct imap_deliver_seen;
 
 /* The process: one user, all of the user's connections. Owned by main.c;
    clients get a pointer. */
@@ -46,6 +47,7 @@ struct imap_user {
 	/* lmtp's delivery connections (imap-deliver.c) */
 	struct deliver_conn *deliver_conns;
 	unsigned int deliver_conn_count;
+	struct imap_deliver_seen *deliver_seen;   /* NULL until a delivery */
 };
 
 /* cmd-capability.c: the post-login capability list (RFC 7889

@@ -4,8 +4,10 @@
 #include "imap-common.h"
 #include "imap-deliver.h"
 #include "imap-notify.h"
+#include "maildir-filename.h"
 #include "master-service.h"
 
+#include <openssl/evp.h>
 #include <sys/stat.h>
 
 /* DELIVER <id> <mailbox> <return-path> <delivered-to> */
@@ -17,6 +19,28 @@
 #define DELIVER_ADDRESS_MAX 512
 /* Bytes copied from the memfd per read. */
 #define DELIVER_COPY_CHUNK (64 * 1024)
+/* Delivery ids remembered, and the newest messages of a folder read for
+   them when the process first delivers there: an MTA retries a delivery
+   whose answer it did not get within minutes, far fewer messages than
+   this later. */
+#define DELIVER_SEEN_MAX 1024
+#define DELIVER_SCAN_WINDOW 1000
+#define DELIVER_SCANNED_MAX 32
+
+struct deliver_seen_entry {
+	uint64_t folder;          /* hash of the folder's path */
+	uint32_t uid;
+	char id[MAILDIR_DELIVERY_ID_LEN + 1];
+};
+
+/* What this process knows was delivered (imap-deliver.h: a retry of a
+   delivery whose answer was lost is answered, not saved twice). */
+struct imap_deliver_seen {
+	struct deliver_seen_entry entries[DELIVER_SEEN_MAX];
+	unsigned int next, count;
+	uint64_t scanned[DELIVER_SCANNED_MAX];
+	unsigned int scanned_next, scanned_count;
+};
 
 struct deliver_conn {
 	struct deliver_conn *next, *prev;
@@ -116,6 +140,121 @@ static int deliver_write(struct mailbox_append_ctx *save, int fd,
 	return ret;
 }
 
+static uint64_t folder_hash(const char *path)
+{
+	/* FNV-1a: only tells this process's folders apart */
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (const unsigned char *p = (const unsigned char *)path; *p != '\0'; p++)
+		h = (h ^ *p) * 0x100000001b3ULL;
+	return h;
+}
+
+static void seen_add(struct imap_deliver_seen *seen, uint64_t folder,
+		     const char *id, uint32_t uid)
+{
+	struct deliver_seen_entry *e = &seen->entries[seen->next];
+
+	e->folder = folder;
+	e->uid = uid;
+	memcpy(e->id, id, sizeof(e->id));
+	seen->next = (seen->next + 1) % DELIVER_SEEN_MAX;
+	if (seen->count < DELIVER_SEEN_MAX)
+		seen->count++;
+}
+
+struct seen_scan_ctx {
+	struct imap_deliver_seen *seen;
+	uint64_t folder;
+};
+
+static void seen_scan_found(const char *id, uint32_t uid, void *context)
+{
+	struct seen_scan_ctx *ctx = context;
+
+	seen_add(ctx->seen, ctx->folder, id, uid);
+}
+
+/* The uid of an earlier delivery of id into box, or 0. The folder's
+   newest messages are read once per process (after a crash the earlier
+   delivery may be on disk while nobody heard of it). */
+static uint32_t seen_lookup(struct imap_user *user, struct mailbox *box,
+			    const char *id)
+{
+	if (user->deliver_seen == NULL)
+		user->deliver_seen = i_malloc(sizeof(*user->deliver_seen));
+	struct imap_deliver_seen *seen = user->deliver_seen;
+	uint64_t folder = folder_hash(mailbox_get_path(box));
+	unsigned int i;
+	const char *error;
+
+	for (i = 0; i < seen->scanned_count; i++) {
+		if (seen->scanned[i] == folder)
+			break;
+	}
+	if (i == seen->scanned_count) {
+		struct seen_scan_ctx ctx = { seen, folder };
+		if (mailbox_scan_deliveries(box, DELIVER_SCAN_WINDOW,
+					    seen_scan_found, &ctx, &error) < 0)
+			i_error("delivery: reading earlier deliveries failed: %s",
+				error);
+		seen->scanned[seen->scanned_next] = folder;
+		seen->scanned_next = (seen->scanned_next + 1) % DELIVER_SCANNED_MAX;
+		if (seen->scanned_count < DELIVER_SCANNED_MAX)
+			seen->scanned_count++;
+	}
+	for (i = 0; i < seen->count; i++) {
+		const struct deliver_seen_entry *e = &seen->entries[i];
+		if (e->folder == folder && strcmp(e->id, id) == 0)
+			return e->uid;
+	}
+	return 0;
+}
+
+/* The delivery's id: a digest of the folder, the envelope and the
+   message, so that the same delivery repeated by the MTA is recognised
+   and anything else is not. */
+static int deliver_id(int fd, uint64_t size, const char *folder,
+		      const char *return_path, const char *delivered_to,
+		      char id_r[MAILDIR_DELIVERY_ID_LEN + 1])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int md_len;
+	EVP_MD_CTX *md_ctx = EVP_MD_CTX_new();
+	int ret = md_ctx != NULL && EVP_DigestInit_ex(md_ctx, EVP_sha256(),
+						      NULL) == 1 ? 0 : -1;
+	const char *parts[] = { folder, return_path, delivered_to };
+
+	for (unsigned int i = 0; ret == 0 && i < N_ELEMENTS(parts); i++) {
+		/* with its NUL: fields cannot run into each other */
+		if (EVP_DigestUpdate(md_ctx, parts[i], strlen(parts[i]) + 1) != 1)
+			ret = -1;
+	}
+	char *buf = i_malloc(DELIVER_COPY_CHUNK);
+	for (uint64_t pos = 0; ret == 0 && pos < size;) {
+		size_t want = (size_t)MIN(size - pos, (uint64_t)DELIVER_COPY_CHUNK);
+		ssize_t got = pread(fd, buf, want, (off_t)pos);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0 || EVP_DigestUpdate(md_ctx, buf, (size_t)got) != 1)
+			ret = -1;
+		else
+			pos += (uint64_t)got;
+	}
+	i_free(buf);
+	if (ret == 0 && EVP_DigestFinal_ex(md_ctx, md, &md_len) != 1)
+		ret = -1;
+	EVP_MD_CTX_free(md_ctx);
+	if (ret < 0)
+		return -1;
+	static const char hex[] = "0123456789abcdef";
+	for (unsigned int i = 0; i < MAILDIR_DELIVERY_ID_LEN / 2; i++) {
+		id_r[i * 2] = hex[md[i] >> 4];
+		id_r[i * 2 + 1] = hex[md[i] & 15];
+	}
+	id_r[MAILDIR_DELIVERY_ID_LEN] = '\0';
+	return 0;
+}
+
 static void deliver_message(struct deliver_conn *conn,
 			    const char *const *args, int fd)
 {
@@ -142,9 +281,27 @@ static void deliver_message(struct deliver_conn *conn,
 			     "Temporary internal error opening the mailbox");
 		return;
 	}
+	char delivery_id[MAILDIR_DELIVERY_ID_LEN + 1];
+	if (deliver_id(fd, (uint64_t)st.st_size, mailbox_get_name(box), args[3],
+		       args[4], delivery_id) < 0) {
+		i_error("delivery: reading the message failed");
+		deliver_fail(conn, id, "451", "4.3.0", "Temporary internal error");
+		mailbox_close(&box);
+		return;
+	}
+	uint32_t uid = seen_lookup(user, box, delivery_id);
+	if (uid != 0) {
+		char uid_str[16];
+		snprintf(uid_str, sizeof(uid_str), "%u", uid);
+		i_info("delivery: mailbox=%s, uid=%u has this message from an "
+		       "earlier try whose answer was lost: not saved again",
+		       mailbox_get_name(box), uid);
+		(void)ipc_sendv(conn->ipc, -1, "OK", id, uid_str, NULL);
+		mailbox_close(&box);
+		return;
+	}
 	struct mailbox_append_ctx *save;
-	uint32_t uid = 0;
-	int ret = mailbox_append_begin(box, 0, (time_t)-1, &save, &error);
+	int ret = mailbox_append_begin_delivery(box, delivery_id, &save, &error);
 	if (ret == 0 &&
 	    deliver_write(save, fd, (uint64_t)st.st_size, args[3], args[4],
 			  &error) < 0) {
@@ -171,6 +328,8 @@ static void deliver_message(struct deliver_conn *conn,
 		       mailbox_get_name(box), uid,
 		       (unsigned long long)st.st_size, args[3]);
 		imap_notify_path(user, mailbox_get_path(box));
+		seen_add(user->deliver_seen, folder_hash(mailbox_get_path(box)),
+			 delivery_id, uid);
 		(void)ipc_sendv(conn->ipc, -1, "OK", id, uid_str, NULL);
 	}
 	mailbox_close(&box);
@@ -224,4 +383,5 @@ void imap_deliver_conns_destroy_all(struct imap_user *user)
 {
 	while (user->deliver_conns != NULL)
 		deliver_conn_destroy(user->deliver_conns);
+	i_free(user->deliver_seen);
 }

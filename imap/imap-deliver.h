@@ -11,7 +11,13 @@
      OK <id> <uid>                         saved, fsynced and indexed
      FAIL <id> <reply code> <enhanced code> <text>
    The process being the only writer of its user's index, sessions in IDLE
-   hear of the new message at once and its cache is filled once. */
+   hear of the new message at once and its cache is filled once.
+
+   A delivery has an id (a digest of folder, envelope and message) that its
+   file's name carries (mailbox_append_begin_delivery()). When the process
+   died after saving but before answering, the MTA got a 4xx and tries
+   again: the id finds the saved message and the answer is OK with its
+   uid, so nothing is delivered twice. */
 
 #include "imap-common.h"
 

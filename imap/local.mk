@@ -39,6 +39,9 @@ imap_imap_SOURCES = \
 	imap/cmd-noop.c \
 	imap/cmd-select.c
 imap_imap_LDADD = index/libindex.a $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
+# SHA-256 of deliveries (imap-deliver.c)
+imap_imap_LDADD += $(SSL_LIBS)
+imap_imap_CFLAGS = $(AM_CFLAGS) $(SSL_CFLAGS)
 # SEARCH (cmd-search.c, imap-search.c: ESEARCH, SEARCHRES "$")
 imap_imap_SOURCES += imap/cmd-search.c imap/imap-search.c imap/imap-search.h
 imap_imap_LDADD += $(LIBMIME) $(LIBMOAT)

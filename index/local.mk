@@ -19,7 +19,8 @@ index_libindex_a_SOURCES = \
 	index/mailbox-list.c index/mailbox-list.h index/mailbox-list-private.h \
 	index/mailbox-list-ops.c index/mailbox-subscriptions.c \
 	index/maildir-watch.c index/maildir-watch.h \
-	index/maildir-staged.c
+	index/maildir-staged.c \
+	index/mailbox-delivery.c
 LIBINDEX = index/libindex.a
 
 INDEX_TEST_LDADD = $(LIBINDEX) $(LIBMAILINDEX) tests/unit/libtest.a $(LIBMOAT) \

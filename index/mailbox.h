@@ -213,6 +213,20 @@ struct mailbox_append_ctx;
 int mailbox_append_begin(struct mailbox *box, enum mail_flags flags,
 			 time_t internal_date, struct mailbox_append_ctx **ctx_r,
 			 const char **error_r);
+/* mailbox_append_begin() for a delivery with an id (MAILDIR_DELIVERY_ID_LEN
+   lowercase hex digits, a digest of what was delivered): the file's name
+   carries it, so mailbox_find_delivery() can tell a retry from new mail. */
+int mailbox_append_begin_delivery(struct mailbox *box, const char *id,
+				  struct mailbox_append_ctx **ctx_r,
+				  const char **error_r);
+/* The delivery ids among the newest window messages, newest first: the
+   callback gets each id (NUL-terminated) with the message's uid. Returns
+   0, or -1 on error. */
+typedef void mailbox_delivery_callback_t(const char *id, uint32_t uid,
+					 void *context);
+int mailbox_scan_deliveries(struct mailbox *box, unsigned int window,
+			    mailbox_delivery_callback_t *callback,
+			    void *context, const char **error_r);
 /* Keywords (indexes of mailbox_keyword_get()) for the new message. */
 void mailbox_append_set_keywords(struct mailbox_append_ctx *ctx,
 				 uint32_t keywords);

@@ -388,3 +388,34 @@ def test_idle_connection_times_out_is_bounded(moat_server):
     start(c, ["testuser1"])
     assert data(c, MSG, 1)[0][0] == 250
     assert fetch_all(moat_server, "testuser1") == [delivered("testuser1")]
+
+
+def test_repeated_delivery_is_one_message(moat_server):
+    """An MTA that did not get the answer (the process died after saving)
+    sends the same delivery again: the saved message is recognised by its
+    id (folder, envelope and bytes), answered 250 and not saved twice,
+    also by a new process after a restart. Other messages are new."""
+    for _ in range(2):
+        c = Lmtp(moat_server)
+        start(c, ["testuser1"])
+        assert data(c, MSG, 1)[0][0] == 250
+    files = list((moat_server.maildir("testuser1") / "cur").iterdir())
+    assert len(files) == 1
+    assert re.match(r"^\d+\.M\d+P\d+Q\d+D[0-9a-f]{32}\.", files[0].name), files
+    moat_server.close_clients()
+    assert moat_server.stop()[0] == 0
+    moat_server.start()
+    c = Lmtp(moat_server)
+    start(c, ["testuser1"])
+    assert data(c, MSG, 1)[0][0] == 250
+    assert fetch_all(moat_server, "testuser1") == [delivered("testuser1")]
+    # another sender, another folder detail or other bytes: new messages
+    c = Lmtp(moat_server)
+    start(c, ["testuser1"], sender="other@example.org")
+    assert data(c, MSG, 1)[0][0] == 250
+    start2 = [c.cmd("MAIL FROM:<sender@example.org>")[0],
+              c.cmd("RCPT TO:<testuser1>")[0]]
+    assert start2 == [250, 250]
+    assert data(c, MSG + b"more\r\n", 1)[0][0] == 250
+    assert len(fetch_all(moat_server, "testuser1")) == 3
+    assert wait_for(lambda: "not saved again" in moat_server.logs(), 30)
