@@ -20,7 +20,8 @@ index_libindex_a_SOURCES = \
 	index/mailbox-list-ops.c index/mailbox-subscriptions.c \
 	index/maildir-watch.c index/maildir-watch.h \
 	index/maildir-staged.c \
-	index/mailbox-delivery.c
+	index/mailbox-delivery.c \
+	index/mailbox-quota.c index/mailbox-quota.h
 LIBINDEX = index/libindex.a
 
 INDEX_TEST_LDADD = $(LIBINDEX) $(LIBMAILINDEX) tests/unit/libtest.a $(LIBMOAT) \
@@ -32,7 +33,8 @@ INDEX_TESTS = \
 	index/test-maildir-keywords \
 	index/test-mailbox-copy \
 	index/test-mailbox-append-multi \
-	index/test-maildir-watch
+	index/test-maildir-watch \
+	index/test-mailbox-quota
 check_PROGRAMS += $(INDEX_TESTS)
 TESTS += $(INDEX_TESTS)
 index_test_maildir_filename_LDADD = $(INDEX_TEST_LDADD)
@@ -49,6 +51,8 @@ index_test_mailbox_append_multi_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_append_multi_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_maildir_watch_LDADD = $(INDEX_TEST_LDADD)
 index_test_maildir_watch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+index_test_mailbox_quota_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_quota_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 
 # mailbox names and the mailbox list (LIST, CREATE, DELETE, RENAME)
 INDEX_TESTS_LIST = index/test-mailbox-name index/test-mailbox-list
