@@ -19,6 +19,10 @@ struct auth_user_info {
 	gid_t gid;
 	const char *home;    /* "" if none */
 	const char *mail;    /* mail location, "~" left unexpanded */
+	/* userdb fields quota_storage=<size>, quota_messages=<n>; without
+	   them the imap process uses the quota_* settings */
+	bool quota_storage_set, quota_messages_set;
+	uint64_t quota_storage, quota_messages;
 };
 
 enum auth_db_result {
@@ -98,6 +102,10 @@ enum auth_db_result
 auth_db_worker_user(struct auth_db *db, pool_t pool, const char *user,
 		    unsigned int idx, uid_t uid, gid_t gid, const char *home,
 		    struct auth_user_info *info_r);
+
+/* The quota fields for the USER records: decimal, "" when not set. */
+void auth_user_info_quota_str(const struct auth_user_info *info,
+			      char storage[32], char messages[32]);
 
 /* Text for an auth_db_result in "auth failed" log lines. */
 const char *auth_db_result_reason(enum auth_db_result result);

@@ -57,12 +57,13 @@ static void auth_master_worker_conn(struct auth *auth, const char *const *args,
 static void auth_master_send_user(struct auth *auth, const char *id,
 				  const struct auth_user_info *user)
 {
-	char uid[32], gid[32];
+	char uid[32], gid[32], qs[32], qm[32];
 
 	snprintf(uid, sizeof(uid), "%lu", (unsigned long)user->uid);
 	snprintf(gid, sizeof(gid), "%lu", (unsigned long)user->gid);
+	auth_user_info_quota_str(user, qs, qm);
 	(void)ipc_sendv(auth->master_conn, -1, "USER", id, user->user, uid, gid,
-			user->home, user->mail, NULL);
+			user->home, user->mail, qs, qm, NULL);
 }
 
 /* REDEEM <id> <token> <login_pid> */

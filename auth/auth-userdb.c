@@ -35,15 +35,16 @@ static void lookup_finish(struct auth_userdb_lookup *lookup,
 			  const struct auth_user_info *info)
 {
 	struct auth *auth = lookup->auth;
-	char uid[32], gid[32];
+	char uid[32], gid[32], qs[32], qm[32];
 
 	switch (result) {
 	case AUTH_DB_OK:
 		snprintf(uid, sizeof(uid), "%lu", (unsigned long)info->uid);
 		snprintf(gid, sizeof(gid), "%lu", (unsigned long)info->gid);
+		auth_user_info_quota_str(info, qs, qm);
 		(void)ipc_sendv(auth->master_conn, -1, "USERDB-USER", lookup->id,
 				info->user, uid, gid, info->home, info->mail,
-				NULL);
+				qs, qm, NULL);
 		break;
 	case AUTH_DB_UNKNOWN_USER:
 		(void)ipc_sendv(auth->master_conn, -1, "USERDB-NOTFOUND",

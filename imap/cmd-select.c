@@ -54,8 +54,8 @@ static bool cmd_select_full(struct client_command *cmd, bool readonly)
 				 "closed.");
 
 	/* SELECT takes \Recent; EXAMINE leaves it (RFC 3501 6.3.2) */
-	enum mailbox_open_flags flags = readonly ? MAILBOX_OPEN_READONLY :
-		MAILBOX_OPEN_SELECT;
+	enum mailbox_open_flags flags = MAILBOX_OPEN_QUOTA |
+		(readonly ? MAILBOX_OPEN_READONLY : MAILBOX_OPEN_SELECT);
 	if (client->user->set->mail_fsync == MOAT_FSYNC_NEVER)
 		flags |= MAILBOX_OPEN_NO_FSYNC;
 	char boxname[MAILBOX_NAME_MAX + 1];

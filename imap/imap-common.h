@@ -12,6 +12,7 @@
 #include "imap-parser.h"
 #include "moat-settings.h"
 #include "mailbox.h"
+#include "mailbox-quota.h"
 
 /* Only what works is advertised. IMAP4rev2 mode is per session, after
    ENABLE IMAP4rev2 (doc/imap4rev2.md). APPENDLIMIT=<n> follows (the
@@ -22,7 +23,7 @@
 	" MOVE IDLE ENABLE CHILDREN NAMESPACE LIST-EXTENDED LIST-STATUS" \
 	" SPECIAL-USE STATUS=SIZE ESEARCH SEARCHRES WITHIN BINARY MULTIAPPEND" \
 	" SAVEDATE SORT SORT=DISPLAY ESORT THREAD=ORDEREDSUBJECT" \
-	" THREAD=REFERENCES"
+	" THREAD=REFERENCES QUOTA QUOTA=RES-STORAGE QUOTA=RES-MESSAGE"
 /* IMAP_CAPABILITY plus " APPENDLIMIT=" and a 64-bit number */
 #define IMAP_CAPABILITY_MAX (sizeof(IMAP_CAPABILITY) + 50)
 
@@ -48,6 +49,8 @@ struct imap_user {
 	struct deliver_conn *deliver_conns;
 	unsigned int deliver_conn_count;
 	struct imap_deliver_seen *deliver_seen;   /* NULL until a delivery */
+	/* the user's quota limits (imap-quota.h); 0 = none */
+	struct mailbox_quota_limits quota;
 };
 
 /* cmd-capability.c: the post-login capability list (RFC 7889

@@ -89,9 +89,9 @@ static void deliver_fail(struct deliver_conn *conn, const char *id,
 static int deliver_open_box(struct imap_user *user, const char *name,
 			    struct mailbox **box_r, const char **error_r)
 {
-	enum mailbox_open_flags flags =
-		user->set->mail_fsync == MOAT_FSYNC_NEVER ?
-		MAILBOX_OPEN_NO_FSYNC : 0;
+	enum mailbox_open_flags flags = MAILBOX_OPEN_QUOTA |
+		(user->set->mail_fsync == MOAT_FSYNC_NEVER ?
+		 MAILBOX_OPEN_NO_FSYNC : 0);
 	int ret = 0;
 
 	if (name[0] != '\0' && !mailbox_name_is_inbox(name))

@@ -37,7 +37,9 @@ imap_imap_SOURCES = \
 	imap/cmd-id.c \
 	imap/cmd-logout.c \
 	imap/cmd-noop.c \
-	imap/cmd-select.c
+	imap/cmd-select.c \
+	imap/cmd-getquota.c imap/cmd-getquotaroot.c imap/cmd-setquota.c \
+	imap/imap-quota.c imap/imap-quota.h
 imap_imap_LDADD = index/libindex.a $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
 # SHA-256 of deliveries (imap-deliver.c)
 imap_imap_LDADD += $(SSL_LIBS)

@@ -11,6 +11,7 @@
 #include "imap-common.h"
 #include "imap-client.h"
 #include "imap-deliver.h"
+#include "imap-quota.h"
 #include "master-service.h"
 #include "imap-mailbox.h"
 #include "imap-status.h"
@@ -238,6 +239,7 @@ int main(void)
 	imap_mailbox_specials_get(proc->user.set, &specials);
 	if (mailbox_list_autocreate(root, &specials.names, &error) < 0)
 		i_error("Creating the default mailboxes failed: %s", error);
+	imap_quota_init(&proc->user);
 	proc->master = master_service_connect_master(proc->service,
 		IPC_PROTO_IMAP_MASTER, master_input, proc);
 	linger_start(proc);

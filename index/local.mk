@@ -21,7 +21,8 @@ index_libindex_a_SOURCES = \
 	index/maildir-watch.c index/maildir-watch.h \
 	index/maildir-staged.c \
 	index/mailbox-delivery.c \
-	index/mailbox-quota.c index/mailbox-quota.h
+	index/mailbox-quota.c index/mailbox-quota.h \
+	index/mailbox-quota-account.c index/mailbox-quota-warning.c
 LIBINDEX = index/libindex.a
 
 INDEX_TEST_LDADD = $(LIBINDEX) $(LIBMAILINDEX) tests/unit/libtest.a $(LIBMOAT) \

@@ -27,6 +27,8 @@ int mailbox_append_multi_end(struct mailbox_append_multi *ctx,
 			     const char **error_r);
 /* Messages staged (ended) so far. */
 unsigned int mailbox_append_multi_count(struct mailbox_append_multi *ctx);
+/* Bytes written so far (for the quota). */
+uint64_t mailbox_append_multi_bytes(struct mailbox_append_multi *ctx);
 /* Publish every staged message: UIDs *first_uid_r .. + count - 1 in
    staging order. Frees the context either way. */
 int mailbox_append_multi_commit(struct mailbox_append_multi **ctx,

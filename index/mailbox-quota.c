@@ -231,6 +231,18 @@ static int walk_folder(const char *folder, struct mailbox_quota_usage *usage)
 	return walk_dir(path, usage);
 }
 
+int mailbox_quota_folder_usage(const char *root, const char *path,
+			       struct mailbox_quota_usage *usage_r)
+{
+	char qpath[PATH_MAX];
+
+	quota_path(root, qpath, sizeof(qpath));
+	if (access(qpath, F_OK) < 0)
+		return -1;
+	memset(usage_r, 0, sizeof(*usage_r));
+	return walk_folder(path, usage_r);
+}
+
 int mailbox_quota_recalc(const char *root,
 			 const struct mailbox_quota_limits *limits,
 			 struct mailbox_quota_usage *usage_r,

@@ -56,6 +56,12 @@ int mailbox_quota_set_limits(const char *root,
 			     const struct mailbox_quota_limits *limits,
 			     const char **error_r);
 
+/* The messages of the folder at path (cur/ and new/), for a DELETE: 0,
+   or -1 when root has no quota file (nothing to keep in step) or the
+   folder cannot be read. */
+int mailbox_quota_folder_usage(const char *root, const char *path,
+			       struct mailbox_quota_usage *usage_r);
+
 /* Whether adding storage bytes and messages fits: 1 yes, 0 no. grace is
    the bytes a save may go over the storage limit when the usage is
    below the limit before it (a big message to a nearly full mailbox is
@@ -63,5 +69,15 @@ int mailbox_quota_set_limits(const char *root,
 int mailbox_quota_check(const struct mailbox_quota_limits *limits,
 			const struct mailbox_quota_usage *usage,
 			uint64_t grace, uint64_t storage, uint64_t messages);
+
+/* After a save took usage from before to after: for each limit whose
+   percents (ascending) it crossed upwards, a warning message in root's
+   INBOX (one per limit and save, naming the highest percentage crossed).
+   Failures are logged. */
+void mailbox_quota_warn(const char *root,
+			const struct mailbox_quota_limits *limits,
+			const struct mailbox_quota_usage *before,
+			const struct mailbox_quota_usage *after,
+			const unsigned int *percents, unsigned int count);
 
 #endif

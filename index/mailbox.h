@@ -30,6 +30,10 @@ enum mailbox_open_flags {
 	   APPEND, COPY) messages not yet taken show \Recent and stay so
 	   for the next SELECT. */
 	MAILBOX_OPEN_SELECT = 0x04,
+	/* The handle's saves, copies and expunges are counted in the mail
+	   root's quota file (mailbox-quota.h): what the user's own
+	   processes open. */
+	MAILBOX_OPEN_QUOTA = 0x08,
 };
 
 /* Names longer than this are refused (file system limits). */
@@ -49,6 +53,9 @@ int mailbox_open(const char *root, const char *name,
 		 enum mailbox_open_flags flags, struct mailbox **box_r,
 		 const char **error_r);
 void mailbox_close(struct mailbox **box);
+/* From now on the messages this handle saves (append, copy) and expunges
+   are counted in root's quota file (mailbox-quota.h). */
+void mailbox_set_quota_root(struct mailbox *box, const char *root);
 /* Whether the name refers to an existing mailbox (INBOX always does). */
 bool mailbox_name_is_inbox(const char *name);
 
@@ -198,6 +205,8 @@ int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
 		     uint32_t seq, const char **error_r);
 /* Number of messages staged. */
 unsigned int mailbox_copy_count(struct mailbox_copy_ctx *ctx);
+/* Bytes of the staged copies (for the quota). */
+uint64_t mailbox_copy_bytes(struct mailbox_copy_ctx *ctx);
 /* Publish the staged messages under the target's lock. They get the
    consecutive UIDs *first_uid_r .. + count - 1 in staging order. Frees
    the context either way; on failure nothing stays in the target. */

@@ -53,6 +53,15 @@ unsigned int mailbox_append_multi_count(struct mailbox_append_multi *ctx)
 	return ctx->cur == NULL ? ctx->count : ctx->count - 1;
 }
 
+uint64_t mailbox_append_multi_bytes(struct mailbox_append_multi *ctx)
+{
+	uint64_t size = 0;
+
+	for (unsigned int i = 0; i < ctx->count; i++)
+		size += ctx->items[i].size;
+	return size;
+}
+
 static struct multi_item *multi_new_item(struct mailbox_append_multi *ctx)
 {
 	if (ctx->count == ctx->alloc) {
@@ -313,6 +322,9 @@ int mailbox_append_multi_commit(struct mailbox_append_multi **_ctx,
 	}
 	int ret = mailbox_publish_staged(box, multi_publish_cb, ctx,
 					 first_uid_r, error_r);
+	if (ret == 0)
+		mailbox_quota_account(box, (int64_t)mailbox_append_multi_bytes(ctx),
+				      ctx->count);
 	multi_free(_ctx, ret < 0);
 	return ret;
 }

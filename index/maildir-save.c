@@ -264,6 +264,7 @@ int mailbox_append_finish(struct mailbox_append_ctx **_ctx, uint32_t *uid_r,
 		append_free(_ctx, true);
 		return -1;
 	}
+	mailbox_quota_account(box, (int64_t)ctx->size, 1);
 	append_free(_ctx, false);
 	if ((box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 &&
 	    maildir_fsync_dir(box->cur_dir) < 0) {

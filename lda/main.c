@@ -230,10 +230,11 @@ static struct mailbox *lda_open(const char *root, const char *name)
 	int ret = 0;
 
 	if (name != NULL && !mailbox_name_is_inbox(name))
-		ret = mailbox_open(root, name, 0, &box, &error);
+		ret = mailbox_open(root, name, MAILBOX_OPEN_QUOTA, &box, &error);
 	/* a folder that is not there: INBOX, as Dovecot's LDA */
 	if (ret == 0)
-		ret = mailbox_open(root, "INBOX", 0, &box, &error);
+		ret = mailbox_open(root, "INBOX", MAILBOX_OPEN_QUOTA, &box,
+				   &error);
 	if (ret < 0) {
 		int err = errno;
 		lda_fail(lda_exit_code(err), "opening the mailbox failed: %s",

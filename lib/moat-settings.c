@@ -41,6 +41,9 @@ static int check_username_format(pool_t pool, const char *value,
 static int check_mode(pool_t pool, const char *value, const char **error_r);
 static int check_delimiter(pool_t pool, const char *value,
 			   const char **error_r);
+static int check_grace(pool_t pool, const char *value, const char **error_r);
+static int check_percents(pool_t pool, const char *value,
+			  const char **error_r);
 
 static const char *const fsync_values[] = {
 	"optimized", "always", "never", NULL
@@ -105,6 +108,12 @@ static const struct setting_def global_defs[] = {
 	/* RFC 5321 4.5.3.1.8: at least 100 recipients must be accepted */
 	GLOBAL(lmtp_max_recipients, SET_UINT, "1000", .min = 100,
 	       .max = 100000),
+	GLOBAL(quota_storage, SET_SIZE, "0"),
+	GLOBAL(quota_messages, SET_UINT, "0"),
+	/* Dovecot's default: a big message to a nearly full mailbox fits */
+	GLOBAL(quota_grace, SET_STRING, "10%", .check = check_grace),
+	GLOBAL(quota_warning, SET_STRING, "", .check = check_percents),
+	GLOBAL(quota_full_tempfail, SET_BOOL, "no"),
 	GLOBAL(login_timeout, SET_TIME, "60 secs", .min = 1),
 	GLOBAL(disable_plaintext_auth, SET_BOOL, "yes"),
 	GLOBAL(auth_mechanisms, SET_STRING, "plain login",
@@ -385,6 +394,61 @@ static int check_delimiter(pool_t pool ATTR_UNUSED, const char *value,
 	    (unsigned char)value[0] < 0x20 || (unsigned char)value[0] >= 0x7f) {
 		*error_r = "must be one character other than @ < > \\ \" and space";
 		return -1;
+	}
+	return 0;
+}
+
+/* "N%" (0..100) or a size. */
+static int check_grace(pool_t pool ATTR_UNUSED, const char *value,
+		       const char **error_r)
+{
+	size_t len = strlen(value);
+	uint64_t num;
+
+	if (len > 0 && value[len - 1] == '%') {
+		char num_str[8];
+		if (len < 2 || len > 4 || strspn(value, "0123456789") != len - 1) {
+			*error_r = "not a percentage (0%..100%) or a size";
+			return -1;
+		}
+		memcpy(num_str, value, len - 1);
+		num_str[len - 1] = '\0';
+		if (str_to_uint64(num_str, &num) < 0 || num > 100) {
+			*error_r = "not a percentage (0%..100%) or a size";
+			return -1;
+		}
+		return 0;
+	}
+	return config_parse_size(value, &num, error_r);
+}
+
+/* Words of 1..100, at most MOAT_SETTINGS_QUOTA_WARNINGS_MAX. */
+static int check_percents(pool_t pool ATTR_UNUSED, const char *value,
+			  const char **error_r)
+{
+	const char *p = value;
+	unsigned int count = 0;
+
+	while (*p != '\0') {
+		size_t len = strcspn(p, " \t");
+		char word[8];
+		unsigned int num;
+		if (len > 0) {
+			if (len >= sizeof(word) ||
+			    ++count > MOAT_SETTINGS_QUOTA_WARNINGS_MAX) {
+				*error_r = "too many or too long percentages";
+				return -1;
+			}
+			memcpy(word, p, len);
+			word[len] = '\0';
+			if (word[len - 1] == '%')
+				word[len - 1] = '\0';
+			if (str_to_uint(word, &num) < 0 || num < 1 || num > 100) {
+				*error_r = "percentages must be 1..100";
+				return -1;
+			}
+		}
+		p += len + (p[len] != '\0' ? 1 : 0);
 	}
 	return 0;
 }
@@ -1187,6 +1251,46 @@ bool moat_settings_has_protocol(const struct moat_settings *set,
 		p += len + (p[len] != '\0' ? 1 : 0);
 	}
 	return false;
+}
+
+uint64_t moat_settings_quota_grace(const struct moat_settings *set,
+				   uint64_t storage_limit)
+{
+	const char *value = set->quota_grace;
+	size_t len = strlen(value);
+	uint64_t num = 0;
+	const char *error;
+
+	if (len > 0 && value[len - 1] == '%') {
+		for (size_t i = 0; i + 1 < len; i++)
+			num = num * 10 + (uint64_t)(value[i] - '0');
+		return storage_limit / 100 * num + storage_limit % 100 * num / 100;
+	}
+	return config_parse_size(value, &num, &error) < 0 ? 0 : num;
+}
+
+unsigned int moat_settings_quota_warnings(const struct moat_settings *set,
+					  unsigned int *percents,
+					  unsigned int max)
+{
+	const char *p = set->quota_warning;
+	unsigned int count = 0;
+
+	while (*p != '\0' && count < max) {
+		size_t len = strcspn(p, " \t");
+		unsigned int num = 0;
+		for (size_t i = 0; i < len && p[i] >= '0' && p[i] <= '9'; i++)
+			num = num * 10 + (unsigned int)(p[i] - '0');
+		if (len > 0 && num >= 1 && num <= 100) {
+			/* insertion keeps them ascending */
+			unsigned int i = count++;
+			for (; i > 0 && percents[i - 1] > num; i--)
+				percents[i] = percents[i - 1];
+			percents[i] = num;
+		}
+		p += len + (p[len] != '\0' ? 1 : 0);
+	}
+	return count;
 }
 
 unsigned int moat_listener_mode(const struct moat_listener_settings *l)

@@ -126,6 +126,20 @@ struct moat_settings {
 	/* Most recipients one LMTP transaction accepts (452 4.5.3 after). */
 	unsigned int lmtp_max_recipients;
 
+	/* quota (RFC 9208): defaults for users whose userdb entry has no
+	   quota_storage / quota_messages field; 0 = no limit */
+	uint64_t quota_storage;
+	unsigned int quota_messages;
+	/* "10%" of the storage limit, or a size: how far one save may go
+	   over the limit from below it */
+	const char *quota_grace;
+	/* "80 95": percentages of a limit whose crossing sends the user a
+	   warning message */
+	const char *quota_warning;
+	/* a full mailbox is a temporary failure for LMTP (452 4.2.2) and
+	   moat-lda (75) instead of a bounce (552 5.2.2, 77) */
+	bool quota_full_tempfail;
+
 	/* login / auth */
 	unsigned int login_timeout;         /* seconds to authenticate */
 	bool disable_plaintext_auth;        /* loopback counts as secured */
@@ -175,6 +189,8 @@ struct moat_settings {
 /* A unix_listener path (relative or absolute): sun_path is 108 bytes,
    and base_dir comes in front of a relative one. */
 #define MOAT_SETTINGS_UNIX_PATH_MAX 100
+/* quota_warning percentages */
+#define MOAT_SETTINGS_QUOTA_WARNINGS_MAX 8
 #define MOAT_SETTINGS_DBS_MAX 16        /* passdb blocks, and userdb blocks */
 /* Error strings returned by the functions below live in one thread-local
    buffer of this size: valid until the next failing moat_settings_*()
@@ -246,6 +262,14 @@ bool moat_settings_net_match(const char *networks, const char *ip);
 /* True if protocols (the setting) lists name ("imap", "lmtp"). */
 bool moat_settings_has_protocol(const struct moat_settings *set,
 				const char *name);
+/* quota_grace for a storage limit: bytes. Its text was checked. */
+uint64_t moat_settings_quota_grace(const struct moat_settings *set,
+				   uint64_t storage_limit);
+/* quota_warning as percentages (1..100), ascending; returns how many (at
+   most max). */
+unsigned int moat_settings_quota_warnings(const struct moat_settings *set,
+					  unsigned int *percents,
+					  unsigned int max);
 /* A unix_listener's mode as a number; its text was checked. */
 unsigned int moat_listener_mode(const struct moat_listener_settings *l);
 

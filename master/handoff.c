@@ -112,11 +112,11 @@ void handoff_start(struct child *login, const char *const *args, int fd)
 static void handoff_route(struct master *master, struct handoff *handoff,
 			  const char *const *args)
 {
-	/* USER <id> <user> <uid> <gid> <home> <mail> */
+	/* USER <id> <user> <uid> <gid> <home> <mail> <quota storage>
+	   <quota messages> */
 	const char *error = "Internal error: invalid user data";
-	struct child *imap = str_array_length(args) != 7 ? NULL :
-		imap_get_user(master, args[2], args[3], args[4], args[5],
-			      args[6], &error);
+	struct child *imap = str_array_length(args) != 9 ? NULL :
+		imap_get_user(master, args + 2, &error);
 	if (imap == NULL) {
 		i_error("login of user %s refused: %s",
 			args[1] != NULL && args[2] != NULL ? args[2] : "?",

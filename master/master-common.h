@@ -178,12 +178,14 @@ void lmtp_rcpt_lmtp_gone(struct master *master, struct child *lmtp);
 /* service-imap.c */
 struct child *imap_find_user(struct master *master, const char *user);
 struct child *imap_spawn(struct master *master, const char *user, uid_t uid,
-			 gid_t gid, const char *home, const char *mail);
-/* The running imap process of user, spawned when there is none (within
-   process_limit). Checks uid/gid as for logins. NULL with *error_r. */
-struct child *imap_get_user(struct master *master, const char *user,
-			    const char *uid, const char *gid, const char *home,
-			    const char *mail, const char **error_r);
+			 gid_t gid, const char *home, const char *mail,
+			 const char *quota_storage, const char *quota_messages);
+/* The running imap process of a user, spawned when there is none (within
+   process_limit). fields: user, uid, gid, home, mail, quota storage,
+   quota messages of auth's USER record (checked here, uid/gid as for
+   logins). NULL with *error_r. */
+struct child *imap_get_user(struct master *master, const char *const *fields,
+			    const char **error_r);
 void imap_input(void *context, const char *const *args, int fd);
 
 #endif

@@ -16,18 +16,23 @@ struct child *imap_find_user(struct master *master, const char *user)
 }
 
 struct child *imap_spawn(struct master *master, const char *user, uid_t uid,
-			 gid_t gid, const char *home, const char *mail)
+			 gid_t gid, const char *home, const char *mail,
+			 const char *quota_storage, const char *quota_messages)
 {
 	char *env_user = i_strdup_printf("MOAT_USER=%s", user);
 	char *env_home = i_strdup_printf("MOAT_HOME=%s", home);
 	char *env_mail = i_strdup_printf("MOAT_MAIL=%s", mail);
-	const char *env[] = { env_user, env_home, env_mail, NULL };
+	char *env_qs = i_strdup_printf("MOAT_QUOTA_STORAGE=%s", quota_storage);
+	char *env_qm = i_strdup_printf("MOAT_QUOTA_MESSAGES=%s", quota_messages);
+	const char *env[] = { env_user, env_home, env_mail, env_qs, env_qm, NULL };
 
 	struct child *child = child_spawn(&master->services[SERVICE_IMAP], NULL, 0,
 					  env, uid, gid, NULL, user);
 	free(env_user);
 	free(env_home);
 	free(env_mail);
+	free(env_qs);
+	free(env_qm);
 	return child;
 }
 
@@ -72,15 +77,23 @@ static const char *imap_check_user(struct master *master, const char *user,
 	return NULL;
 }
 
-struct child *imap_get_user(struct master *master, const char *user,
-			    const char *uid_str, const char *gid_str,
-			    const char *home, const char *mail,
+/* "" or decimal digits (a quota value auth wrote). */
+static bool quota_field_ok(const char *value)
+{
+	return strlen(value) <= 20 && strspn(value, "0123456789") == strlen(value);
+}
+
+struct child *imap_get_user(struct master *master, const char *const *fields,
 			    const char **error_r)
 {
+	const char *user = fields[0], *home = fields[3], *mail = fields[4];
 	uid_t uid;
 	gid_t gid;
-	const char *error = imap_check_user(master, user, uid_str, gid_str,
+	const char *error = imap_check_user(master, user, fields[1], fields[2],
 					    home, mail, &uid, &gid);
+	if (error == NULL &&
+	    (!quota_field_ok(fields[5]) || !quota_field_ok(fields[6])))
+		error = "Internal error: invalid user data";
 	if (error != NULL) {
 		*error_r = error;
 		return NULL;
@@ -95,7 +108,8 @@ struct child *imap_get_user(struct master *master, const char *user,
 		*error_r = "Maximum number of users logged in";
 		return NULL;
 	}
-	imap = imap_spawn(master, user, uid, gid, home, mail);
+	imap = imap_spawn(master, user, uid, gid, home, mail, fields[5],
+			  fields[6]);
 	if (imap == NULL)
 		*error_r = "Internal error: mail process unavailable";
 	return imap;

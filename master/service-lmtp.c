@@ -223,15 +223,14 @@ static struct lmtp_rcpt *rcpt_unlink(struct master *master, unsigned int id)
 	return NULL;
 }
 
-/* USERDB-USER <id> <user> <uid> <gid> <home> <mail>: a delivery
-   connection to the user's imap process. */
+/* USERDB-USER <id> <user> <uid> <gid> <home> <mail> <quota storage>
+   <quota messages>: a delivery connection to the user's imap process. */
 static void rcpt_route(struct master *master, struct lmtp_rcpt *rcpt,
 		       const char *const *args)
 {
 	const char *error = "Internal error: invalid user data";
-	struct child *imap = str_array_length(args) != 7 ? NULL :
-		imap_get_user(master, args[2], args[3], args[4], args[5],
-			      args[6], &error);
+	struct child *imap = str_array_length(args) != 9 ? NULL :
+		imap_get_user(master, args + 2, &error);
 	if (imap == NULL) {
 		i_error("delivery to user %s refused: %s", rcpt->user, error);
 		rcpt_reply(rcpt, -1, "RCPT-FAIL", "tempfail", error);
