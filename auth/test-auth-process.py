@@ -127,7 +127,8 @@ def main():
                 "bob:{SHA512-CRYPT}%s\n"
                 "carol:{PLAIN}secret::::::nologin reason=Moved\n"
                 "lowuid:{PLAIN}secret:100:100\n"
-                "dave:{PLAIN}secret::::::mail=mdbox:~/mdbox\n" % SHA512_SECRET)
+                "dave:{PLAIN}secret::::::mail=mdbox:~/mdbox quota_storage=2M "
+                "quota_messages=100\n" % SHA512_SECRET)
     conf = ("base_dir = %s\n"
             "first_valid_uid = 1000\n"
             "auth_failure_delay = 1 secs\n"
@@ -205,7 +206,7 @@ def main():
     send(master, "REDEEM", "8", token, "4242")
     check(recv(master) == ["USER", "8", "alice", str(vmail.pw_uid),
                            str(vmail.pw_gid), "/srv/mail/alice",
-                           "maildir:~/Maildir"], "REDEEM gives USER")
+                           "maildir:~/Maildir", "", ""], "REDEEM gives USER")
     send(master, "REDEEM", "9", token, "4242")
     check(recv(master) == ["NOTFOUND", "9"], "token is single-use")
     send(master, "REDEEM", "10", "zz", "4242")
@@ -257,7 +258,15 @@ def main():
     check(r is not None and r[:3] == ["OK", "7", "dave"], "PLAIN after CONT ok")
     send(master, "REDEEM", "11", r[3], "4242")
     r = recv(master)
-    check(r is not None and r[6:] == ["mdbox:~/mdbox"], "userdb mail= field")
+    check(r is not None and r[6:] == ["mdbox:~/mdbox", str(2 << 20), "100"],
+          "userdb mail= and quota fields")
+    # a mail recipient's lookup (LMTP): userdb only, no password
+    send(master, "USERDB", "12", "dave")
+    r = recv(master)
+    check(r is not None and r[:3] == ["USERDB-USER", "12", "dave"] and
+          r[6:] == ["mdbox:~/mdbox", str(2 << 20), "100"], "USERDB of a user")
+    send(master, "USERDB", "13", "nosuchuser")
+    check(recv(master) == ["USERDB-NOTFOUND", "13"], "USERDB of nobody")
 
     # nologin, uid out of range, unknown mechanism, plaintext on insecure
     send(login, "AUTH", "8", "PLAIN", "192.0.2.3", "127.0.0.1", "1",
