@@ -19,6 +19,7 @@ index_libindex_a_SOURCES = \
 	index/mailbox-list.c index/mailbox-list.h index/mailbox-list-private.h \
 	index/mailbox-list-ops.c index/mailbox-subscriptions.c \
 	index/maildir-watch.c index/maildir-watch.h \
+	index/maildir-ghost.c index/maildir-ghost.h \
 	index/maildir-staged.c \
 	index/mailbox-delivery.c \
 	index/mailbox-quota.c index/mailbox-quota.h \
@@ -88,6 +89,11 @@ check_PROGRAMS += index/test-mailbox-view
 TESTS += index/test-mailbox-view
 index_test_mailbox_view_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_view_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+# expunged messages kept readable for the other session views (ghosts)
+check_PROGRAMS += index/test-maildir-ghost
+TESTS += index/test-maildir-ghost
+index_test_maildir_ghost_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_ghost_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 noinst_PROGRAMS += index/bench-mailbox
 index_bench_mailbox_SOURCES = index/bench-mailbox.c
 index_bench_mailbox_LDADD = $(LIBINDEX) $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)

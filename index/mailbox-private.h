@@ -7,6 +7,7 @@
 #include "maildir-filename.h"
 #include "maildir-uidlist.h"
 #include "maildir-watch.h"
+#include "maildir-ghost.h"
 #include "maildir-keywords.h"
 #include "maildir-uidlist-lookup.h"
 #include "mailbox-uidset.h"
@@ -22,6 +23,10 @@ struct mailbox_expunged {
 	uint32_t uid;
 	enum mail_flags flags;    /* permanent flags when it went */
 	uint32_t keywords;
+	/* RFC822.SIZE and INTERNALDATE as the index had them (0 = not
+	   known: read from the kept file, maildir-ghost.h) */
+	uint64_t vsize;
+	int64_t internal_date;
 };
 
 /* Recently used file names (a message is opened, then renamed...);
@@ -93,8 +98,13 @@ struct mailbox {
 	   maildir_watch_settle(box->watch); unannounced ones cost a rescan. */
 	struct maildir_watch *watch;
 	bool watch_tried;
+	/* The process's kept files of this folder's expunged messages
+	   (maildir-ghost.h); a MAILBOX_OPEN_SESSION handle is registered
+	   there and may hold some of them. */
+	struct maildir_ghosts *ghosts;
 	bool staged_journaled;   /* maildir-staged.c wrote the journal */
 	bool stamp_saved;        /* MAILBOX_DIRSTAMP_NAME holds the mtimes */
+	bool unlinks_unsynced;   /* expunges since mailbox_expunge_sync() */
 	time_t stamp_checked_at; /* last sync_stamp_refresh() look */
 	char error[MAILBOX_ERROR_MAX];
 };

@@ -30,10 +30,15 @@ enum mailbox_open_flags {
 	   APPEND, COPY) messages not yet taken show \Recent and stay so
 	   for the next SELECT. */
 	MAILBOX_OPEN_SELECT = 0x04,
+	/* A session's selected mailbox (SELECT or EXAMINE): a message that
+	   another handle of this process expunges stays readable here
+	   (mailbox_msg_open() etc.) until this view's sync reports the
+	   expunge (RFC 2180 4.1.1; maildir-ghost.h). */
+	MAILBOX_OPEN_SESSION = 0x08,
 	/* The handle's saves, copies and expunges are counted in the mail
 	   root's quota file (mailbox-quota.h): what the user's own
 	   processes open. */
-	MAILBOX_OPEN_QUOTA = 0x08,
+	MAILBOX_OPEN_QUOTA = 0x10,
 };
 
 /* Names longer than this are refused (file system limits). */
@@ -96,7 +101,8 @@ uint32_t mailbox_get_first_unseen_seq(struct mailbox *box);
 /* Per message (1 <= seq <= count). */
 uint32_t mailbox_msg_uid(struct mailbox *box, uint32_t seq);
 enum mail_flags mailbox_msg_flags(struct mailbox *box, uint32_t seq);
-/* The message vanished from disk but is still in the view. */
+/* The message vanished from disk (expunged) but is still in the view,
+   with its flags; its data may still be readable (mailbox_msg_open()). */
 bool mailbox_msg_is_expunged(struct mailbox *box, uint32_t seq);
 /* Size with CRLF line ends (RFC822.SIZE). May read the file once when the
    name does not carry it. Returns 0 or -1 (expunged or I/O error). */
@@ -110,9 +116,14 @@ int mailbox_msg_internaldate(struct mailbox *box, uint32_t seq,
    (maildir-save.c), so it can be lost: returns 1 with *date_r, 0 if the
    message has none (cache dropped, index rebuilt, or expunged). */
 int mailbox_msg_savedate(struct mailbox *box, uint32_t seq, time_t *date_r);
-/* Open the message file read-only. Returns the fd (the caller closes it),
-   or -1 with errno ENOENT if it was expunged. The caller may learn
-   whether LF line ends must be converted with mailbox_msg_is_crlf(). */
+/* Open the message file read-only. Returns the fd (the caller closes it;
+   read it with pread(): the fd of an expunged message's kept file shares
+   its offset), or -1: errno ENOENT if it was expunged and cannot be read
+   any more (logged at debug level), another errno for an error that the
+   caller reports as a server error. The caller may learn whether LF line
+   ends must be converted with mailbox_msg_is_crlf(). An expunged message
+   the view still has (mailbox_msg_is_expunged()) is readable while its
+   file is kept (maildir-ghost.h). */
 int mailbox_msg_open(struct mailbox *box, uint32_t seq, const char **error_r);
 /* True if the file is known to hold CRLF line ends only (size == vsize). */
 bool mailbox_msg_is_crlf(struct mailbox *box, uint32_t seq);
@@ -125,10 +136,15 @@ int mailbox_msg_set_flags(struct mailbox *box, uint32_t seq,
 			  enum mail_flags flags, const char **error_r);
 
 /* Remove the message's file. The view keeps it until the next sync that
-   may expunge (which reports it). Returns 0 or -1 (errno ENOENT if it was
-   gone already). */
+   may expunge (which reports it); other session views of this process
+   that show it can still read it until they report it (maildir-ghost.h).
+   Returns 0 or -1 (errno ENOENT if it was gone already). */
 int mailbox_msg_expunge(struct mailbox *box, uint32_t seq,
 			const char **error_r);
+/* Make the expunges done so far durable (one fsync of cur/: a lost
+   unlink would bring the message back), unless MAILBOX_OPEN_NO_FSYNC.
+   Call before answering OK to what expunged. Returns 0 or -1. */
+int mailbox_expunge_sync(struct mailbox *box, const char **error_r);
 
 /* ---- cache (moat.index.cache, mail-cache.h) ----
    Per-message values worth keeping between sessions (ENVELOPE,

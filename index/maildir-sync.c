@@ -392,6 +392,8 @@ static void pending_insert(struct mailbox *box, uint32_t uid,
 	e->uid = uid;
 	e->flags = rec == NULL ? 0 : rec->flags & MAIL_FLAGS_PERMANENT;
 	e->keywords = rec == NULL ? 0 : rec->keywords;
+	e->vsize = rec == NULL ? 0 : rec->size;
+	e->internal_date = rec == NULL ? 0 : rec->internal_date;
 	box->pending_count++;
 }
 
@@ -405,6 +407,9 @@ static void pending_compact(struct mailbox *box)
 		if (mail_index_view_uid_to_seq(box->view,
 					       box->pending[i].uid) == 0)
 			box->pending[n++] = box->pending[i];
+		else
+			maildir_ghosts_release(box->ghosts,
+					       box->pending[i].uid, box);
 	}
 	box->pending_count = n;
 	box->pending_revived = false;
@@ -491,6 +496,8 @@ static void events_flush_expunged(struct mailbox *box,
 		uint32_t seq = mailbox_visible_below(box, box->pending[i].uid) + 1;
 		if (cb != NULL && cb->expunge != NULL)
 			cb->expunge(context, seq);
+		/* told: its kept file is no longer needed here */
+		maildir_ghosts_release(box->ghosts, box->pending[i].uid, box);
 	}
 	box->pending_count = 0;
 }
