@@ -4,6 +4,7 @@
 #include "imap-common.h"
 #include "imap-deliver.h"
 #include "imap-notify.h"
+#include "imap-quota.h"
 #include "maildir-filename.h"
 #include "master-service.h"
 
@@ -300,6 +301,18 @@ static void deliver_message(struct deliver_conn *conn,
 		mailbox_close(&box);
 		return;
 	}
+	/* the bytes as stored: our two header lines and the message */
+	uint64_t total = (uint64_t)st.st_size + strlen(args[3]) + strlen(args[4]) +
+		strlen("Return-Path: <>\r\nDelivered-To: \r\n");
+	if (imap_quota_allows(user, total, 1) == 0) {
+		i_info("delivery to %s refused: over quota", mailbox_get_name(box));
+		if (user->set->quota_full_tempfail)
+			deliver_fail(conn, id, "452", "4.2.2", "Mailbox is full");
+		else
+			deliver_fail(conn, id, "552", "5.2.2", "Mailbox is full");
+		mailbox_close(&box);
+		return;
+	}
 	struct mailbox_append_ctx *save;
 	int ret = mailbox_append_begin_delivery(box, delivery_id, &save, &error);
 	if (ret == 0 &&
@@ -331,6 +344,7 @@ static void deliver_message(struct deliver_conn *conn,
 		seen_add(user->deliver_seen, folder_hash(mailbox_get_path(box)),
 			 delivery_id, uid);
 		(void)ipc_sendv(conn->ipc, -1, "OK", id, uid_str, NULL);
+		imap_quota_saved(user, total, 1);
 	}
 	mailbox_close(&box);
 }

@@ -16,6 +16,7 @@
 #include "strfuncs.h"
 #include "moat-settings.h"
 #include "mailbox.h"
+#include "mailbox-quota.h"
 
 #include <getopt.h>
 #include <grp.h>
@@ -326,8 +327,39 @@ int main(int argc, char *argv[])
 		mailbox_append_abort(&save);
 		lda_fail(lda_exit_code(err), "%s", error);
 	}
+	/* the quota: the limits the user's imap process wrote into
+	   maildirsize (moat-lda cannot read the userdb), else the settings */
+	struct mailbox_quota_limits defaults = {
+		set->quota_storage, set->quota_messages
+	}, limits = defaults;
+	struct mailbox_quota_usage before = { 0, 0 };
+	uint64_t stored = total + head_len;
+	bool quota_known = false;
+	if (mailbox_quota_get(root, &defaults, &limits, &before, &error) < 0) {
+		/* the limit is a policy; losing mail is not */
+		fprintf(stderr, "moat-lda: quota: %s\n", error);
+	} else if (mailbox_quota_check(&limits, &before,
+			moat_settings_quota_grace(set, limits.storage),
+			stored, 1) == 0) {
+		mailbox_append_abort(&save);
+		lda_fail(set->quota_full_tempfail ? EX_TEMPFAIL : EX_NOPERM,
+			 "quota exceeded: the mailbox is full");
+	} else {
+		quota_known = true;
+	}
 	if (mailbox_append_finish(&save, &uid, &error) < 0)
 		lda_fail(lda_exit_code(errno), "%s", error);
+	unsigned int percents[MOAT_SETTINGS_QUOTA_WARNINGS_MAX];
+	unsigned int warn_count = moat_settings_quota_warnings(set, percents,
+		N_ELEMENTS(percents));
+	if (quota_known && warn_count > 0 &&
+	    (limits.storage != 0 || limits.messages != 0)) {
+		struct mailbox_quota_usage after = {
+			before.storage + (int64_t)stored, before.messages + 1
+		};
+		mailbox_quota_warn(root, &limits, &before, &after, percents,
+				   warn_count);
+	}
 	mailbox_close(&box);
 	i_free(buf);
 	i_free(root);

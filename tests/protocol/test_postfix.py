@@ -160,3 +160,19 @@ def test_postfix_mailbox_command_lda(moat_server, lda_user, request):
     finally:
         p.stop()
         p.cleanup()
+
+
+@pytest.mark.moat_settings(lmtp=True, lmtp_username_format="%Ln",
+                           quota_grace="0")
+def test_postfix_bounces_over_quota(moat_server, pf):
+    from test_quota import set_userdb_fields
+    set_userdb_fields(moat_server, "testuser1", "quota_storage=1k")
+    big = MESSAGE + b"x" * 2000 + b"\r\n"
+    with smtplib.SMTP("127.0.0.1", pf.port, timeout=30) as s:
+        assert s.sendmail("testuser2@example.org",
+                          ["testuser1@example.org"], big) == {}
+    # moat: 552 5.2.2; Postfix bounces it to the sender
+    assert pf.wait_log(r"to=<testuser1@example.org>.*status=bounced.*5\.2\.2"), \
+        pf.logs()
+    bounces = inbox(moat_server, "testuser2")
+    assert bounces and b"5.2.2" in bounces[0], bounces
