@@ -561,6 +561,36 @@ static void test_lmtp_sections(void)
 	moat_settings_free(&set);
 }
 
+static void test_quota_settings(void)
+{
+	const char *error;
+	struct moat_settings *set = parse_str("quota.conf",
+		"quota_storage = 1G\nquota_messages = 5000\n"
+		"quota_grace = 10%\nquota_warning = 95 80 90%\n", &error);
+	unsigned int pct[MOAT_SETTINGS_QUOTA_WARNINGS_MAX];
+
+	test_assert(set != NULL);
+	if (set == NULL)
+		return;
+	test_assert_int(set->quota_storage, 1ULL << 30);
+	test_assert_int(set->quota_messages, 5000);
+	test_assert_int(moat_settings_quota_grace(set, 1000), 100);
+	test_assert_int(moat_settings_quota_grace(set, UINT64_MAX / 2),
+			UINT64_MAX / 2 / 100 * 10 + UINT64_MAX / 2 % 100 * 10 / 100);
+	test_assert_int(moat_settings_quota_warnings(set, pct, N_ELEMENTS(pct)), 3);
+	test_assert(pct[0] == 80 && pct[1] == 90 && pct[2] == 95);
+	moat_settings_free(&set);
+	set = parse_str("quota2.conf", "quota_grace = 5M\n", &error);
+	test_assert(set != NULL && moat_settings_quota_grace(set, 1) == 5 << 20);
+	moat_settings_free(&set);
+	assert_error("quota3.conf", "quota_grace = 101%\n", 1, "percentage");
+	assert_error("quota4.conf", "quota_grace = x%\n", 1, "percentage");
+	assert_error("quota5.conf", "quota_warning = 0\n", 1, "1..100");
+	assert_error("quota6.conf", "quota_warning = 80 abc\n", 1, "1..100");
+	assert_error("quota7.conf", "quota_warning = 1 2 3 4 5 6 7 8 9\n", 1,
+		     "too many");
+}
+
 static void test_validate(void)
 {
 	const char *error;
@@ -992,7 +1022,7 @@ TEST_MAIN(
 	TEST(test_syntax_errors),
 	TEST(test_quoted),
 	TEST(test_sections),
-	TEST(test_lmtp_sections), TEST(test_validate),
+	TEST(test_lmtp_sections), TEST(test_quota_settings), TEST(test_validate),
 	TEST(test_include),
 	TEST(test_value_file), TEST(test_unreadable_value_file),
 	TEST(test_round_trip),
