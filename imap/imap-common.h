@@ -30,6 +30,7 @@
 struct client;
 struct deliver_conn;
 struct imap_deliver_seen;
+struct deliver_req;
 
 /* The process: one user, all of the user's connections. Owned by main.c;
    clients get a pointer. */
@@ -49,6 +50,9 @@ struct imap_user {
 	struct deliver_conn *deliver_conns;
 	unsigned int deliver_conn_count;
 	struct imap_deliver_seen *deliver_seen;   /* NULL until a delivery */
+	/* DELIVERs waiting for this loop turn's group commit */
+	struct deliver_req *deliver_queue, *deliver_queue_tail;
+	struct timeout *to_deliver_batch;
 	/* the user's quota limits (imap-quota.h); 0 = none */
 	struct mailbox_quota_limits quota;
 };

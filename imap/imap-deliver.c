@@ -5,6 +5,7 @@
 #include "imap-deliver.h"
 #include "imap-notify.h"
 #include "imap-quota.h"
+#include "mailbox-append-multi.h"
 #include "maildir-filename.h"
 #include "master-service.h"
 
@@ -49,6 +50,22 @@ struct deliver_conn {
 	struct ipc_conn *ipc;
 };
 
+/* A DELIVER waiting for the next group commit. */
+struct deliver_req {
+	struct deliver_req *next;
+	struct deliver_conn *conn;
+	char id[DELIVER_ID_MAX + 1];
+	char *mailbox, *return_path, *delivered_to;
+	int fd;
+	uint64_t size;          /* the memfd's */
+	uint64_t stored;        /* with our header lines */
+	char delivery_id[MAILDIR_DELIVERY_ID_LEN + 1];
+	bool staged;
+	uint32_t uid;                  /* once committed */
+	struct deliver_req *dup_of;    /* the same delivery, staged earlier */
+};
+
+
 static void deliver_conn_destroy(struct deliver_conn *conn)
 {
 	struct imap_user *user = conn->user;
@@ -60,6 +77,12 @@ static void deliver_conn_destroy(struct deliver_conn *conn)
 	if (conn->next != NULL)
 		conn->next->prev = conn->prev;
 	user->deliver_conn_count--;
+	/* its queued deliveries are still saved (lmtp gave up on them, the
+	   MTA will retry: the retry finds them), their answers go nowhere */
+	for (struct deliver_req *r = user->deliver_queue; r != NULL; r = r->next) {
+		if (r->conn == conn)
+			r->conn = NULL;
+	}
 	ipc_conn_destroy(&conn->ipc);
 	i_free(conn);
 	imap_user_client_gone(user);
@@ -105,40 +128,6 @@ static int deliver_open_box(struct imap_user *user, const char *name,
 		return -1;
 	}
 	return ret < 0 ? -1 : 0;
-}
-
-/* Return-Path and Delivered-To, then the message from fd. */
-static int deliver_write(struct mailbox_append_ctx *save, int fd,
-			 uint64_t size, const char *return_path,
-			 const char *delivered_to, const char **error_r)
-{
-	char head[2 * DELIVER_ADDRESS_MAX + 64];
-	int len = snprintf(head, sizeof(head),
-			   "Return-Path: <%s>\r\nDelivered-To: %s\r\n",
-			   return_path, delivered_to);
-	i_assert(len > 0 && (size_t)len < sizeof(head));
-	if (mailbox_append_write(save, head, (size_t)len, error_r) < 0)
-		return -1;
-
-	char *buf = i_malloc(DELIVER_COPY_CHUNK);
-	uint64_t pos = 0;
-	int ret = 0;
-	while (pos < size && ret == 0) {
-		size_t want = (size_t)MIN(size - pos, (uint64_t)DELIVER_COPY_CHUNK);
-		ssize_t got = pread(fd, buf, want, (off_t)pos);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			*error_r = got < 0 ? "reading the message failed" :
-				"the message is shorter than announced";
-			ret = -1;
-			break;
-		}
-		pos += (uint64_t)got;
-		ret = mailbox_append_write(save, buf, (size_t)got, error_r);
-	}
-	i_free(buf);
-	return ret;
 }
 
 static uint64_t folder_hash(const char *path)
@@ -256,97 +245,258 @@ static int deliver_id(int fd, uint64_t size, const char *folder,
 	return 0;
 }
 
-static void deliver_message(struct deliver_conn *conn,
-			    const char *const *args, int fd)
+static void req_free(struct deliver_req *req)
+{
+	i_close_fd(&req->fd);
+	i_free(req->mailbox);
+	i_free(req->return_path);
+	i_free(req->delivered_to);
+	i_free(req);
+}
+
+static void req_fail(struct deliver_req *req, const char *code,
+		     const char *enhanced, const char *text)
+{
+	if (req->conn != NULL)
+		deliver_fail(req->conn, req->id, code, enhanced, text);
+}
+
+static void req_ok(struct deliver_req *req, uint32_t uid)
+{
+	char uid_str[16];
+
+	snprintf(uid_str, sizeof(uid_str), "%u", uid);
+	if (req->conn != NULL)
+		(void)ipc_sendv(req->conn->ipc, -1, "OK", req->id, uid_str, NULL);
+}
+
+static void req_fail_saving(struct deliver_req *req, bool full)
+{
+	if (full)
+		req_fail(req, "452", "4.3.1", "Insufficient system storage");
+	else
+		req_fail(req, "451", "4.3.0",
+			 "Temporary internal error saving the message");
+}
+
+/* Before staging: a retry of a saved message (answered OK at once), over
+   quota with what the group stages before it, or a message to stage.
+   Returns true if staged-to-be (the caller stages it). */
+static bool group_admit(struct imap_user *user, struct mailbox *box,
+			struct deliver_req *req, struct deliver_req *group,
+			uint64_t *bytes, unsigned int *count)
+{
+	if (deliver_id(req->fd, req->size, mailbox_get_name(box),
+		       req->return_path, req->delivered_to,
+		       req->delivery_id) < 0) {
+		i_error("delivery: reading the message failed");
+		req_fail(req, "451", "4.3.0", "Temporary internal error");
+		return false;
+	}
+	uint32_t uid = seen_lookup(user, box, req->delivery_id);
+	if (uid != 0) {
+		i_info("delivery: mailbox=%s, uid=%u has this message from an "
+		       "earlier try whose answer was lost: not saved again",
+		       mailbox_get_name(box), uid);
+		req_ok(req, uid);
+		return false;
+	}
+	for (struct deliver_req *r = group; r != req; r = r->next) {
+		if (r->staged && strcmp(r->delivery_id, req->delivery_id) == 0) {
+			/* the same delivery twice: answered with the first */
+			req->dup_of = r;
+			return false;
+		}
+	}
+	if (imap_quota_allows(user, *bytes + req->stored, *count + 1) == 0) {
+		i_info("delivery to %s refused: over quota", mailbox_get_name(box));
+		if (user->set->quota_full_tempfail)
+			req_fail(req, "452", "4.2.2", "Mailbox is full");
+		else
+			req_fail(req, "552", "5.2.2", "Mailbox is full");
+		return false;
+	}
+	*bytes += req->stored;
+	(*count)++;
+	return true;
+}
+
+/* Writes one admitted message into the group. 0 or -1 (the group is
+   then lost: every message of it fails). */
+static int group_stage(struct mailbox_append_multi *multi,
+		       struct deliver_req *req, const char **error_r)
+{
+	char head[2 * DELIVER_ADDRESS_MAX + 64];
+	int len = snprintf(head, sizeof(head),
+			   "Return-Path: <%s>\r\nDelivered-To: %s\r\n",
+			   req->return_path, req->delivered_to);
+	i_assert(len > 0 && (size_t)len < sizeof(head));
+	if (mailbox_append_multi_next_delivery(multi, req->delivery_id,
+					       error_r) < 0 ||
+	    mailbox_append_multi_write(multi, head, (size_t)len, error_r) < 0)
+		return -1;
+	char *buf = i_malloc(DELIVER_COPY_CHUNK);
+	int ret = 0;
+	for (uint64_t pos = 0; pos < req->size && ret == 0;) {
+		size_t want = (size_t)MIN(req->size - pos,
+					  (uint64_t)DELIVER_COPY_CHUNK);
+		ssize_t got = pread(req->fd, buf, want, (off_t)pos);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			*error_r = "reading the message failed";
+			ret = -1;
+		} else {
+			pos += (uint64_t)got;
+			ret = mailbox_append_multi_write(multi, buf, (size_t)got,
+							 error_r);
+		}
+	}
+	i_free(buf);
+	return ret < 0 ? -1 : mailbox_append_multi_end(multi, error_r);
+}
+
+/* The deliveries of one group (the same folder), committed together:
+   their files become durable with one sync and get consecutive UIDs. */
+static void group_deliver(struct imap_user *user, struct deliver_req *group,
+			  const char *mailbox)
+{
+	struct mailbox *box;
+	const char *error;
+	uint64_t bytes = 0;
+	unsigned int count = 0;
+
+	if (deliver_open_box(user, mailbox, &box, &error) < 0) {
+		i_error("delivery: opening the mailbox failed: %s", error);
+		for (struct deliver_req *r = group; r != NULL; r = r->next)
+			req_fail(r, "451", "4.3.0",
+				 "Temporary internal error opening the mailbox");
+		return;
+	}
+	struct mailbox_append_multi *multi = mailbox_append_multi_begin_group(box);
+	int ret = 0;
+	struct deliver_req *r = group;
+	for (; r != NULL && ret == 0; r = r->next) {
+		if (!group_admit(user, box, r, group, &bytes, &count))
+			continue;
+		r->staged = true;
+		ret = group_stage(multi, r, &error);
+	}
+	/* a failed group: the ones not looked at yet fail with it */
+	for (; r != NULL; r = r->next)
+		r->staged = true;
+	uint32_t first_uid = 0;
+	if (ret < 0)
+		mailbox_append_multi_abort(&multi);
+	else
+		ret = mailbox_append_multi_commit(&multi, &first_uid, &error);
+	/* errno is still the failed system call's unless the storage layer
+	   made another one after it; a wrong guess only swaps 451 and 452 */
+	bool full = ret < 0 && (errno == ENOSPC || errno == EDQUOT);
+	if (ret < 0)
+		i_error("delivery to %s failed: %s", mailbox_get_name(box), error);
+	unsigned int i = 0;
+	for (r = group; r != NULL; r = r->next) {
+		if (!r->staged && r->dup_of == NULL)
+			continue;   /* answered already */
+		if (ret < 0) {
+			req_fail_saving(r, full);
+			continue;
+		}
+		/* staged ones got consecutive UIDs in group order */
+		r->uid = r->dup_of != NULL ? r->dup_of->uid : first_uid + i++;
+		if (r->dup_of == NULL) {
+			i_info("delivered: mailbox=%s, uid=%u, size=%llu, "
+			       "from=<%s>", mailbox_get_name(box), r->uid,
+			       (unsigned long long)r->size, r->return_path);
+			seen_add(user->deliver_seen,
+				 folder_hash(mailbox_get_path(box)),
+				 r->delivery_id, r->uid);
+		}
+		req_ok(r, r->uid);
+	}
+	if (ret == 0 && count > 0) {
+		imap_notify_path(user, mailbox_get_path(box));
+		imap_quota_saved(user, bytes, count);
+	}
+	mailbox_close(&box);
+}
+
+/* Every DELIVER that arrived in this turn of the loop, by folder. */
+static void deliver_batch(void *context)
+{
+	struct imap_user *user = context;
+	struct deliver_req *queue = user->deliver_queue;
+
+	user->to_deliver_batch = NULL;
+	user->deliver_queue = NULL;
+	user->deliver_queue_tail = NULL;
+	while (queue != NULL) {
+		/* split off the requests for queue's folder, order kept */
+		struct deliver_req *group = NULL, **gtail = &group, *rest = NULL;
+		struct deliver_req **rtail = &rest;
+		const char *mailbox = queue->mailbox;
+		for (struct deliver_req *r = queue, *next; r != NULL; r = next) {
+			next = r->next;
+			r->next = NULL;
+			if (strcmp(r->mailbox, mailbox) == 0) {
+				*gtail = r;
+				gtail = &r->next;
+			} else {
+				*rtail = r;
+				rtail = &r->next;
+			}
+		}
+		group_deliver(user, group, mailbox);
+		while (group != NULL) {
+			struct deliver_req *r = group;
+			group = r->next;
+			req_free(r);
+		}
+		queue = rest;
+	}
+	imap_user_client_gone(user);
+}
+
+static void deliver_enqueue(struct deliver_conn *conn, const char *const *args,
+			    int fd)
 {
 	struct imap_user *user = conn->user;
-	const char *id = args[1], *error;
 	uint64_t limit = user->set->message_size_limit;
-	struct mailbox *box;
 	struct stat st;
 
 	if (limit == 0 || limit > IMAP_DELIVER_SIZE_MAX)
 		limit = IMAP_DELIVER_SIZE_MAX;
 	if (fstat(fd, &st) < 0) {
 		i_error("delivery: fstat() of the message failed: %m");
-		deliver_fail(conn, id, "451", "4.3.0", "Internal error");
+		deliver_fail(conn, args[1], "451", "4.3.0", "Internal error");
+		close(fd);
 		return;
 	}
 	if ((uint64_t)st.st_size > limit) {
-		deliver_fail(conn, id, "552", "5.3.4", "Message too big");
+		deliver_fail(conn, args[1], "552", "5.3.4", "Message too big");
+		close(fd);
 		return;
 	}
-	if (deliver_open_box(user, args[2], &box, &error) < 0) {
-		i_error("delivery: opening the mailbox failed: %s", error);
-		deliver_fail(conn, id, "451", "4.3.0",
-			     "Temporary internal error opening the mailbox");
-		return;
-	}
-	char delivery_id[MAILDIR_DELIVERY_ID_LEN + 1];
-	if (deliver_id(fd, (uint64_t)st.st_size, mailbox_get_name(box), args[3],
-		       args[4], delivery_id) < 0) {
-		i_error("delivery: reading the message failed");
-		deliver_fail(conn, id, "451", "4.3.0", "Temporary internal error");
-		mailbox_close(&box);
-		return;
-	}
-	uint32_t uid = seen_lookup(user, box, delivery_id);
-	if (uid != 0) {
-		char uid_str[16];
-		snprintf(uid_str, sizeof(uid_str), "%u", uid);
-		i_info("delivery: mailbox=%s, uid=%u has this message from an "
-		       "earlier try whose answer was lost: not saved again",
-		       mailbox_get_name(box), uid);
-		(void)ipc_sendv(conn->ipc, -1, "OK", id, uid_str, NULL);
-		mailbox_close(&box);
-		return;
-	}
-	/* the bytes as stored: our two header lines and the message */
-	uint64_t total = (uint64_t)st.st_size + strlen(args[3]) + strlen(args[4]) +
+	struct deliver_req *req = i_malloc(sizeof(*req));
+	req->conn = conn;
+	snprintf(req->id, sizeof(req->id), "%s", args[1]);
+	req->mailbox = i_strdup(args[2]);
+	req->return_path = i_strdup(args[3]);
+	req->delivered_to = i_strdup(args[4]);
+	req->fd = fd;
+	req->size = (uint64_t)st.st_size;
+	req->stored = req->size + strlen(args[3]) + strlen(args[4]) +
 		strlen("Return-Path: <>\r\nDelivered-To: \r\n");
-	if (imap_quota_allows(user, total, 1) == 0) {
-		i_info("delivery to %s refused: over quota", mailbox_get_name(box));
-		if (user->set->quota_full_tempfail)
-			deliver_fail(conn, id, "452", "4.2.2", "Mailbox is full");
-		else
-			deliver_fail(conn, id, "552", "5.2.2", "Mailbox is full");
-		mailbox_close(&box);
-		return;
-	}
-	struct mailbox_append_ctx *save;
-	int ret = mailbox_append_begin_delivery(box, delivery_id, &save, &error);
-	if (ret == 0 &&
-	    deliver_write(save, fd, (uint64_t)st.st_size, args[3], args[4],
-			  &error) < 0) {
-		mailbox_append_abort(&save);
-		ret = -1;
-	}
-	if (ret == 0)
-		ret = mailbox_append_finish(&save, &uid, &error);
-	/* errno is still the failed system call's unless the storage layer
-	   made another one after it; a wrong guess only swaps 451 and 452 */
-	bool full = ret < 0 && (errno == ENOSPC || errno == EDQUOT);
-	if (ret < 0) {
-		i_error("delivery to %s failed: %s", mailbox_get_name(box), error);
-		if (full)
-			deliver_fail(conn, id, "452", "4.3.1",
-				     "Insufficient system storage");
-		else
-			deliver_fail(conn, id, "451", "4.3.0",
-				     "Temporary internal error saving the message");
-	} else {
-		char uid_str[16];
-		snprintf(uid_str, sizeof(uid_str), "%u", uid);
-		i_info("delivered: mailbox=%s, uid=%u, size=%llu, from=<%s>",
-		       mailbox_get_name(box), uid,
-		       (unsigned long long)st.st_size, args[3]);
-		imap_notify_path(user, mailbox_get_path(box));
-		seen_add(user->deliver_seen, folder_hash(mailbox_get_path(box)),
-			 delivery_id, uid);
-		(void)ipc_sendv(conn->ipc, -1, "OK", id, uid_str, NULL);
-		imap_quota_saved(user, total, 1);
-	}
-	mailbox_close(&box);
+	if (user->deliver_queue_tail != NULL)
+		user->deliver_queue_tail->next = req;
+	else
+		user->deliver_queue = req;
+	user->deliver_queue_tail = req;
+	/* after the loop has read what else arrived now: one group commit */
+	if (user->to_deliver_batch == NULL)
+		user->to_deliver_batch = io_loop_defer(user->ioloop,
+						       deliver_batch, user);
 }
 
 static void deliver_input(void *context, const char *const *args, int fd)
@@ -369,8 +519,7 @@ static void deliver_input(void *context, const char *const *args, int fd)
 		deliver_conn_destroy(conn);
 		return;
 	}
-	deliver_message(conn, args, fd);
-	close(fd);
+	deliver_enqueue(conn, args, fd);
 }
 
 void imap_deliver_conn_create(struct imap_user *user, int fd)
@@ -397,5 +546,12 @@ void imap_deliver_conns_destroy_all(struct imap_user *user)
 {
 	while (user->deliver_conns != NULL)
 		deliver_conn_destroy(user->deliver_conns);
+	timeout_remove(&user->to_deliver_batch);
+	while (user->deliver_queue != NULL) {
+		struct deliver_req *r = user->deliver_queue;
+		user->deliver_queue = r->next;
+		req_free(r);
+	}
+	user->deliver_queue_tail = NULL;
 	i_free(user->deliver_seen);
 }

@@ -26,7 +26,7 @@
 #define IMAP_DELIVER_SIZE_MAX (1024ULL * 1024 * 1024)
 /* Delivery connections at once (each is one recipient of one
    transaction): lmtp's client_limit times its recipients fit well. */
-#define IMAP_DELIVER_CONNS_MAX 1000
+#define IMAP_DELIVER_CONNS_MAX 256
 
 /* Takes the socket; refuses (closes it) beyond IMAP_DELIVER_CONNS_MAX. */
 void imap_deliver_conn_create(struct imap_user *user, int fd);

@@ -419,3 +419,27 @@ def test_repeated_delivery_is_one_message(moat_server):
     assert data(c, MSG + b"more\r\n", 1)[0][0] == 250
     assert len(fetch_all(moat_server, "testuser1")) == 3
     assert wait_for(lambda: "not saved again" in moat_server.logs(), 30)
+
+
+def test_concurrent_deliveries_group_commit(moat_server):
+    """Deliveries that reach the user's process together are committed
+    together (one sync, consecutive UIDs); each still gets its own answer
+    and message."""
+    import threading
+    results = []
+
+    def one(i):
+        c = Lmtp(moat_server)
+        start(c, ["testuser1"])
+        body = MSG + b"message %d\r\n" % i
+        results.append((i, data(c, body, 1)[0][0]))
+        c.cmd("QUIT")
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results) == [(i, 250) for i in range(12)]
+    msgs = fetch_all(moat_server, "testuser1")
+    assert sorted(m.rsplit(b"message ", 1)[1] for m in msgs) == \
+        sorted(b"%d\r\n" % i for i in range(12))
