@@ -82,8 +82,8 @@ int login_client_auth_input(struct login_client *client)
 		client_auth_cancel(client, "Authentication aborted");
 		return client->destroyed ? -1 : 1;
 	}
-	/* The bound is the input buffer; the line is at most that long. */
-	if (!login_base64_is_valid(line, LOGIN_MAX_INBUF_SIZE)) {
+	/* The input buffer bounds the line; auth takes at most this much. */
+	if (!login_base64_is_valid(line, LOGIN_MAX_SASL_DATA)) {
 		client_auth_cancel(client, "Invalid base64 data in continued response");
 		return client->destroyed ? -1 : 1;
 	}

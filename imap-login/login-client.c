@@ -95,9 +95,14 @@ static struct imap_parser *client_parser_create(const struct moat_settings *set)
 	struct imap_parser_settings pset;
 
 	memset(&pset, 0, sizeof(pset));
-	pset.max_line_length = set->imap_max_line_length;
+	/* The whole command (line and literals) is bounded before login:
+	   what a client that has not authenticated can make us hold. */
+	pset.max_command_size = set->login_max_command_size;
+	pset.max_line_length = MIN(set->imap_max_line_length,
+				   set->login_max_command_size);
 	pset.max_literal_size = LOGIN_MAX_LITERAL_SIZE;
 	pset.max_list_depth = LOGIN_MAX_LIST_DEPTH;
+	pset.max_args = LOGIN_MAX_ARGS;
 	/* LITERAL+ or LITERAL- as advertised; the literal cap applies to
 	   {n+} either way. */
 	pset.literal_minus = set->imap_literal_minus;
@@ -413,7 +418,12 @@ static int client_parse_one(struct login_client *client)
 	case IMAP_PARSE_ERROR:
 		error = imap_parser_get_error(client->parser, &fatal);
 		if (fatal) {
-			login_client_bye(client, error, "Protocol error");
+			/* error is the parser's static text, never client
+			   data, so it may go into the log line */
+			pool_t pool = pool_create("parse error", 256);
+			login_client_bye(client, error, p_strdup_printf(pool,
+				"Protocol error: %s", error));
+			pool_unref(&pool);
 			return 0;
 		}
 		tag = imap_parser_get_tag(client->parser);
