@@ -12,6 +12,7 @@
 #define TEMPFAIL_TEXT "NO [UNAVAILABLE] Temporary authentication failure."
 #define AUTHFAILED_TEXT "NO [AUTHENTICATIONFAILED] Authentication failed."
 #define NOLOGIN_DEFAULT_TEXT "Login not allowed."
+#define LIMIT_DEFAULT_TEXT "Too many authentications in progress."
 /* Text from auth or master shown to the client: one short printable line. */
 #define LOGIN_MAX_REASON_LEN 200
 
@@ -143,6 +144,12 @@ static void client_auth_failed(struct login_client *client, const char *code,
 		i_free(reason);
 	} else if (strcmp(code, "aborted") == 0) {
 		login_client_send_bad(client, tag, "Authentication aborted");
+	} else if (strcmp(code, "limit") == 0) {
+		/* Too many authentications of this address at auth: nothing
+		   was checked, so it is no failure. */
+		char *reason = reason_sanitize(text, LIMIT_DEFAULT_TEXT);
+		login_client_send_tagline(client, tag, "NO [LIMIT] %s", reason);
+		i_free(reason);
 	} else {
 		if (strcmp(code, "tempfail") != 0)
 			i_error("auth sent unknown failure code, treating as tempfail");

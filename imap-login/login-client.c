@@ -271,8 +271,12 @@ void login_client_destroy(struct login_client *client, const char *reason)
 	if (!client->handed_off)
 		client_log_disconnect(client, reason);
 	client_unlink(client);
-	/* auth is waiting for our response line: let it drop the request. */
-	if (client->state == LOGIN_CLIENT_STATE_AUTH_CONT)
+	/* auth is waiting for our response line, or the request waits
+	   there for its turn or its answer: let auth drop it, so it does
+	   not hold a place in its address's penalty queue. */
+	if (client->state == LOGIN_CLIENT_STATE_AUTH_CONT ||
+	    (client->state == LOGIN_CLIENT_STATE_AUTH_WAIT &&
+	     client->auth_cancel_reason == NULL))
 		(void)login_auth_continue(lp, client->auth_id, "*");
 	io_remove(&client->io);
 	login_client_timeout_stop(client);
