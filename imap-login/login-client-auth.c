@@ -39,7 +39,7 @@ void login_client_auth_begin(struct login_client *client, const char *tag,
 	}
 	client->auth_id = login_process_next_id(lp);
 	client->state = LOGIN_CLIENT_STATE_AUTH_WAIT;
-	/* Input stays unread until auth answers (client_update_io). */
+	/* Input is not parsed until auth answers (client_update_io). */
 	login_client_ref(client);
 	/* A trusted proxy is as safe as TLS for plaintext (auth spares
 	   trusted addresses the penalty by itself). */
