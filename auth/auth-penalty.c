@@ -161,11 +161,9 @@ static void entry_start(struct auth_penalty *penalty,
 			struct auth_penalty_entry *entry,
 			struct auth_penalty_slot *slot, uint64_t now)
 {
+	(void)penalty;
 	entry->active++;
 	entry->used_msecs = now;
-	/* The next check, right or wrong, waits for this one's delay. */
-	if (entry->failures > 0)
-		entry->next_msecs = now + penalty_delay(penalty, entry->failures);
 	slot->state = AUTH_PENALTY_SLOT_ACTIVE;
 }
 
@@ -240,6 +238,7 @@ unsigned int auth_penalty_failure(struct auth_penalty *penalty,
 				  uint64_t now_msecs)
 {
 	struct auth_penalty_entry *entry = slot->entry;
+	unsigned int delay;
 	uint64_t next;
 
 	i_assert(slot->state == AUTH_PENALTY_SLOT_ACTIVE);
@@ -248,10 +247,14 @@ unsigned int auth_penalty_failure(struct auth_penalty *penalty,
 		entry->failures++;
 	entry->decay_msecs = now_msecs;
 	entry->used_msecs = now_msecs;
-	next = now_msecs + penalty_delay(penalty, entry->failures);
+	delay = penalty_delay(penalty, entry->failures);
+	/* The answer is due after one delay and the next check one more
+	   delay later; set here too, so that ending early (the client hung
+	   up) does not shorten it. */
+	next = now_msecs + 2 * (uint64_t)delay;
 	if (next > entry->next_msecs)
 		entry->next_msecs = next;
-	return (unsigned int)(entry->next_msecs - now_msecs);
+	return delay;
 }
 
 static void queue_remove(struct auth_penalty_entry *entry,
@@ -272,9 +275,10 @@ static void queue_remove(struct auth_penalty_entry *entry,
 }
 
 void auth_penalty_end(struct auth_penalty *penalty,
-		      struct auth_penalty_slot *slot)
+		      struct auth_penalty_slot *slot, uint64_t now_msecs)
 {
 	struct auth_penalty_entry *entry = slot->entry;
+	uint64_t next;
 
 	switch (slot->state) {
 	case AUTH_PENALTY_SLOT_NONE:
@@ -282,6 +286,13 @@ void auth_penalty_end(struct auth_penalty *penalty,
 	case AUTH_PENALTY_SLOT_ACTIVE:
 		i_assert(entry->active > 0);
 		entry->active--;
+		entry->used_msecs = now_msecs;
+		/* Right or wrong: the address's next check waits a delay
+		   after this answer. */
+		entry_decay(entry, now_msecs);
+		next = now_msecs + penalty_delay(penalty, entry->failures);
+		if (entry->failures > 0 && next > entry->next_msecs)
+			entry->next_msecs = next;
 		break;
 	case AUTH_PENALTY_SLOT_WAITING:
 		queue_remove(entry, slot);

@@ -14,9 +14,11 @@
      base); delay(0) = 0.
    - An address with failures > 0 is checked one authentication at a
      time, and each check starts no earlier than delay(failures) after
-     the previous one started or failed, whatever its password: a right
-     password waits like a wrong one. A failure's answer is due when the
-     next check may start, so a client that waits for it loses nothing.
+     the previous authentication of the address was answered, whatever
+     its password: a right password waits like a wrong one.
+   - A failure is answered delay(failures) after its check (the next
+     check then waits one more delay; a client that hangs up before the
+     answer does not shorten that).
    - An address without failures may have AUTH_PENALTY_CLEAN_ACTIVE
      checks at once (several clients behind one NAT logging in).
    - Authentications that may not start yet wait in a FIFO per address,
@@ -77,15 +79,16 @@ int auth_penalty_begin(struct auth_penalty *penalty,
 		       struct auth_penalty_slot *slot, const char *ip,
 		       void *context, uint64_t now_msecs);
 /* The ACTIVE slot's credentials were wrong. Returns how long to wait
-   before answering the failure. */
+   before answering the failure (end the slot when it is answered). */
 unsigned int auth_penalty_failure(struct auth_penalty *penalty,
 				  struct auth_penalty_slot *slot,
 				  uint64_t now_msecs);
 /* The authentication is over (answered, cancelled or freed): an ACTIVE
-   slot frees its place, a WAITING one leaves the queue. NONE: no-op.
+   slot frees its place (and, for a penalised address, sets when the next
+   check may start), a WAITING one leaves the queue. NONE: no-op.
    Others may now be ready: call auth_penalty_next_ready(). */
 void auth_penalty_end(struct auth_penalty *penalty,
-		      struct auth_penalty_slot *slot);
+		      struct auth_penalty_slot *slot, uint64_t now_msecs);
 /* A waiting slot that may start now (made ACTIVE), or NULL. Call until
    NULL. */
 struct auth_penalty_slot *

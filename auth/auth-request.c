@@ -95,7 +95,8 @@ void auth_request_free(struct auth_request **_request)
 	if (request->penalty_slot.state != AUTH_PENALTY_SLOT_NONE) {
 		/* Its place goes to the next one of the address, from the
 		   loop (not from inside whatever freed this request). */
-		auth_penalty_end(request->auth->penalty, &request->penalty_slot);
+		auth_penalty_end(request->auth->penalty, &request->penalty_slot,
+				 io_loop_time_ms(request->auth->ioloop));
 		auth_request_penalty_kick(request->auth);
 	}
 	auth_request_wipe_pending(request);
@@ -146,9 +147,9 @@ static void auth_request_delay_timeout(void *context)
 	auth_request_fail_now(request, request->fail_code, request->fail_text);
 }
 
-/* A credential failure: counted for the address, and answered when the
-   address's next authentication may start (its penalty delay), with the
-   loop serving other requests meanwhile. */
+/* A credential failure: counted for the address, and answered after
+   the address's penalty delay, with the loop serving other requests
+   meanwhile. */
 static void auth_request_fail_delayed(struct auth_request *request,
 				      const char *reason)
 {
