@@ -7,12 +7,12 @@ every attack would make it grow by tens of MiB without the bounds, and
 must leave it within a few MiB."""
 
 import pathlib
-import socket
+import ssl
 import threading
 
 import pytest
 
-from moatserver import wait_for
+from moatimap import ImapClient
 
 # Bytes of literal data each attacking connection tries to push.
 FLOOD_LITERALS = 2000
@@ -81,6 +81,44 @@ def test_preauth_nonsync_literal_flood(moat_server):
     assert other.command("LOGIN testuser1 pass").ok
     assert moat_server.login("testuser2").command("NOOP").ok
     assert moat_server.child_pids("imap-login") == [pid]
+
+
+def connect_tls(server):
+    """Implicit TLS on the imaps listener; greeting read."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False   # self-signed test certificate
+    ctx.verify_mode = ssl.CERT_NONE
+    c = ImapClient(server.host, server.tls_port)
+    c.sock = ctx.wrap_socket(c.sock)
+    c.greeting = c.read_greeting()
+    server.clients.append(c)
+    return c
+
+
+@pytest.mark.moat_settings(tls=True)
+def test_preauth_tls_literal_flood(moat_server):
+    """The same over TLS (the session's buffers are imap-login's too):
+    BYE, and imap-login's memory stays within the bound."""
+    pid = only_login_pid(moat_server)
+    attackers = [connect_tls(moat_server) for _ in range(3)]
+    other = connect_tls(moat_server)
+    before = vm_rss_kib(pid)
+    threads = []
+    for i, c in enumerate(attackers):
+        t = threading.Thread(target=flood, args=(
+            c.sock, f"t{i} LOGIN".encode(), FLOOD_LITERALS,
+            FLOOD_LITERAL_SIZE))
+        t.start()
+        threads.append(t)
+    for c in attackers:
+        got = read_until_closed(c, 60)
+        assert b"* BYE Command too large" in got, got[:200]
+    for t in threads:
+        t.join(60)
+        assert not t.is_alive()
+    after = vm_rss_kib(pid)
+    assert after - before < RSS_GROWTH_MAX_KIB, (before, after)
+    assert other.command("LOGIN testuser1 pass").ok
 
 
 def test_preauth_sync_literals_refused(moat_server):
