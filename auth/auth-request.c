@@ -561,9 +561,9 @@ static bool auth_request_penalty_begin(struct auth_request *request,
 		return false;
 	}
 	request->pending_b64 = p_strdup(request->pool, b64);
-	/* The wait may end by time alone. */
-	if (auth->to_penalty == NULL)
-		auth_request_penalty_arm(auth);
+	/* The wait may end by time alone, maybe before the timer that is
+	   set for another address: let the queue run set it again. */
+	auth_request_penalty_kick(auth);
 	return false;
 }
 

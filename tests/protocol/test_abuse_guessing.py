@@ -150,6 +150,29 @@ def test_other_addresses_answered_meanwhile(moat_server):
     assert t_other < cumulative(n) / 2, t_other
 
 
+@pytest.mark.moat_settings(auth_failure_delay="500 ms",
+                           disable_plaintext_auth="no")
+def test_short_wait_not_held_by_longer_one(moat_server):
+    """Two penalised addresses wait at once: the one whose delay ends
+    first is served then, not when the other's (longer) delay ends."""
+    for i in range(4):
+        # a new connection per guess: imap_max_auth_attempts is 3
+        x = connect_from(moat_server, "127.0.0.14")
+        assert x.command(f"LOGIN testuser1 wrong{i}").status == "NO"
+    # 127.0.0.14 has 4 failures: its next guess waits 4 s
+    x = connect_from(moat_server, "127.0.0.14")
+    send_login(x, "x", "wrong")
+    y = connect_from(moat_server, "127.0.0.15")
+    assert y.command("LOGIN testuser1 wrong").status == "NO"
+    # 127.0.0.15 has 1 failure: its next check waits 0.5 s
+    t0 = time.monotonic()
+    assert y.command("LOGIN testuser1 pass").ok
+    waited = time.monotonic() - t0
+    assert waited >= 0.5 - SLACK, waited
+    assert waited < 2.0, waited
+    assert x.read_tagged("x").status == "NO"
+
+
 @pytest.mark.moat_settings(auth_failure_delay="1 sec",
                            disable_plaintext_auth="no",
                            login_trusted_networks="127.0.0.10")
