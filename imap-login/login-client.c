@@ -165,8 +165,11 @@ void login_client_streams_create(struct login_client *client)
    same host are exempt; we decide that, master only counts. */
 static bool client_ip_limit_applies(const struct login_client *client)
 {
+	/* "unknown": not an AF_INET/AF_INET6 peer, which our TCP listeners
+	   never accept; there is no address to count. */
 	return client->lp->set->login_max_connections_per_ip != 0 &&
-		!client->trusted && !client->local;
+		!client->trusted && !client->local &&
+		strcmp(client->remote_ip, "unknown") != 0;
 }
 
 #define CLIENT_IP_LIMIT_REASON \
