@@ -359,8 +359,10 @@ void services_child_exited(struct master *master, pid_t pid, int status)
 		master->auth = NULL;
 		handoff_fail_all(master, "Authentication process died");
 	}
-	if (service->kind == SERVICE_LOGIN)
+	if (service->kind == SERVICE_LOGIN) {
 		handoff_login_gone(master, child);
+		login_limits_child_gone(child);
+	}
 	child_free(child);
 	if (master->stopping) {
 		if (master->children == NULL)
