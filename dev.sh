@@ -21,6 +21,7 @@ DEMO_LMTP_PORT=1024
 PACKAGES=(build-essential autoconf automake pkg-config libssl-dev libcap-dev
 	libpam0g-dev zlib1g-dev libcrypt-dev libargon2-dev openssl python3-pytest
 	clang libclang-rt-14-dev socat
+	unicode-data  # UnicodeData.txt: lib/unicode-gen builds i;unicode-casemap's tables
 	argon2 whois  # argon2, mkpasswd: hash vectors in auth/ tests
 	isync offlineimap3 neomutt  # real clients in tests/protocol/test_clients.py
 	postfix)  # a private instance delivers to moat in tests/protocol/test_postfix.py

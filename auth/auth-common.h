@@ -23,7 +23,11 @@ struct auth {
 	const struct moat_settings *set;
 	struct auth_db *db;
 	struct auth_token_table *tokens;
+	/* NULL with auth_failure_delay = 0 (no penalty) */
 	struct auth_penalty *penalty;
+	/* runs the penalty queue: deferred after a change, or a timer for
+	   the next address whose delay ends (auth-request.c) */
+	struct timeout *to_penalty;
 	struct ipc_conn *master_conn;     /* moat-auth-master */
 	struct auth_client *clients;      /* one per imap-login process */
 	unsigned int client_count;

@@ -225,14 +225,24 @@ def main():
           "sha512-crypt login answered while another waits: %s" % r1[:2])
     check(r2 == ["FAIL", "2", "authfailed", "Authentication failed."] and
           0.9 <= t1 < 3, "wrong password FAIL after ~1 s (%.2f s)" % t1)
-    # second failure from the same IP: 2 s
+    # second attempt from the same IP: it waits 1 s for its turn, then
+    # its failure is answered after the doubled delay, 2 s
     t0 = time.monotonic()
     send(login, "AUTH", "4", "PLAIN", "198.51.100.7", "127.0.0.1", "1",
          b64("\0nosuchuser\0wrong"))
-    r = recv(login)
+    r = recv(login, timeout=10)
     t1 = time.monotonic() - t0
     check(r == ["FAIL", "4", "authfailed", "Authentication failed."] and
-          1.9 <= t1 < 4, "unknown user: same answer, doubled delay (%.2f s)" % t1)
+          2.9 <= t1 < 8, "unknown user: same answer, waited and doubled "
+          "delay (%.2f s)" % t1)
+    # a right password from there waits too (2 s), and is accepted
+    t0 = time.monotonic()
+    send(login, "AUTH", "4b", "PLAIN", "198.51.100.7", "127.0.0.1", "1",
+         b64("\0alice\0secret"))
+    r = recv(login, timeout=10)
+    t1 = time.monotonic() - t0
+    check(r is not None and r[:3] == ["OK", "4b", "alice"] and t1 >= 1.9,
+          "right password after failures waits for the penalty (%.2f s)" % t1)
 
     # LOGIN mechanism, step by step
     send(login, "AUTH", "5", "LOGIN", "192.0.2.2", "127.0.0.1", "1", "")
@@ -303,9 +313,11 @@ def main():
     check(r is not None and r[:3] == ["FAIL", "14", "authfailed"],
           "response over 8 KiB fails")
 
-    # request cap per login connection
+    # request cap per login connection (from as many addresses: one
+    # address alone would hit its penalty queue's bounds first)
     for i in range(101):
-        send(login, "AUTH", "c%d" % i, "LOGIN", "192.0.2.4", "127.0.0.1", "1", "")
+        send(login, "AUTH", "c%d" % i, "LOGIN", "198.18.0.%d" % i,
+             "127.0.0.1", "1", "")
     answers = [recv(login) for _ in range(101)]
     conts = sum(1 for a in answers if a and a[0] == "CONT")
     tempfails = [a for a in answers if a and a[0] == "FAIL"]

@@ -70,7 +70,7 @@ index_test_mailbox_list_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_libindex_a_SOURCES += \
 	index/mail-search.c index/mail-search.h index/mail-search-private.h \
 	index/mail-search-parse.c index/mail-search-text.c \
-	index/mail-search-fold.c
+	index/mail-search-fold.c index/mail-search-address.c
 check_PROGRAMS += index/test-mail-search
 TESTS += index/test-mail-search
 index_test_mail_search_LDADD = $(LIBINDEX) $(LIBMAILINDEX) $(LIBMIME) \
@@ -110,7 +110,7 @@ index_test_mailbox_status_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 # subject (imap-base-subject.c); they use libmime's header parsers
 index_libindex_a_SOURCES += \
 	index/imap-base-subject.c index/imap-base-subject.h \
-	index/mail-sort-keys.c index/mail-sort-keys.h
+	index/mail-sort-keys.c index/mail-sort-keys.h index/mail-sort-msgid.c
 check_PROGRAMS += tests/unit/test-imap-base-subject
 TESTS += tests/unit/test-imap-base-subject
 tests_unit_test_imap_base_subject_LDADD = $(LIBINDEX) $(LIBMAILINDEX) \

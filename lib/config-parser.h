@@ -78,11 +78,14 @@ int config_parse_fd(int fd, const char *name, config_callback_t *callback,
 /* Value parsers for the typed settings; *error_r is a static string.
    size: a number with an optional B/k/M/G/T suffix (any case, powers of
    1024, a space allowed before it). time: a number with an optional unit
-   s/sec/secs/m/min/mins/h/hour/hours/d/day/days (default seconds).
-   bool: exactly "yes" or "no". */
+   s/sec/secs/m/min/mins/h/hour/hours/d/day/days (default seconds);
+   time_msecs: the same in milliseconds, and ms/msec/msecs are units
+   too. bool: exactly "yes" or "no". */
 int config_parse_size(const char *str, uint64_t *size_r, const char **error_r);
 int config_parse_time(const char *str, unsigned int *secs_r,
 		      const char **error_r);
+int config_parse_time_msecs(const char *str, unsigned int *msecs_r,
+			    const char **error_r);
 int config_parse_bool(const char *str, bool *value_r, const char **error_r);
 
 /* The writing side: each appends text the parser reads back to the same
@@ -91,5 +94,7 @@ bool config_value_needs_quotes(const char *value);
 int config_append_value(buffer_t *out, const char *value) ATTR_WARN_UNUSED;
 int config_append_size(buffer_t *out, uint64_t size) ATTR_WARN_UNUSED;
 int config_append_time(buffer_t *out, unsigned int secs) ATTR_WARN_UNUSED;
+/* Whole seconds as config_append_time() does, else "N ms". */
+int config_append_time_msecs(buffer_t *out, unsigned int msecs) ATTR_WARN_UNUSED;
 
 #endif

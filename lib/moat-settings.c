@@ -115,10 +115,15 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(quota_warning, SET_STRING, "", .check = check_percents),
 	GLOBAL(quota_full_tempfail, SET_BOOL, "no"),
 	GLOBAL(login_timeout, SET_TIME, "60 secs", .min = 1),
+	/* A pre-auth command's line and literals together: an OAUTHBEARER
+	   initial response of 8 KiB (SASL's limit in auth) is 11 KiB of
+	   base64; LOGIN and ID need far less. Below 1k not even LOGIN with
+	   a long password fits. */
+	GLOBAL(login_max_command_size, SET_SIZE, "16k", .min = 1024),
 	GLOBAL(disable_plaintext_auth, SET_BOOL, "yes"),
 	GLOBAL(auth_mechanisms, SET_STRING, "plain login",
 	       .flags = SET_FLAG_NONEMPTY, .check = check_mechanisms),
-	GLOBAL(auth_failure_delay, SET_TIME, "2 secs"),
+	GLOBAL(auth_failure_delay, SET_TIME_MSECS, "2 secs"),
 	/* A household or office behind one NAT: phones, desktops and webmail
 	   of one user share an address; 0 = unlimited. */
 	GLOBAL(mail_max_userip_connections, SET_UINT, "50"),

@@ -142,9 +142,12 @@ struct moat_settings {
 
 	/* login / auth */
 	unsigned int login_timeout;         /* seconds to authenticate */
+	/* Bytes of one pre-auth command, its literals included. */
+	uint64_t login_max_command_size;
 	bool disable_plaintext_auth;        /* loopback counts as secured */
 	const char *auth_mechanisms;        /* "plain login" */
-	unsigned int auth_failure_delay;    /* seconds, first failure */
+	/* Milliseconds: the penalty after the first failure (auth). */
+	unsigned int auth_failure_delay;
 	/* Connection limits (0 = unlimited, except imap_max_auth_attempts):
 	   per user and remote IP, per user (both in the user's imap
 	   process), pre-auth per remote IP in each imap-login process, and

@@ -7,6 +7,7 @@ master_moat_SOURCES = \
 	master/listener.c \
 	master/service.c \
 	master/service-login.c \
+	master/login-limits.c \
 	master/service-auth.c \
 	master/service-auth-worker.c \
 	master/service-imap.c \

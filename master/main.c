@@ -263,6 +263,7 @@ int main(int argc, char *argv[])
 	signal(SIGPIPE, SIG_IGN);
 
 	master.ioloop = io_loop_create();
+	login_limits_init(&master);
 	io_loop_add_signal(master.ioloop, SIGCHLD, sig_chld, &master);
 	io_loop_add_signal(master.ioloop, SIGTERM, sig_term, &master);
 	io_loop_add_signal(master.ioloop, SIGINT, sig_term, &master);
@@ -273,6 +274,7 @@ int main(int argc, char *argv[])
 	io_loop_run(master.ioloop);
 
 	i_info("stopped");
+	login_limits_deinit(&master);
 	master_listeners_close(&master);
 	(void)unlink(master.pid_path);
 	io_loop_destroy(&master.ioloop);

@@ -56,6 +56,9 @@ struct child {
 	bool wants_auth;          /* asked for a new auth socket */
 	unsigned int clients;     /* from its last LOAD record */
 	uint64_t idle_since_ms;   /* 0 while it has clients */
+	unsigned int client_limit;   /* of the settings it was started with */
+	/* its clients counted for login_max_connections_per_ip */
+	struct login_child_conns *ip_conns;
 
 	/* imap: the user it serves */
 	char *user;
@@ -99,6 +102,8 @@ struct master {
 	struct child *auth;       /* the running auth process, or NULL */
 
 	struct handoff *handoffs; /* waiting for auth to redeem a token */
+	/* pre-auth connections per remote address, all imap-logins */
+	struct login_limits *login_limits;
 	unsigned int next_handoff_id;
 	struct lmtp_rcpt *lmtp_rcpts;  /* waiting for auth's userdb */
 	unsigned int next_lmtp_rcpt_id;
@@ -141,6 +146,14 @@ void login_shutdown_all(struct master *master);
 unsigned int login_count_listening(struct master *master);
 /* Start the periodic idle_kill check (no-op when idle_kill is 0). */
 void login_idle_check_start(struct master *master);
+
+/* login-limits.c: login_max_connections_per_ip over all processes */
+void login_limits_init(struct master *master);
+void login_limits_deinit(struct master *master);
+/* CONNECT / DISCONNECT of an imap-login; false if args is neither. */
+bool login_limits_input(struct child *child, const char *const *args);
+/* The process exited: its connections are no longer counted. */
+void login_limits_child_gone(struct child *child);
 
 /* service-auth.c */
 struct child *auth_spawn(struct master *master);

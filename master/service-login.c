@@ -44,6 +44,7 @@ struct child *login_spawn(struct master *master)
 	}
 	child->listening = true;
 	child->idle_since_ms = time_monotonic_ms();
+	child->client_limit = service->set->client_limit;
 	if (master->auth != NULL && !master->auth->shutting_down) {
 		char pid_str[32];
 		snprintf(pid_str, sizeof(pid_str), "%d", (int)child->pid);
@@ -195,6 +196,8 @@ void login_input(void *context, const char *const *args, int fd)
 		login_ensure_available(child->master);
 	} else if (strcmp(args[0], "LOAD") == 0) {
 		login_handle_load(child, args);
+	} else if (login_limits_input(child, args)) {
+		/* CONNECT, DISCONNECT */
 	} else {
 		/* imap-login is untrusted: a protocol violation ends it. */
 		i_error("imap-login %d sent an unknown record, killing it", (int)child->pid);

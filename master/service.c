@@ -365,8 +365,10 @@ void services_child_exited(struct master *master, pid_t pid, int status)
 		handoff_fail_all(master, "Authentication process died");
 		lmtp_rcpt_fail_all(master, "User database process died");
 	}
-	if (service->kind == SERVICE_LOGIN)
+	if (service->kind == SERVICE_LOGIN) {
 		handoff_login_gone(master, child);
+		login_limits_child_gone(child);
+	}
 	if (service->kind == SERVICE_LMTP)
 		lmtp_rcpt_lmtp_gone(master, child);
 	child_free(child);

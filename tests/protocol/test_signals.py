@@ -36,16 +36,24 @@ def test_sighup_keeps_sessions(moat_server):
     pre = moat_server.connect()
     master = moat_server.pid
     old_logins = moat_server.child_pids("imap-login")
+    old_auth = moat_server.child_pids("auth")
     os.kill(master, signal.SIGHUP)
-    # The reload is done when a new imap-login serves new connections.
+    # The reload is done when a new imap-login and a new auth run.
     assert wait_for(lambda: "SIGHUP: reloading" in moat_server.logs() and
                     [p for p in moat_server.child_pids("imap-login")
-                     if p not in old_logins], 30), moat_server.logs()
+                     if p not in old_logins] and
+                    [p for p in moat_server.child_pids("auth")
+                     if p not in old_auth], 30), moat_server.logs()
     assert proc_alive(master)
     # The logged-in session and a pre-auth one both survive the reload.
     assert c.command("NOOP").ok
     assert pre.command("NOOP").ok
-    assert pre.command("LOGIN testuser2 secret2").ok
+    # auth restarts with the new settings: until the old imap-login has
+    # its socket to the new one, a login is a temporary failure
+    r = wait_for(lambda: (lambda r: r if r.ok or b"[UNAVAILABLE]" not in r.line
+                          else None)(pre.command("LOGIN testuser2 secret2")), 30,
+                 interval=1)
+    assert r and r.ok, r
     assert pre.command("NOOP").ok
     # New connections log in.
     c2 = moat_server.login("testuser1")

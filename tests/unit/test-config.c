@@ -108,7 +108,8 @@ static void test_defaults(void)
 	test_assert_int(set->login_timeout, 60);
 	test_assert(set->disable_plaintext_auth);
 	test_assert_str(set->auth_mechanisms, "plain login");
-	test_assert_int(set->auth_failure_delay, 2);
+	test_assert_int(set->auth_failure_delay, 2000);
+	test_assert_int(set->login_max_command_size, 16 * 1024);
 	test_assert_int(set->mail_max_userip_connections, 50);
 	test_assert_int(set->mail_max_user_connections, 200);
 	test_assert_int(set->login_max_connections_per_ip, 100);
@@ -236,7 +237,7 @@ static void test_types(void)
 	test_assert_int(set->imap_idle_timeout, 31 * 60);
 	test_assert_int(set->imap_process_linger, 7200);
 	test_assert_int(set->login_timeout, 90);
-	test_assert_int(set->auth_failure_delay, 86400);
+	test_assert_int(set->auth_failure_delay, 86400 * 1000);
 	test_assert_int(set->mail_fsync, MOAT_FSYNC_NEVER);
 	test_assert_str(set->mail_location, "maildir:/var/mail/%u");
 	test_assert_str(set->log_path, "/var/log/moat.log");
@@ -263,6 +264,17 @@ static void test_types(void)
 		    secs == 3 * 86400);
 	test_assert(config_parse_time("5 ms", &secs, &error) < 0);
 	test_assert(config_parse_time("100000 days", &secs, &error) < 0);
+	/* milliseconds: ms is a unit, a bare number is still seconds */
+	test_assert(config_parse_time_msecs("250 ms", &secs, &error) == 0 &&
+		    secs == 250);
+	test_assert(config_parse_time_msecs("250msecs", &secs, &error) == 0 &&
+		    secs == 250);
+	test_assert(config_parse_time_msecs("2", &secs, &error) == 0 &&
+		    secs == 2000);
+	test_assert(config_parse_time_msecs("2 mins", &secs, &error) == 0 &&
+		    secs == 120000);
+	test_assert(config_parse_time_msecs("50 days", &secs, &error) < 0);
+	test_assert(config_parse_time_msecs("5 fortnights", &secs, &error) < 0);
 }
 
 static void test_bad_values(void)
@@ -801,7 +813,8 @@ static struct moat_settings *custom_settings(void)
 		"imap_max_append_size = 3G\n"
 		"imap_idle_timeout = 1 hours\n"
 		"imap_process_linger = 61\n"
-		"auth_failure_delay = 0\n"
+		"auth_failure_delay = 1500 ms\n"
+		"login_max_command_size = 2k\n"
 		"service imap-login {\n"
 		"  user = nobody\n  chroot = /var/empty\n  service_count = 1\n"
 		"  inet_listener imaps {\n    address = 127.0.0.1\n  }\n"
@@ -854,6 +867,8 @@ static void test_round_trip(void)
 		test_assert_str(set2->log_path, set->log_path);
 		test_assert_int(set2->imap_max_line_length, 12345);
 		test_assert_int(set2->imap_max_append_size, 3ULL << 30);
+		test_assert_int(set2->auth_failure_delay, 1500);
+		test_assert_int(set2->login_max_command_size, 2048);
 		test_assert_int(moat_settings_get_service(set2,
 			"imap-login")->listener_count, 3);
 		moat_settings_free(&set2);
