@@ -29,8 +29,7 @@ bool cmd_getquota(struct client_command *cmd)
 	}
 	buffer_t buf;
 	buffer_init(&buf, QUOTA_LINE_MAX);
-	bool ok = buffer_append_str(&buf, "* QUOTA \"" IMAP_QUOTA_ROOT "\" ") == 0 &&
-		imap_quota_format(&limits, &usage, &buf) == 0;
+	bool ok = imap_quota_format(&limits, &usage, &buf) == 0;
 	if (ok)
 		client_send_line(client, buf.data);
 	buffer_free(&buf);

@@ -44,8 +44,7 @@ bool cmd_getquotaroot(struct client_command *cmd)
 		client_send_line(client, buf.data);
 	if (ok && limited) {
 		buffer_reset(&buf);
-		ok = buffer_append_str(&buf, "* QUOTA \"" IMAP_QUOTA_ROOT "\" ") == 0 &&
-			imap_quota_format(&limits, &usage, &buf) == 0;
+		ok = imap_quota_format(&limits, &usage, &buf) == 0;
 		if (ok)
 			client_send_line(client, buf.data);
 	}

@@ -99,7 +99,7 @@ int imap_quota_format(const struct mailbox_quota_limits *limits,
 	uint64_t storage = usage->storage < 0 ? 0 : (uint64_t)usage->storage;
 	uint64_t messages = usage->messages < 0 ? 0 : (uint64_t)usage->messages;
 
-	if (buffer_append_c(buf, '(') < 0)
+	if (buffer_append_str(buf, "* QUOTA \"" IMAP_QUOTA_ROOT "\" (") < 0)
 		return -1;
 	if (limits->storage != 0) {
 		/* KiB (RFC 9208 5.1): usage rounded up, the limit down */

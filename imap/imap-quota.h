@@ -29,8 +29,8 @@ void imap_quota_saved(struct imap_user *user, uint64_t storage,
 /* The limits and current usage, for GETQUOTA/GETQUOTAROOT. 0 or -1. */
 int imap_quota_get(struct imap_user *user, struct mailbox_quota_limits *limits_r,
 		   struct mailbox_quota_usage *usage_r);
-/* "(STORAGE u l MESSAGE u l)" of the limited resources into buf. -1 if
-   buf is full. */
+/* The QUOTA response of the root: '* QUOTA "" (STORAGE u l MESSAGE u l)'
+   with the limited resources, into buf. -1 if buf is full. */
 int imap_quota_format(const struct mailbox_quota_limits *limits,
 		      const struct mailbox_quota_usage *usage, buffer_t *buf);
 /* True if the user has any limit (only then is there a quota root). */
