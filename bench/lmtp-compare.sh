@@ -2,7 +2,8 @@
 # LMTP deliveries per second, moat against Dovecot's LMTP (dovecot-lmtpd,
 # stock settings: mail_fsync = optimized, as moat's default), same machine,
 # same run: to one user and to 20 users, over 1 and 10 connections, and 20
-# connections into one mailbox (group commit: against one connection).
+# connections into one mailbox (group commit: against one connection),
+# and how soon a session in IDLE hears of a delivery.
 # Usage: bench/lmtp-compare.sh [PREFIX] [SECONDS]
 #   PREFIX: an installed moat (default build/run/local... ./local)
 set -euo pipefail
@@ -43,6 +44,8 @@ run_server() {   # NAME: the whole table for one server
 		/usr/bin/python3 "$here/lmtpload.py" --port "$lmtp" --users "$1" \
 			--clients "$2" --seconds "$secs" | sed "s/^RESULT /RESULT server=$name /"
 	done
+	/usr/bin/python3 "$here/idle-latency.py" --imap-port "$port" \
+		--lmtp-port "$lmtp" --count 50 | sed "s/^RESULT /RESULT server=$name /"
 	bench_stop "$pid"
 }
 
@@ -68,4 +71,9 @@ one = moat.get((1, 1), (0,))[0]
 twenty = moat.get((1, 20), (0,))[0]
 if one:
     print(f"\n20 connections into one mailbox: {twenty / one:.2f}x one connection (moat)")
+for name, path in (("moat", sys.argv[1]), ("Dovecot", sys.argv[2])):
+    for line in open(path):
+        m = re.search(r"workload=idle-latency .*p50_ms=([\d.]+) p99_ms=([\d.]+)", line)
+        if m:
+            print(f"{name}: IDLE hears a delivery after {m[1]} ms (median), {m[2]} ms (p99)")
 PY
