@@ -94,6 +94,12 @@ check_PROGRAMS += index/test-maildir-ghost
 TESTS += index/test-maildir-ghost
 index_test_maildir_ghost_LDADD = $(INDEX_TEST_LDADD)
 index_test_maildir_ghost_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+# a directory scan racing another process's STORE or EXPUNGE between its
+# readdir and its lock (two processes, the race order forced)
+check_PROGRAMS += index/test-maildir-sync-race
+TESTS += index/test-maildir-sync-race
+index_test_maildir_sync_race_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_sync_race_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 noinst_PROGRAMS += index/bench-mailbox
 index_bench_mailbox_SOURCES = index/bench-mailbox.c
 index_bench_mailbox_LDADD = $(LIBINDEX) $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
