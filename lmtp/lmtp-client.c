@@ -98,10 +98,16 @@ static void client_destroy(struct lmtp_client *client)
 
 static void client_send(struct lmtp_client *client, const char *line)
 {
+	char buf[LMTP_REPLY_MAX + 2];
+	size_t len = strlen(line);
+
 	if (client->output == NULL)
 		return;
-	if (o_stream_send_str(client->output, line) < 0 ||
-	    o_stream_send(client->output, "\r\n", 2) < 0) {
+	/* one write a line: a reply never waits for its own CRLF */
+	i_assert(len <= LMTP_REPLY_MAX);
+	memcpy(buf, line, len);
+	memcpy(buf + len, "\r\n", 2);
+	if (o_stream_send(client->output, buf, len + 2) < 0) {
 		/* an MTA that does not read its replies */
 		i_warning("client does not read its replies; disconnecting");
 		client->state = CLIENT_QUIT;
@@ -659,7 +665,12 @@ static void client_process(struct lmtp_client *client)
 {
 	if (client->destroyed)
 		return;
+	/* the replies to what was pipelined go out together */
+	if (client->output != NULL)
+		o_stream_cork(client->output);
 	client_process_buffered(client);
+	if (client->output != NULL)
+		o_stream_uncork(client->output);
 	if (client->state == CLIENT_QUIT)
 		client_finish_quit(client);
 	else

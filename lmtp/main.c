@@ -70,6 +70,8 @@ static void listener_accept(void *context)
 		lmtp_listen_update(proc);
 		return;
 	}
+	/* replies are small and answer pipelined commands: no Nagle wait */
+	fd_set_tcp_nodelay(fd);
 	(void)lmtp_client_create(proc, fd);
 	lmtp_listen_update(proc);
 }
