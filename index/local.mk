@@ -20,7 +20,10 @@ index_libindex_a_SOURCES = \
 	index/mailbox-list-ops.c index/mailbox-subscriptions.c \
 	index/maildir-watch.c index/maildir-watch.h \
 	index/maildir-ghost.c index/maildir-ghost.h \
-	index/maildir-staged.c
+	index/maildir-staged.c \
+	index/maildir-import.c index/maildir-import.h \
+	index/maildir-import-dovecot.c index/maildir-import-courier.c \
+	index/mailbox-import.c
 LIBINDEX = index/libindex.a
 
 INDEX_TEST_LDADD = $(LIBINDEX) $(LIBMAILINDEX) tests/unit/libtest.a $(LIBMOAT) \
