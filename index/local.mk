@@ -51,6 +51,11 @@ index_test_mailbox_copy_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_mailbox_append_multi_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_append_multi_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_maildir_watch_LDADD = $(INDEX_TEST_LDADD)
+# taking over Dovecot's and Courier's files (maildir-import.h)
+check_PROGRAMS += index/test-maildir-import
+TESTS += index/test-maildir-import
+index_test_maildir_import_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_import_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_maildir_watch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 
 # mailbox names and the mailbox list (LIST, CREATE, DELETE, RENAME)
