@@ -30,6 +30,10 @@
    same way; rewrites write V2. An appender reads only the header and the
    last UIDLIST_TAIL_READ_SIZE bytes (maildir_uidlist_lock_append()).
 
+   A folder that came from Dovecot (maildir-import.h) starts as a copy of
+   its dovecot-uidlist; while that file has our UIDVALIDITY, every write
+   also appends the new records to it in Dovecot's format.
+
    The uidlist owns its records; pointers returned stay valid until the
    next refresh, lock or write. */
 
