@@ -23,7 +23,10 @@ index_libindex_a_SOURCES = \
 	index/maildir-staged.c \
 	index/maildir-import.c index/maildir-import.h \
 	index/maildir-import-dovecot.c index/maildir-import-courier.c \
-	index/mailbox-import.c
+	index/mailbox-import.c \
+	index/mailbox-delivery.c \
+	index/mailbox-quota.c index/mailbox-quota.h \
+	index/mailbox-quota-account.c index/mailbox-quota-warning.c
 LIBINDEX = index/libindex.a
 
 INDEX_TEST_LDADD = $(LIBINDEX) $(LIBMAILINDEX) tests/unit/libtest.a $(LIBMOAT) \
@@ -35,7 +38,8 @@ INDEX_TESTS = \
 	index/test-maildir-keywords \
 	index/test-mailbox-copy \
 	index/test-mailbox-append-multi \
-	index/test-maildir-watch
+	index/test-maildir-watch \
+	index/test-mailbox-quota
 check_PROGRAMS += $(INDEX_TESTS)
 TESTS += $(INDEX_TESTS)
 index_test_maildir_filename_LDADD = $(INDEX_TEST_LDADD)
@@ -57,6 +61,8 @@ TESTS += index/test-maildir-import
 index_test_maildir_import_LDADD = $(INDEX_TEST_LDADD)
 index_test_maildir_import_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_maildir_watch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+index_test_mailbox_quota_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_quota_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 
 # mailbox names and the mailbox list (LIST, CREATE, DELETE, RENAME)
 INDEX_TESTS_LIST = index/test-mailbox-name index/test-mailbox-list
@@ -96,6 +102,12 @@ check_PROGRAMS += index/test-maildir-ghost
 TESTS += index/test-maildir-ghost
 index_test_maildir_ghost_LDADD = $(INDEX_TEST_LDADD)
 index_test_maildir_ghost_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+# a directory scan racing another process's STORE or EXPUNGE between its
+# readdir and its lock (two processes, the race order forced)
+check_PROGRAMS += index/test-maildir-sync-race
+TESTS += index/test-maildir-sync-race
+index_test_maildir_sync_race_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_sync_race_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 noinst_PROGRAMS += index/bench-mailbox
 index_bench_mailbox_SOURCES = index/bench-mailbox.c
 index_bench_mailbox_LDADD = $(LIBINDEX) $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)

@@ -53,6 +53,9 @@ struct mailbox_fname_cache {
 struct mailbox {
 	char *name;
 	char *path;              /* the Maildir folder */
+	/* the mail root whose maildirsize counts this folder's messages,
+	   or NULL (mailbox_set_quota_root()) */
+	char *quota_root;
 	char *cur_dir, *new_dir, *tmp_dir;
 	int cur_fd;              /* O_PATH of cur/ for opening messages, or -1 */
 	enum mailbox_open_flags flags;
@@ -167,6 +170,12 @@ void mailbox_index_add_savedate(struct mail_index_transaction *t,
    (maildir-import.h). Called by a full sync before it scans. Returns 0
    (also when there is nothing to import) or -1. */
 int mailbox_import_foreign(struct mailbox *box, const char **error_r);
+
+/* mailbox-quota-account.c: a change of the folder's messages, counted in
+   its quota root's maildirsize (if it has one); a failure is logged (the
+   next recalc fixes the count). */
+void mailbox_quota_account(struct mailbox *box, int64_t storage,
+			   int64_t messages);
 
 /* Publish staged messages (COPY, MULTIAPPEND): publish() gives them UIDs
    and moves them into box's cur/ while the uidlist lock is held; then

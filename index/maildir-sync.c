@@ -700,6 +700,13 @@ static unsigned int sync_index_fill(struct mailbox *box,
 			    (r->fname_flags == (x->flags & MAIL_FLAGS_PERMANENT) &&
 			     r->fname_keywords == x->keywords))
 				continue;   /* a name read in a race may be stale */
+			/* The readdir ran before the lock: another process may
+			   have renamed the file since and committed its flags
+			   (x has them). Our writers rename only under this
+			   lock, so a name still there now is the file's own;
+			   one that is not would revert an acknowledged STORE. */
+			if (!sync_stat_file(box, r->fname, &st))
+				continue;
 			mailbox_index_replace_flags(t, x->uid, r->fname_flags,
 						    r->fname_keywords);
 			changes++;
