@@ -21,6 +21,9 @@ index_libindex_a_SOURCES = \
 	index/maildir-watch.c index/maildir-watch.h \
 	index/maildir-ghost.c index/maildir-ghost.h \
 	index/maildir-staged.c \
+	index/maildir-import.c index/maildir-import.h \
+	index/maildir-import-dovecot.c index/maildir-import-courier.c \
+	index/mailbox-import.c \
 	index/mailbox-delivery.c \
 	index/mailbox-quota.c index/mailbox-quota.h \
 	index/mailbox-quota-account.c index/mailbox-quota-warning.c
@@ -52,6 +55,11 @@ index_test_mailbox_copy_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_mailbox_append_multi_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_append_multi_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_maildir_watch_LDADD = $(INDEX_TEST_LDADD)
+# taking over Dovecot's and Courier's files (maildir-import.h)
+check_PROGRAMS += index/test-maildir-import
+TESTS += index/test-maildir-import
+index_test_maildir_import_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_import_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_maildir_watch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_mailbox_quota_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_quota_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit

@@ -106,6 +106,9 @@ struct mailbox {
 	bool stamp_saved;        /* MAILBOX_DIRSTAMP_NAME holds the mtimes */
 	bool unlinks_unsynced;   /* expunges since mailbox_expunge_sync() */
 	time_t stamp_checked_at; /* last sync_stamp_refresh() look */
+	/* Set by mailbox_import_foreign(): the first index commit makes
+	   the messages below this uid not \Recent (0 = nothing to do). */
+	uint32_t import_first_recent;
 	char error[MAILBOX_ERROR_MAX];
 };
 
@@ -161,6 +164,12 @@ void mailbox_index_replace_flags(struct mail_index_transaction *t,
    (maildir-save.c). */
 void mailbox_index_add_savedate(struct mail_index_transaction *t,
 				uint32_t uid, time_t save_date);
+
+/* mailbox-import.c: a folder moat never indexed that another server
+   served gets its moat.uidlist (and keywords) from that server's files
+   (maildir-import.h). Called by a full sync before it scans. Returns 0
+   (also when there is nothing to import) or -1. */
+int mailbox_import_foreign(struct mailbox *box, const char **error_r);
 
 /* mailbox-quota-account.c: a change of the folder's messages, counted in
    its quota root's maildirsize (if it has one); a failure is logged (the
