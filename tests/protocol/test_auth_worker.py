@@ -14,7 +14,7 @@ import tempfile
 
 import pytest
 
-from moatserver import (IS_ROOT, plain_ir, wait_for, proc_comm, proc_status, root_only,
+from moatserver import (IS_ROOT, plain_ir, proc_comm, proc_status, root_only,
                         status_uids, wait_for)
 
 pytestmark = root_only
