@@ -287,7 +287,8 @@ int imap_body_source_get(const struct message_part *root,
 		message_part_find_section((struct message_part *)root,
 					  sec->part);
 	if (part == NULL ||
-	    message_part_get_range(part, section_kind(sec), &range) < 0)
+	    message_section_get_range((struct message_part *)root, sec->part,
+				      section_kind(sec), &range) < 0)
 		return 0;   /* no such section: empty, as Dovecot answers */
 	if (sec->binary && sec->part[0] != '\0' &&
 	    cte_filter(part, &src_r->filter) < 0)

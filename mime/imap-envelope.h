@@ -11,6 +11,16 @@
 
 struct message_part;
 
+/* Version of the ENVELOPE, BODY and BODYSTRUCTURE texts this library
+   produces (the parser and the writers together). Caches of the texts
+   name it (imap/imap-fetch-cache.c), so texts an older moat cached are
+   misses and are computed again: bump it with every change that alters
+   the text of any message.
+   2: top-level message/rfc822 sections, boundaries of any length and
+   empty ones, unterminated quoted parameter values end at their line,
+   an empty display name is NIL. */
+#define IMAP_MSG_TEXT_VERSION "2"
+
 /* A sane maximum for one ENVELOPE or BODYSTRUCTURE string; past it the
    output is cut (only a hostile message gets there). */
 #define IMAP_ENVELOPE_OUTPUT_MAX (64 * 1024 * 1024)

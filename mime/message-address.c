@@ -205,7 +205,10 @@ static void parse_angle_addr(struct addr_ctx *ctx, bool have_name)
 		else
 			invalid = true;
 	}
-	add_address(ctx, have_name ? buf_str(ctx, &ctx->name) : NULL,
+	/* an empty display name ("" <a@b>) is no name: NIL, as other
+	   servers send it */
+	add_address(ctx, have_name && ctx->name.used > 0 ?
+		    buf_str(ctx, &ctx->name) : NULL,
 		    route, mailbox, domain, invalid);
 }
 

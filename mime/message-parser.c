@@ -7,9 +7,10 @@
 
 #include <strings.h>
 
-/* Bytes of a body line kept: enough to recognise any boundary we accept
-   ("--" + boundary + "--"); the rest of a long line is only counted. */
-#define BODY_LINE_KEEP (MESSAGE_PARSER_MAX_BOUNDARY_LEN + 4)
+/* "--" before a boundary and "--" after a closing one. */
+#define BOUNDARY_LINE_EXTRA 4
+/* The smallest field bound: a short boundary must still fit. */
+#define MIN_FIELD_SIZE 256
 
 struct boundary {
 	struct message_part *part;   /* the multipart it belongs to */
@@ -38,6 +39,9 @@ struct message_parser {
 	   max_depth + 1 entries since each is a deeper part. */
 	struct boundary *boundaries;
 	unsigned int boundary_count;
+	/* Bytes of a body line kept: enough to recognise the longest active
+	   boundary line; the rest of a longer line is only counted. */
+	size_t body_line_keep;
 
 	struct position pos;          /* at the start of the current line */
 	unsigned int prev_eol_len;    /* 0, 1 (LF) or 2 (CRLF) */
@@ -72,8 +76,8 @@ message_parser_init(pool_t pool, const struct message_parser_settings *set)
 	p->set = set != NULL ? *set : defaults;
 	if (p->set.max_parts == 0)
 		p->set.max_parts = 1;
-	if (p->set.max_field_size < BODY_LINE_KEEP)
-		p->set.max_field_size = BODY_LINE_KEEP;
+	if (p->set.max_field_size < MIN_FIELD_SIZE)
+		p->set.max_field_size = MIN_FIELD_SIZE;
 	p->hp = message_header_parser_init(p->set.max_field_size);
 	p->boundaries = i_malloc(i_mul_size(p->set.max_depth + 2,
 					    sizeof(*p->boundaries)));
@@ -282,7 +286,10 @@ static void parser_header_end(struct message_parser *p,
 		p->part_count < p->set.max_parts && has_body;
 	if ((part->flags & MESSAGE_PART_FLAG_MULTIPART) != 0) {
 		size_t len = boundary == NULL ? 0 : strlen(boundary);
-		if (len == 0 || len > MESSAGE_PARSER_MAX_BOUNDARY_LEN) {
+		/* the line buffer holds max_field_size bytes, and the value
+		   came from a field no longer than that */
+		if (boundary == NULL ||
+		    len + BOUNDARY_LINE_EXTRA > p->set.max_field_size) {
 			part->flags |= MESSAGE_PART_FLAG_NO_BOUNDARY;
 		} else if (can_nest) {
 			struct boundary *b = &p->boundaries[p->boundary_count++];
@@ -290,6 +297,8 @@ static void parser_header_end(struct message_parser *p,
 			b->part = part;
 			b->str = boundary;
 			b->len = len;
+			p->body_line_keep = MAX(p->body_line_keep,
+						len + BOUNDARY_LINE_EXTRA);
 		}
 	} else if ((part->flags & MESSAGE_PART_FLAG_MESSAGE_RFC822) != 0 &&
 		   can_nest) {
@@ -347,7 +356,7 @@ static int parser_find_boundary(struct message_parser *p,
 {
 	int found = -1;
 
-	if (len < 3 || line[0] != '-' || line[1] != '-')
+	if (len < 2 || line[0] != '-' || line[1] != '-')
 		return -1;
 	for (unsigned int i = p->boundary_count; i > 0; i--) {
 		const struct boundary *b = &p->boundaries[i - 1];
@@ -360,6 +369,17 @@ static int parser_find_boundary(struct message_parser *p,
 			line[3 + b->len] == '-';
 	}
 	return found;
+}
+
+/* Only boundaries before idx stay active. */
+static void parser_boundaries_pop(struct message_parser *p, unsigned int idx)
+{
+	p->boundary_count = idx;
+	p->body_line_keep = 0;
+	for (unsigned int i = 0; i < idx; i++) {
+		p->body_line_keep = MAX(p->body_line_keep,
+			p->boundaries[i].len + BOUNDARY_LINE_EXTRA);
+	}
 }
 
 static void parser_boundary(struct message_parser *p, unsigned int idx,
@@ -382,16 +402,12 @@ static void parser_boundary(struct message_parser *p, unsigned int idx,
 		eol_start.lines--;
 	}
 	parser_close_until(p, multipart, &eol_start);
-	p->boundary_count = idx + 1;
-	if (end) {
-		p->boundary_count = idx;
+	if (end || p->part_count >= p->set.max_parts) {
+		/* closed, or out of parts: the rest is the multipart's body */
+		parser_boundaries_pop(p, idx);
 		return;
 	}
-	if (p->part_count >= p->set.max_parts) {
-		/* Out of parts: the rest is the multipart's body. */
-		p->boundary_count = idx;
-		return;
-	}
+	parser_boundaries_pop(p, idx + 1);
 	parser_new_part_at(p, multipart, next);
 }
 
@@ -439,7 +455,7 @@ static void parser_line_start(struct message_parser *p)
 	p->line_truncated = false;
 	p->last_cr = false;
 	p->line_keep = p->state == STATE_HEADER ? p->set.max_field_size :
-		p->boundary_count > 0 ? BODY_LINE_KEEP : 0;
+		p->body_line_keep;
 }
 
 static void parser_line_add(struct message_parser *p,
@@ -577,7 +593,7 @@ int message_part_get_range(const struct message_part *part,
 			   enum message_section_kind kind,
 			   struct message_section_range *range_r)
 {
-	const struct message_part *msg = part;
+	const struct message_part *msg = part->children;
 	uint64_t body_pos = part->physical_pos + part->header_size.physical;
 
 	switch (kind) {
@@ -592,17 +608,12 @@ int message_part_get_range(const struct message_part *part,
 		range_set(range_r, body_pos, &part->body_size);
 		return 0;
 	case MESSAGE_SECTION_MIME:
-		if (part->parent == NULL)
-			return -1;
 		range_set(range_r, part->physical_pos, &part->header_size);
 		return 0;
 	case MESSAGE_SECTION_HEADER:
 	case MESSAGE_SECTION_TEXT:
-		if ((part->flags & MESSAGE_PART_FLAG_MESSAGE_RFC822) != 0)
-			msg = part->children;
-		else if (part->parent != NULL)
-			return -1;
-		if (msg == NULL)
+		if ((part->flags & MESSAGE_PART_FLAG_MESSAGE_RFC822) == 0 ||
+		    msg == NULL)
 			return -1;
 		if (kind == MESSAGE_SECTION_HEADER)
 			range_set(range_r, msg->physical_pos, &msg->header_size);
@@ -612,4 +623,34 @@ int message_part_get_range(const struct message_part *part,
 		return 0;
 	}
 	i_unreached();
+}
+
+int message_section_get_range(struct message_part *root, const char *section,
+			      enum message_section_kind kind,
+			      struct message_section_range *range_r)
+{
+	struct message_part *part;
+
+	if (*section == '\0') {
+		/* the message itself: its header and body, whatever its
+		   type (a top-level message/rfc822 included) */
+		switch (kind) {
+		case MESSAGE_SECTION_FULL:
+			break;
+		case MESSAGE_SECTION_HEADER:
+			kind = MESSAGE_SECTION_MIME;
+			break;
+		case MESSAGE_SECTION_TEXT:
+			kind = MESSAGE_SECTION_ALL;
+			break;
+		case MESSAGE_SECTION_ALL:
+		case MESSAGE_SECTION_MIME:
+			return -1;
+		}
+		return message_part_get_range(root, kind, range_r);
+	}
+	part = message_part_find_section(root, section);
+	if (part == NULL || kind == MESSAGE_SECTION_FULL)
+		return -1;
+	return message_part_get_range(part, kind, range_r);
 }

@@ -81,7 +81,7 @@ static bool parse_one_param(pool_t pool, struct rfc822_lexer *lex,
 	(void)rfc822_skip_cfws(lex);
 	buffer_reset(tmp);
 	if (rfc822_lexer_peek(lex) == '"') {
-		(void)rfc822_read_quoted(lex, tmp);
+		(void)rfc822_read_quoted_param(lex, tmp);
 	} else if (lex->end - lex->data >= 2 && lex->data[0] == '=' &&
 		   lex->data[1] == '?') {
 		/* An unquoted encoded word ("name==?utf-8?B?...?=") is
@@ -99,7 +99,7 @@ static bool parse_one_param(pool_t pool, struct rfc822_lexer *lex,
 	while (lex->data < lex->end && *lex->data != ';') {
 		if (*lex->data == '"') {
 			buffer_reset(tmp);
-			(void)rfc822_read_quoted(lex, tmp);
+			(void)rfc822_read_quoted_param(lex, tmp);
 		} else {
 			lex->data++;
 		}

@@ -1,0 +1,626 @@
+#!/usr/bin/env python3
+"""Differential test of moat's MIME answers against a reference IMAP server
+(a private Dovecot, see compare-dovecot-mime.sh). Standard library only.
+
+Every message is APPENDed unchanged to both servers. The BODYSTRUCTUREs
+(both servers') give the part numbers; then one pipelined UID FETCH per
+message asks for every section of every part at every depth:
+BODY[n], BODY[n.MIME], BINARY[n], BINARY.SIZE[n], BODY[n.HEADER] and
+BODY[n.TEXT] of message/rfc822 parts, a partial BINARY[n]<o.l>, BODY[],
+BODY[HEADER], BODY[TEXT], ENVELOPE, BODY, BODYSTRUCTURE, RFC822.SIZE, plus
+part numbers that do not exist. Answers are compared item by item.
+
+Differences doc/mime-differences.md lists as moat being right are known
+here (KNOWN): each has a check that recognises exactly that difference;
+anything else is a new difference and fails the run.
+
+    mime_diff.py --ref-port P --moat-port Q [--seed N] [--count N] [--corpus DIR]
+"""
+import argparse
+import os
+import random
+import re
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mime_gen  # noqa: E402
+
+# Commands sent before waiting for their answers: enough to keep both
+# servers busy, few enough that neither socket buffer fills up with
+# unread answers while we still write.
+PIPELINE_DEPTH = 32
+# Messages per round (APPEND, BODYSTRUCTURE, sections).
+BATCH = 200
+
+
+class ImapError(Exception):
+    pass
+
+
+class Imap:
+    """A raw IMAP client that pipelines commands (LITERAL+ for APPEND)."""
+
+    def __init__(self, host, port, user, password, timeout=120):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.buf = b""
+        self.tagn = 0
+        self.read_line()
+        self.check(self.command(b"LOGIN %s %s" % (user.encode(),
+                                                  password.encode())))
+
+    def close(self):
+        try:
+            self.sock.sendall(b"Z LOGOUT\r\n")
+        except OSError:
+            pass
+        self.sock.close()
+
+    def read_line(self):
+        while True:
+            i = self.buf.find(b"\r\n")
+            if i >= 0:
+                line, self.buf = self.buf[:i + 2], self.buf[i + 2:]
+                return line
+            data = self.sock.recv(1 << 20)
+            if not data:
+                raise ImapError("connection closed")
+            self.buf += data
+
+    def read_exact(self, n):
+        while len(self.buf) < n:
+            data = self.sock.recv(max(1 << 20, n - len(self.buf)))
+            if not data:
+                raise ImapError("connection closed")
+            self.buf += data
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def read_response_line(self):
+        """One response with its literals inline."""
+        out = b""
+        while True:
+            line = self.read_line()
+            out += line
+            m = re.search(rb"~?\{(\d+)\}\r\n$", line)
+            if not m:
+                return out
+            out += self.read_exact(int(m.group(1)))
+
+    def next_tag(self):
+        self.tagn += 1
+        return b"T%d" % self.tagn
+
+    def send(self, cmd, literal=None):
+        tag = self.next_tag()
+        if literal is None:
+            self.sock.sendall(tag + b" " + cmd + b"\r\n")
+        else:
+            self.sock.sendall(tag + b" " + cmd + b" {%d+}\r\n" % len(literal)
+                              + literal + b"\r\n")
+        return tag
+
+    def read_tagged(self, tag):
+        untagged = []
+        while True:
+            line = self.read_response_line()
+            if line.startswith(tag + b" "):
+                return line, untagged
+            if line.startswith(b"T") and b" " in line:
+                raise ImapError("answer to another command: %r" % line[:200])
+            untagged.append(line)
+
+    def command(self, cmd, literal=None):
+        return self.read_tagged(self.send(cmd, literal))
+
+    @staticmethod
+    def check(resp):
+        line, untagged = resp
+        if line.split(b" ")[1:2] != [b"OK"]:
+            raise ImapError("command failed: %r" % line)
+        return untagged
+
+    def pipeline(self, cmds, results):
+        """[(cmd, literal)] -> results: [(tagged line, untagged)] in order
+        (filled as the answers come, so a caller sees what arrived before
+        an error)."""
+        pending = []
+        for cmd, literal in cmds:
+            pending.append(self.send(cmd, literal))
+            if len(pending) >= PIPELINE_DEPTH:
+                results.append(self.read_tagged(pending.pop(0)))
+        for tag in pending:
+            results.append(self.read_tagged(tag))
+
+
+# The answer of a command during which the server closed the connection.
+DISCONNECTED = b"(disconnected)"
+
+
+def item_name(item):
+    """The name a FETCH answer gives item: BODY.PEEK[1]<0.5> -> BODY[1]<0>."""
+    name = re.sub(r"\.PEEK", "", item.upper())
+    return re.sub(r"<(\d+)\.\d+>$", r"<\1>", name)
+
+
+# ---- IMAP values ----
+
+def skip_value(data, i):
+    """Index after the value (atom, string, literal, list) at data[i]."""
+    c = data[i:i + 1]
+    if c == b"(":
+        i += 1
+        while True:
+            while data[i:i + 1] == b" ":
+                i += 1
+            if data[i:i + 1] == b")":
+                return i + 1
+            if i >= len(data):
+                raise ValueError("unterminated list")
+            i = skip_value(data, i)
+    if c == b'"':
+        i += 1
+        while i < len(data):
+            if data[i] == 0x5c:
+                i += 2
+            elif data[i] == 0x22:
+                return i + 1
+            else:
+                i += 1
+        raise ValueError("unterminated string")
+    m = re.compile(rb"~?\{(\d+)\}\r\n").match(data, i)
+    if m:
+        return m.end() + int(m.group(1))
+    depth = 0
+    while i < len(data):
+        ch = data[i]
+        if ch == 0x5b:
+            depth += 1
+        elif ch == 0x5d:
+            depth -= 1
+        elif depth == 0 and ch in b" ()\r":
+            break
+        i += 1
+    return i
+
+
+def parse_value(data, i=0):
+    """(Python value, end): list, bytes (string), str (atom), None (NIL)."""
+    c = data[i:i + 1]
+    if c == b"(":
+        out = []
+        i += 1
+        while True:
+            while data[i:i + 1] == b" ":
+                i += 1
+            if data[i:i + 1] == b")":
+                return out, i + 1
+            v, i = parse_value(data, i)
+            out.append(v)
+    if c == b'"':
+        end = skip_value(data, i)
+        return re.sub(rb"\\(.)", rb"\1", data[i + 1:end - 1]), end
+    m = re.compile(rb"~?\{(\d+)\}\r\n").match(data, i)
+    if m:
+        end = m.end() + int(m.group(1))
+        return data[m.end():end], end
+    end = skip_value(data, i)
+    atom = data[i:end].decode("latin-1")
+    return (None if atom.upper() == "NIL" else atom), end
+
+
+def fetch_items(line):
+    """'* n FETCH (NAME value ...)' -> {NAME: raw value bytes}."""
+    m = re.match(rb"\* \d+ FETCH \(", line)
+    if not m:
+        return None
+    out, i = {}, m.end()
+    while i < len(line):
+        while line[i:i + 1] == b" ":
+            i += 1
+        if line[i:i + 1] in (b")", b""):
+            break
+        j = skip_value(line, i)
+        name = line[i:j].decode("latin-1").upper()
+        k = skip_value(line, j + 1)
+        out[name] = line[j + 1:k]
+        i = k
+    return out
+
+
+def literal_data(raw):
+    """The string an nstring value holds (None for NIL)."""
+    v, _ = parse_value(raw)
+    return v
+
+
+# ---- part numbers from a BODYSTRUCTURE ----
+
+def is_multipart(bs):
+    return isinstance(bs, list) and bs and isinstance(bs[0], list)
+
+
+def is_message_rfc822(bs):
+    return (isinstance(bs, list) and len(bs) > 8 and
+            isinstance(bs[0], bytes) and isinstance(bs[1], bytes) and
+            bs[0].lower() == b"message" and bs[1].lower() == b"rfc822" and
+            isinstance(bs[8], list))
+
+
+def part_paths(bs):
+    """{path: kind} for a message's BODYSTRUCTURE; kind 'message' marks
+    message/rfc822 parts (HEADER and TEXT apply), 'part' the others."""
+    out = {}
+
+    def children(container, prefix):
+        # container is a message's body: numbered parts are its children
+        # when multipart, else the body itself is part 1
+        if is_multipart(container):
+            subs = [c for c in container if isinstance(c, list)]
+            for n, c in enumerate(subs, 1):
+                part(c, prefix + str(n))
+        else:
+            part(container, prefix + "1")
+
+    def part(p, path):
+        out[path] = "message" if is_message_rfc822(p) else "part"
+        if is_message_rfc822(p):
+            children(p[8], path + ".")
+        elif is_multipart(p):
+            for n, c in enumerate([c for c in p if isinstance(c, list)], 1):
+                part(c, path + "." + str(n))
+
+    children(bs, "")
+    return out
+
+
+def section_items(paths):
+    """FETCH item lists for a message with these part paths: the first
+    has everything but BINARY, then one list per part for its BINARY
+    items (Dovecot closes the connection on some of those)."""
+    main = ["RFC822.SIZE", "ENVELOPE", "BODY", "BODYSTRUCTURE",
+            "BODY.PEEK[]", "BODY.PEEK[HEADER]", "BODY.PEEK[TEXT]",
+            "BODY.PEEK[TEXT]<2.9>"]
+    binary = []
+    for path in sorted(paths, key=lambda p: [int(x) for x in p.split(".")]):
+        main += ["BODY.PEEK[%s]" % path, "BODY.PEEK[%s.MIME]" % path]
+        if paths[path] == "message":
+            main += ["BODY.PEEK[%s.HEADER]" % path,
+                     "BODY.PEEK[%s.TEXT]" % path]
+        items = ["BINARY.PEEK[%s]" % path, "BINARY.SIZE[%s]" % path]
+        if path == "1":
+            items.append("BINARY.PEEK[1]<1.7>")
+        binary.append(items)
+    # parts that do not exist
+    top = max([int(p.split(".")[0]) for p in paths] + [1])
+    main += ["BODY.PEEK[%d]" % (top + 1), "BODY.PEEK[%d.MIME]" % (top + 1)]
+    return [main] + binary
+
+
+# ---- running both servers ----
+
+class Side:
+    """One server's connection and answers, driven from its own thread so
+    both servers work at the same time."""
+
+    def __init__(self, name, host, port, user, password, mailbox):
+        self.name = name
+        self.login = (host, port, user, password)
+        self.reconnects = 0
+        self.imap = Imap(host, port, user, password)
+        self.mailbox = mailbox.encode()
+        resp = self.imap.command(b"CREATE " + self.mailbox)
+        del resp
+        self.imap.check(self.imap.command(b"SELECT " + self.mailbox))
+        caps = b" ".join(self.imap.check(self.imap.command(b"CAPABILITY")))
+        if b"BINARY" not in caps:
+            raise ImapError("%s lacks BINARY" % name)
+
+    def append(self, msgs):
+        """UIDs (or an error string) of msgs appended in order."""
+        res = []
+        self.imap.pipeline([(b"APPEND " + self.mailbox, m) for m in msgs],
+                           res)
+        out = []
+        for line, _ in res:
+            m = re.search(rb"APPENDUID \d+ (\d+)", line)
+            out.append(int(m.group(1)) if m else
+                       "APPEND: " + line.decode("latin-1").strip())
+        return out
+
+    def reconnect(self):
+        self.imap.sock.close()
+        self.imap = Imap(*self.login)
+        self.imap.check(self.imap.command(b"SELECT " + self.mailbox))
+        self.reconnects += 1
+
+    def pipeline(self, cmds):
+        """Imap.pipeline that survives the server closing the connection
+        (Dovecot does on BINARY of broken base64): the command it was
+        answering gets DISCONNECTED, the rest are sent again."""
+        out = []
+        while len(out) < len(cmds):
+            done = []
+            try:
+                self.imap.pipeline(cmds[len(out):], done)
+            except (ImapError, OSError):
+                out += done
+                out.append(DISCONNECTED)
+                self.reconnect()
+                continue
+            out += done
+        return out
+
+    def fetch(self, uid_cmds):
+        """[(uid, [[items], [items]...])] -> [{ITEM: raw}] per uid. Each
+        item list is one command, so that a connection the server closes
+        loses only that command's items. Answers are matched by UID, not
+        by order: Dovecot runs pipelined FETCHes together and its tagged
+        NO for one may follow the data of the next ones."""
+        cmds, owner = [], []
+        for n, (uid, groups) in enumerate(uid_cmds):
+            for items in groups:
+                cmds.append((b"UID FETCH %d (%s)" % (
+                    uid, " ".join(items).encode()), None))
+                owner.append((n, items))
+        results = self.pipeline(cmds)
+        by_uid = {}
+        for res in results:
+            if res is DISCONNECTED:
+                continue
+            for u in res[1]:
+                got = fetch_items(u)
+                if got and "UID" in got:
+                    by_uid.setdefault(int(got["UID"]), {}).update(got)
+        out = []
+        for uid, _ in uid_cmds:
+            got = by_uid.get(uid, {})
+            got.pop("UID", None)
+            got.pop("FLAGS", None)
+            out.append(got)
+        for (n, items), res in zip(owner, results):
+            if res is DISCONNECTED:
+                text = DISCONNECTED
+            elif res[0].split(b" ")[1:2] != [b"OK"]:
+                text = b"(tagged) " + res[0].split(b" ")[1]
+            else:
+                continue
+            for item in items:
+                out[n].setdefault(item_name(item), text)
+        return out
+
+    def expunge_all(self):
+        self.imap.check(self.imap.command(
+            b"UID STORE 1:* +FLAGS.SILENT (\\Deleted)"))
+        self.imap.check(self.imap.command(b"EXPUNGE"))
+
+
+def run_both(sides, fn):
+    """fn(side) on every side at once; results in side order."""
+    results = [None] * len(sides)
+    errors = []
+
+    def work(i):
+        try:
+            results[i] = fn(sides[i])
+        except Exception as e:  # reported below, in the main thread
+            errors.append((sides[i].name, e))
+
+    threads = [threading.Thread(target=work, args=(i,))
+               for i in range(len(sides))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise ImapError("%s: %s" % errors[0])
+    return results
+
+
+# ---- known differences (doc/mime-differences.md) ----
+
+def known_difference(msg, item, ref, moat):
+    """Name of the documented difference that explains ref != moat for
+    item, or None. Each check is narrow: it recognises that difference
+    and nothing else."""
+    for name, check in KNOWN:
+        if check(msg, item, ref, moat):
+            return name
+    return None
+
+
+KNOWN = []
+
+
+# ---- the comparison ----
+
+class Stats:
+    def __init__(self):
+        self.messages = 0
+        self.items = 0
+        self.equal = 0
+        self.known = {}
+        self.new = []        # (source, item, ref, moat)
+        self.errors = []
+        self.by_item = {}
+        self.sources = set()
+
+    def add(self, source, msg, item, ref, moat):
+        self.items += 1
+        self.sources.add(source)
+        key = re.sub(r"\[[0-9.]+", "[n", re.sub(r"\.PEEK", "", item))
+        cnt = self.by_item.setdefault(key, [0, 0, 0])
+        if ref == moat:
+            self.equal += 1
+            cnt[0] += 1
+            return
+        name = known_difference(msg, item, ref, moat)
+        if name:
+            self.known[name] = self.known.get(name, 0) + 1
+            cnt[1] += 1
+            return
+        cnt[2] += 1
+        self.new.append((source, item, ref, moat))
+
+
+def compare_batch(sides, batch, stats):
+    """batch: [(source, message bytes)]."""
+    ref, moat = sides
+    msgs = [m for _, m in batch]
+    uids = run_both(sides, lambda s: s.append(msgs))
+    todo = []
+    for i, (source, msg) in enumerate(batch):
+        ru, mu = uids[0][i], uids[1][i]
+        if isinstance(ru, str) or isinstance(mu, str):
+            if isinstance(ru, str) != isinstance(mu, str):
+                stats.errors.append((source, "APPEND ref=%r moat=%r" %
+                                     (ru, mu)))
+            continue
+        todo.append((i, ru, mu))
+    structs = run_both(sides, lambda s: s.fetch(
+        [((t[1] if s is ref else t[2]), [["BODYSTRUCTURE"]])
+         for t in todo]))
+    fetches_ref, fetches_moat = [], []
+    for n, (i, ru, mu) in enumerate(todo):
+        paths = {}
+        for answer in (structs[1][n], structs[0][n]):
+            if isinstance(answer, dict) and "BODYSTRUCTURE" in answer:
+                try:
+                    bs, _ = parse_value(answer["BODYSTRUCTURE"])
+                    paths.update(part_paths(bs))
+                except (ValueError, IndexError) as e:
+                    stats.errors.append((batch[i][0], "BODYSTRUCTURE: %s" % e))
+        items = section_items(paths)
+        fetches_ref.append((ru, items))
+        fetches_moat.append((mu, items))
+    answers = run_both(sides, lambda s: s.fetch(
+        fetches_ref if s is ref else fetches_moat))
+    for n, (i, ru, mu) in enumerate(todo):
+        source, msg = batch[i]
+        r, m = answers[0][n], answers[1][n]
+        stats.messages += 1
+        for group in fetches_ref[n][1]:
+            for item in group:
+                name = item_name(item)
+                stats.add(source, msg, name, r.get(name), m.get(name))
+    run_both(sides, lambda s: s.expunge_all())
+
+
+def corpus_messages(corpus):
+    out = []
+    for root, _, names in os.walk(corpus):
+        for n in sorted(names):
+            if n.endswith(".eml"):
+                path = os.path.join(root, n)
+                with open(path, "rb") as f:
+                    data = f.read()
+                if data:
+                    out.append((os.path.relpath(path, corpus), data))
+    out.sort()
+    return out
+
+
+def generated_messages(seed, count):
+    return [("gen seed %d #%d [%s]" % (seed, i, " ".join(muts)), data)
+            for i, (data, muts) in enumerate(mime_gen.messages(seed, count))]
+
+
+def show(value, limit=300):
+    if value is None:
+        return "(missing)"
+    return repr(value[:limit]) + ("... (%d bytes)" % len(value)
+                                  if len(value) > limit else "")
+
+
+def report(stats, out=sys.stdout, show_new=20, by_mutation=False,
+           item_re=None):
+    print("messages %d, items %d: equal %d, known differences %d, new %d, "
+          "errors %d" % (stats.messages, stats.items, stats.equal,
+                         sum(stats.known.values()), len(stats.new),
+                         len(stats.errors)), file=out)
+    for name, cnt in sorted(stats.known.items()):
+        print("  known %-32s %6d" % (name, cnt), file=out)
+    for key, (eq, kn, new) in sorted(stats.by_item.items()):
+        print("  item %-24s equal %6d known %5d new %5d" % (key, eq, kn, new),
+              file=out)
+    if by_mutation:
+        # which generator mutations the messages with new differences had
+        bad = {src for src, _, _, _ in stats.new}
+        counts = {}
+        for src in stats.sources:
+            m = re.search(r"\[(.*)\]$", src)
+            for mut in (m.group(1).split() if m else ["(corpus)"]):
+                c = counts.setdefault(mut, [0, 0])
+                c[0] += 1
+                c[1] += src in bad
+        for mut, (total, nbad) in sorted(counts.items(),
+                                         key=lambda kv: -kv[1][1] / kv[1][0]):
+            print("  mutation %-32s %5d of %5d differ" % (mut, nbad, total),
+                  file=out)
+    for source, err in stats.errors[:show_new]:
+        print("ERROR %s: %s" % (source, err), file=out)
+    shown = [n for n in stats.new
+             if item_re is None or re.search(item_re, n[1])]
+    for source, item, ref, moat in shown[:show_new]:
+        print("NEW %s %s\n  dovecot: %s\n  moat:    %s" %
+              (source, item, show(ref), show(moat)), file=out)
+
+
+def run(args, out=sys.stdout):
+    sides = [Side("dovecot", args.ref_host, args.ref_port, args.ref_user,
+                  args.ref_pass, args.mailbox),
+             Side("moat", args.moat_host, args.moat_port, args.moat_user,
+                  args.moat_pass, args.mailbox)]
+    stats = Stats()
+    todo = []
+    if args.corpus:
+        todo += corpus_messages(args.corpus)
+    for seed in args.seed:
+        todo += generated_messages(seed, args.count)
+    if args.match:
+        todo = [t for t in todo if args.match in t[0]]
+    start = time.monotonic()
+    for i in range(0, len(todo), BATCH):
+        compare_batch(sides, todo[i:i + BATCH], stats)
+    for s in sides:
+        s.imap.close()
+    print("%d messages in %.1f s" % (len(todo), time.monotonic() - start),
+          file=out)
+    report(stats, out, args.show, args.by_mutation, args.item)
+    return stats
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--ref-host", default="127.0.0.1")
+    ap.add_argument("--ref-port", type=int, required=True)
+    ap.add_argument("--ref-user", default="test")
+    ap.add_argument("--ref-pass", default="test")
+    ap.add_argument("--moat-host", default="127.0.0.1")
+    ap.add_argument("--moat-port", type=int, required=True)
+    ap.add_argument("--moat-user", default="testuser1")
+    ap.add_argument("--moat-pass", default="pass")
+    ap.add_argument("--mailbox", default="mimediff")
+    ap.add_argument("--corpus", help="also every .eml under this directory")
+    ap.add_argument("--seed", type=int, action="append", default=[],
+                    help="generator seed (repeatable)")
+    ap.add_argument("--count", type=int, default=1000,
+                    help="generated messages per seed")
+    ap.add_argument("--match", help="only messages whose source has this")
+    ap.add_argument("--show", type=int, default=20)
+    ap.add_argument("--by-mutation", action="store_true",
+                    help="count differing messages per generator mutation")
+    ap.add_argument("--item", help="show only differences of items "
+                    "matching this regular expression")
+    args = ap.parse_args()
+    if not args.seed and not args.corpus:
+        args.seed = [random.randrange(1 << 30)]
+    stats = run(args)
+    return 1 if stats.new or stats.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
