@@ -26,10 +26,12 @@ struct message_part;
 #define IMAP_ENVELOPE_OUTPUT_MAX (64 * 1024 * 1024)
 
 /* NIL for NULL; a quoted string when that can hold str; otherwise a
-   literal ({n} CRLF bytes), for 8-bit bytes, CR or LF. */
+   literal ({n} CRLF bytes), for 8-bit bytes, CR or LF, or more than four
+   '"' and '\' to escape. */
 void imap_envelope_append_nstring(buffer_t *out, const char *str);
-/* As imap_envelope_append_nstring() after removing every CR and LF (unfolds a
-   header value). */
+/* As imap_envelope_append_nstring() after unfolding a header value:
+   each LF (a fold) or bare CR becomes a space unless white space follows
+   it (which then stands for it). */
 void imap_envelope_append_nstring_nolf(buffer_t *out, const char *str);
 /* For text a human reads (subject, display names): runs of whitespace
    (SP, TAB, CR, LF) become one space, leading and trailing whitespace go.

@@ -14,6 +14,7 @@ struct addr_ctx {
 	struct message_address *head, **tail;
 	unsigned int count;
 	bool stop;   /* garbage seen: ignore the rest */
+	bool local_quoted;   /* the last local-part had a quoted word */
 };
 
 static const char *buf_str(struct addr_ctx *ctx, const buffer_t *buf)
@@ -91,11 +92,13 @@ static bool parse_local_part(struct addr_ctx *ctx)
 	bool any = false;
 
 	buffer_reset(&ctx->mailbox);
+	ctx->local_quoted = false;
 	for (;;) {
 		(void)rfc822_skip_cfws(&ctx->lex);
 		int c = rfc822_lexer_peek(&ctx->lex);
 		if (c == '"') {
 			(void)rfc822_read_quoted(&ctx->lex, &ctx->mailbox);
+			ctx->local_quoted = true;
 		} else if (!rfc822_read_atom(&ctx->lex, &ctx->mailbox)) {
 			if (c != '.')
 				return any;
@@ -115,7 +118,13 @@ static bool parse_domain(struct addr_ctx *ctx, buffer_t *out)
 	(void)rfc822_skip_cfws(&ctx->lex);
 	if (rfc822_lexer_peek(&ctx->lex) == '[')
 		return rfc822_read_domain_literal(&ctx->lex, out);
-	return rfc822_read_dot_atom(&ctx->lex, out);
+	if (!rfc822_read_dot_atom(&ctx->lex, out))
+		return false;
+	/* "b." (a message cut after the dot): no domain, as Dovecot
+	   reads it */
+	if (out->used > 0 && ((const char *)out->data)[out->used - 1] == '.')
+		buffer_reset(out);
+	return true;
 }
 
 enum addr_spec_result {
@@ -132,7 +141,9 @@ static enum addr_spec_result parse_addr_spec(struct addr_ctx *ctx)
 	(void)rfc822_skip_cfws(&ctx->lex);
 	int c = rfc822_lexer_peek(&ctx->lex);
 	if (c != '@') {
-		return c < 0 || c == ',' || c == ';' || c == '>' ?
+		/* (a ':' after it, "a:;" in a group: a mailbox without a
+		   domain too, as Dovecot reads it) */
+		return c < 0 || c == ',' || c == ';' || c == '>' || c == ':' ?
 			ADDR_SPEC_NO_DOMAIN : ADDR_SPEC_BROKEN;
 	}
 	ctx->lex.data++;
@@ -140,8 +151,9 @@ static enum addr_spec_result parse_addr_spec(struct addr_ctx *ctx)
 	return ADDR_SPEC_OK;
 }
 
-/* obs-route = "@" domain *("," ["@" domain]) ":" */
-static void parse_route(struct addr_ctx *ctx)
+/* obs-route = "@" domain *("," ["@" domain]) ":". Returns false if
+   the ':' is missing. */
+static bool parse_route(struct addr_ctx *ctx)
 {
 	buffer_t dom;
 
@@ -163,8 +175,10 @@ static void parse_route(struct addr_ctx *ctx)
 		buffer_append_trunc(&ctx->route, dom.data, dom.used);
 	}
 	buffer_free(&dom);
-	if (rfc822_lexer_peek(&ctx->lex) == ':')
-		ctx->lex.data++;
+	if (rfc822_lexer_peek(&ctx->lex) != ':')
+		return false;
+	ctx->lex.data++;
+	return true;
 }
 
 static const char *str_or_missing(struct addr_ctx *ctx, const buffer_t *buf,
@@ -185,8 +199,8 @@ static void parse_angle_addr(struct addr_ctx *ctx, bool have_name)
 	ctx->lex.data++;
 	(void)rfc822_skip_cfws(&ctx->lex);
 	if (rfc822_lexer_peek(&ctx->lex) == '@') {
-		parse_route(ctx);
-		route = buf_str(ctx, &ctx->route);
+		route = parse_route(ctx) ? buf_str(ctx, &ctx->route) :
+			MESSAGE_ADDRESS_INVALID_ROUTE;
 	}
 	enum addr_spec_result ret = parse_addr_spec(ctx);
 	const char *mailbox = str_or_missing(ctx, &ctx->mailbox,
@@ -200,10 +214,14 @@ static void parse_angle_addr(struct addr_ctx *ctx, bool have_name)
 		domain = str_or_missing(ctx, &ctx->domain,
 			MESSAGE_ADDRESS_MISSING_DOMAIN, &invalid);
 		(void)rfc822_skip_cfws(&ctx->lex);
-		if (rfc822_lexer_peek(&ctx->lex) == '>')
+		if (rfc822_lexer_peek(&ctx->lex) == '>') {
 			ctx->lex.data++;
-		else
+		} else {
+			/* "<a@b" never closed: the domain is not trusted,
+			   as Dovecot marks it */
+			domain = MESSAGE_ADDRESS_SYNTAX_ERROR;
 			invalid = true;
+		}
 	}
 	/* an empty display name ("" <a@b>) is no name: NIL, as other
 	   servers send it */
@@ -227,8 +245,11 @@ static void parse_mailbox(struct addr_ctx *ctx)
 	buffer_reset(&ctx->comment);
 	ctx->lex.last_comment = &ctx->comment;
 	enum addr_spec_result ret = parse_addr_spec(ctx);
-	if (ret == ADDR_SPEC_BROKEN) {
-		/* "Some Name" without an address: a name, nothing else */
+	if (ret == ADDR_SPEC_BROKEN ||
+	    (ret == ADDR_SPEC_NO_DOMAIN && ctx->local_quoted)) {
+		/* "Some Name" without an address: a name, nothing else
+		   (a quoted word without "@" is a name too, as Dovecot
+		   reads it; a bare word is a mailbox) */
 		ctx->lex.last_comment = NULL;
 		ctx->lex.data = start;
 		(void)parse_phrase(ctx, &ctx->name);
@@ -267,6 +288,48 @@ static void add_missing(struct addr_ctx *ctx)
 		    MESSAGE_ADDRESS_MISSING_DOMAIN, true);
 }
 
+/* The element starting at the lexer (up to a ',' outside quotes and
+   comments) opens a quoted string it never closes. */
+static bool element_has_open_quote(const struct addr_ctx *ctx)
+{
+	const unsigned char *p = ctx->lex.data, *end = ctx->lex.end;
+	unsigned int depth = 0;
+	bool quoted = false;
+
+	for (; p < end; p++) {
+		if (*p == '\\' && (quoted || depth > 0)) {
+			p++;
+			continue;
+		}
+		if (quoted) {
+			quoted = *p != '"';
+		} else if (depth > 0) {
+			depth += *p == '(';
+			depth -= *p == ')';
+		} else if (*p == '"') {
+			quoted = true;
+		} else if (*p == '(') {
+			depth = 1;
+		} else if (*p == ',') {
+			return false;
+		}
+	}
+	return quoted;
+}
+
+/* An element with an unterminated quoted string ("Name <a@b> with the
+   quote never closed) is broken, and so is what follows: an address
+   that is missing, and the rest of the field is ignored (as Dovecot
+   reads it). Returns true if that was the case. */
+static bool element_broken_quote(struct addr_ctx *ctx)
+{
+	if (!element_has_open_quote(ctx))
+		return false;
+	add_missing(ctx);
+	ctx->stop = true;
+	return true;
+}
+
 static void parse_mailbox_list(struct addr_ctx *ctx, bool in_group)
 {
 	bool after_comma = true;
@@ -282,6 +345,8 @@ static void parse_mailbox_list(struct addr_ctx *ctx, bool in_group)
 		}
 		if (in_group && c == ';')
 			return;
+		if (element_broken_quote(ctx))
+			return;
 		parse_mailbox(ctx);
 		after_comma = false;
 		if (!ctx->stop)
@@ -294,6 +359,8 @@ static void parse_address(struct addr_ctx *ctx)
 {
 	const unsigned char *start = ctx->lex.data;
 
+	if (element_broken_quote(ctx))
+		return;
 	if (parse_phrase(ctx, &ctx->name) &&
 	    rfc822_lexer_peek(&ctx->lex) == ':') {
 		ctx->lex.data++;

@@ -270,8 +270,8 @@ bool rfc822_read_quoted(struct rfc822_lexer *lex, buffer_t *out)
 		}
 		if (c == '\\' && lex->data + 1 < lex->end)
 			c = *++lex->data;
-		else if (c == '\r' || c == '\n')
-			continue;
+		else if (c == '\n')
+			continue;   /* a fold: the white space after it stays */
 		buffer_append_trunc(out, &c, 1);
 	}
 	return true;
@@ -299,7 +299,8 @@ bool rfc822_read_quoted_param(struct rfc822_lexer *lex, buffer_t *out)
 		return false;
 	if (quoted_end(lex->data + 1, lex->end) != NULL)
 		return rfc822_read_quoted(lex, out);
-	for (p = lex->data + 1; p < lex->end && *p != '\r' && *p != '\n'; p++) {
+	for (p = lex->data + 1; p < lex->end && *p != '\r' && *p != '\n' &&
+	     *p != ';'; p++) {
 		if (*p == '\\' && p + 1 < lex->end && p[1] != '\r' &&
 		    p[1] != '\n')
 			p++;

@@ -52,6 +52,10 @@ struct message_parser {
 	/* The previous line was a header field line: a boundary right after
 	   it ends the header, and that line break is the boundary's too. */
 	bool prev_line_header;
+	/* The previous line was the blank line that ended the header of
+	   blank_end_part: before a boundary, its break is the boundary's
+	   and the header ends without it. */
+	struct message_part *blank_end_part;
 
 	buffer_t line;                /* kept start of the current line */
 	size_t line_keep;
@@ -176,18 +180,37 @@ static bool field_is_address(enum message_part_field f)
 		f == MPF_TO || f == MPF_CC || f == MPF_BCC;
 }
 
-/* A repeated field: Content-* keep the first (what a MIME reader
-   uses), address fields collect every occurrence (separated by
-   MESSAGE_PART_FIELD_SEP), other envelope fields keep the last. Those
-   are Dovecot's choices, which clients of it have lived with. */
+/* A Content-Transfer-Encoding value that is one token and nothing else
+   (what BODYSTRUCTURE reports; anything else counts as 7bit). */
+static bool cte_is_one_token(pool_t pool, const char *value)
+{
+	struct mime_value v;
+
+	rfc2231_parse(pool, value, false, &v);
+	return v.value_valid && !v.trailing_garbage &&
+		strchr(value, ';') == NULL;
+}
+
+/* A repeated field: Content-* keep the first (what a MIME reader uses),
+   except Content-Disposition, the last, and Content-Transfer-Encoding,
+   the first that is one token; address fields collect every occurrence
+   (separated by MESSAGE_PART_FIELD_SEP), other envelope fields keep the
+   last. Those are Dovecot's choices, which clients of it have lived
+   with. */
 static void parser_store_field(struct message_parser *p,
 			       struct message_part *part,
 			       enum message_part_field f,
 			       const struct message_header_field *field)
 {
 	const char *old = part->fields[f];
+	bool replace = f >= MPF_FIRST_ENVELOPE && !field_is_address(f);
 
-	if (old == NULL || (f >= MPF_FIRST_ENVELOPE && !field_is_address(f))) {
+	if (f == MPF_CONTENT_DISPOSITION)
+		replace = true;
+	else if (f == MPF_CONTENT_TRANSFER_ENCODING && old != NULL)
+		replace = !cte_is_one_token(p->pool, old) &&
+			cte_is_one_token(p->pool, field->value);
+	if (old == NULL || replace) {
 		part->fields[f] = p_strndup(p->pool, field->value,
 					    field->value_len);
 	} else if (field_is_address(f) &&
@@ -242,6 +265,17 @@ static void parser_set_content_type(struct message_parser *p,
 			part->type = p_strndup(p->pool, ct.value,
 					       (size_t)(slash - ct.value));
 			part->subtype = slash + 1;
+		} else if (ct.type_only &&
+			   strcasecmp(ct.value, "multipart") == 0) {
+			/* a multipart without subtype has no known syntax:
+			   its body is data (Dovecot answers the same) */
+			part->type = "application";
+			part->subtype = "octet-stream";
+		} else if (ct.type_only) {
+			/* "Content-Type: text": the type, no subtype, as
+			   Dovecot reports it (text still counts lines) */
+			part->type = ct.value;
+			part->subtype = "";
 		} else {
 			/* present but broken: no type at all, as Dovecot */
 			part->type = part->subtype = "";
@@ -325,22 +359,30 @@ static void part_close(struct message_part *part, const struct position *end)
 	part->body_size.lines = end->lines - body_lines;
 }
 
-/* Close parts from the innermost up to (not including) stop. */
+/* Close parts from the innermost up to (not including) stop, at end;
+   owner (if not NULL) and the parts inside it at owner_end. */
 static void parser_close_until(struct message_parser *p,
 			       struct message_part *stop,
-			       const struct position *end)
+			       const struct position *end,
+			       const struct message_part *owner,
+			       const struct position *owner_end)
 {
+	bool inside_owner = owner != NULL;
+
 	while (p->part != stop) {
-		struct position part_end = *end;
-		if (part_end.physical < p->part->physical_pos) {
-			part_end.physical = p->part->physical_pos;
-			part_end.virtual = p->part->virtual_pos;
-			part_end.lines = p->part->line_pos;
+		struct message_part *part = p->part;
+		struct position part_end = inside_owner ? *owner_end : *end;
+		if (part_end.physical < part->physical_pos) {
+			part_end.physical = part->physical_pos;
+			part_end.virtual = part->virtual_pos;
+			part_end.lines = part->line_pos;
 		}
 		if (p->state == STATE_HEADER)
 			parser_header_end(p, &part_end, false);
-		part_close(p->part, &part_end);
-		p->part = p->part->parent;
+		part_close(part, &part_end);
+		if (part == owner)
+			inside_owner = false;
+		p->part = part->parent;
 		p->state = STATE_BODY;
 	}
 }
@@ -386,22 +428,37 @@ static void parser_boundary(struct message_parser *p, unsigned int idx,
 			    bool end, const struct position *next)
 {
 	struct message_part *multipart = p->boundaries[idx].part;
-	struct position eol_start = p->pos;
+	struct position before = p->pos, end_pos = p->pos;
+	struct message_part *owner = NULL;
 
-	/* The line break before a boundary belongs to the boundary
-	   (RFC 2046 5.1.1), unless it ended a header with a blank line or
-	   was a boundary line's own. */
-	/* (A header cut off by a boundary gives its break to the boundary
-	   when the part is a multipart's child; a message/rfc822 part keeps
-	   it, as Dovecot counts.) */
-	bool header_cut = p->prev_line_header && p->part->parent != NULL &&
-		(p->part->parent->flags & MESSAGE_PART_FLAG_MULTIPART) != 0;
-	if (p->prev_eol_len > 0 && (p->prev_line_body || header_cut)) {
-		eol_start.physical -= p->prev_eol_len;
-		eol_start.virtual -= 2;
-		eol_start.lines--;
+	/* The line break before a boundary belongs to the boundary (RFC
+	   2046 5.1.1). After body text it ends every part closed here. After
+	   the header of a part (its last field line, or the blank line that
+	   ended it) the header ends without it: a part with nothing after
+	   its header. That part and what is inside it end there; the parts
+	   around it keep the break (as Dovecot counts: a message/rfc822 or
+	   multipart part whose last part this is ends at the boundary). */
+	if (p->prev_eol_len > 0) {
+		before.physical -= p->prev_eol_len;
+		before.virtual -= 2;
+		before.lines--;
 	}
-	parser_close_until(p, multipart, &eol_start);
+	if (p->prev_eol_len == 0) {
+		/* the boundary starts the message or follows a boundary */
+	} else if (p->prev_line_body) {
+		end_pos = before;
+	} else if (p->prev_line_header) {
+		owner = p->part;
+	} else if (p->blank_end_part != NULL &&
+		   p->blank_end_part != multipart) {
+		/* (the multipart's own header keeps its blank line when the
+		   first boundary follows it: there was no preamble) */
+		owner = p->blank_end_part;
+		owner->header_size.physical -= p->prev_eol_len;
+		owner->header_size.virtual -= 2;
+		owner->header_size.lines--;
+	}
+	parser_close_until(p, multipart, &end_pos, owner, &before);
 	if (end || p->part_count >= p->set.max_parts) {
 		/* closed, or out of parts: the rest is the multipart's body */
 		parser_boundaries_pop(p, idx);
@@ -415,6 +472,7 @@ static void parser_line(struct message_parser *p, const unsigned char *line,
 			size_t len, unsigned int eol_len)
 {
 	struct position next = p->pos;
+	struct message_part *blank_end = NULL;
 	bool end, body_line = false, header_line = false;
 	int idx;
 
@@ -432,6 +490,7 @@ static void parser_line(struct message_parser *p, const unsigned char *line,
 	} else if (p->state == STATE_HEADER) {
 		struct message_header_field field;
 		if (len == 0 && !p->line_truncated) {
+			blank_end = p->part;
 			parser_header_end(p, &next, true);
 		} else {
 			header_line = true;
@@ -446,6 +505,7 @@ static void parser_line(struct message_parser *p, const unsigned char *line,
 	p->prev_eol_len = eol_len;
 	p->prev_line_body = body_line;
 	p->prev_line_header = header_line;
+	p->blank_end_part = blank_end;
 }
 
 static void parser_line_start(struct message_parser *p)
@@ -519,7 +579,7 @@ struct message_part *message_parser_finish(struct message_parser **_p)
 	*_p = NULL;
 	if (p->line_len > 0)
 		parser_line_finish(p, false);
-	parser_close_until(p, NULL, &p->pos);
+	parser_close_until(p, NULL, &p->pos, NULL, NULL);
 	message_header_parser_deinit(&p->hp);
 	buffer_free(&p->line);
 	i_free(p->boundaries);
@@ -570,10 +630,14 @@ struct message_part *message_part_find_section(struct message_part *root,
 		part = section_step(container, n);
 		if (part == NULL)
 			return NULL;
+		/* What the next number counts in: a message/rfc822's
+		   message; a part reached as a multipart's child (its "1" is
+		   itself, once: "1.1" of a multipart's first part that is
+		   not multipart is that part, as Dovecot answers); nothing
+		   after a part named itself. */
 		if ((part->flags & MESSAGE_PART_FLAG_MESSAGE_RFC822) != 0)
 			container = part->children;
-		else if ((part->flags & MESSAGE_PART_FLAG_MULTIPART) != 0 &&
-			 part != container)
+		else if (part != container)
 			container = part;
 		else
 			container = NULL;

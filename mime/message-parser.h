@@ -121,8 +121,10 @@ struct message_part *message_parse_data(pool_t pool, const void *data,
    "1.2" the second subpart of the first subpart. A number applied to a
    message/rfc822 part addresses the parts of the encapsulated message;
    a number applied to a part that is not multipart: 1 is the part
-   itself (so "1" of a single-part message is the message). Returns the
-   part or NULL. */
+   itself, once (so "1" of a single-part message is the message, and
+   "2.1" of a multipart's second part that is not multipart is that
+   part; "1.1" of a single-part message and "2.1.1" are nothing).
+   Returns the part or NULL. */
 struct message_part *message_part_find_section(struct message_part *root,
 					       const char *section);
 

@@ -27,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mime_gen  # noqa: E402
+import mime_known  # noqa: E402
 
 # Commands sent before waiting for their answers: enough to keep both
 # servers busy, few enough that neither socket buffer fills up with
@@ -34,6 +35,8 @@ import mime_gen  # noqa: E402
 PIPELINE_DEPTH = 32
 # Messages per round (APPEND, BODYSTRUCTURE, sections).
 BATCH = 200
+# Items per FETCH command: below moat's IMAP_FETCH_MAX_ITEMS (256).
+ITEMS_PER_FETCH = 100
 
 
 class ImapError(Exception):
@@ -296,7 +299,10 @@ def section_items(paths):
     # parts that do not exist
     top = max([int(p.split(".")[0]) for p in paths] + [1])
     main += ["BODY.PEEK[%d]" % (top + 1), "BODY.PEEK[%d.MIME]" % (top + 1)]
-    return [main] + binary
+    # moat takes at most 256 items per FETCH (IMAP_FETCH_MAX_ITEMS)
+    groups = [main[i:i + ITEMS_PER_FETCH]
+              for i in range(0, len(main), ITEMS_PER_FETCH)]
+    return groups + binary
 
 
 # ---- running both servers ----
@@ -338,19 +344,27 @@ class Side:
 
     def pipeline(self, cmds):
         """Imap.pipeline that survives the server closing the connection
-        (Dovecot does on BINARY of broken base64): the command it was
-        answering gets DISCONNECTED, the rest are sent again."""
+        (Dovecot does on BINARY of some broken encodings). Dovecot works
+        on pipelined commands together, so the command it failed on is
+        not known: the ones that were pending are sent again one at a
+        time, and the one that closes the connection on its own gets
+        DISCONNECTED."""
         out = []
         while len(out) < len(cmds):
             done = []
             try:
                 self.imap.pipeline(cmds[len(out):], done)
+                out += done
+                continue
             except (ImapError, OSError):
                 out += done
-                out.append(DISCONNECTED)
-                self.reconnect()
-                continue
-            out += done
+            self.reconnect()
+            for cmd in cmds[len(out):len(out) + PIPELINE_DEPTH]:
+                try:
+                    out.append(self.imap.command(*cmd))
+                except (ImapError, OSError):
+                    out.append(DISCONNECTED)
+                    self.reconnect()
         return out
 
     def fetch(self, uid_cmds):
@@ -419,21 +433,6 @@ def run_both(sides, fn):
     return results
 
 
-# ---- known differences (doc/mime-differences.md) ----
-
-def known_difference(msg, item, ref, moat):
-    """Name of the documented difference that explains ref != moat for
-    item, or None. Each check is narrow: it recognises that difference
-    and nothing else."""
-    for name, check in KNOWN:
-        if check(msg, item, ref, moat):
-            return name
-    return None
-
-
-KNOWN = []
-
-
 # ---- the comparison ----
 
 class Stats:
@@ -441,70 +440,164 @@ class Stats:
         self.messages = 0
         self.items = 0
         self.equal = 0
-        self.known = {}
+        self.known = {}      # name: differing items it explains
         self.new = []        # (source, item, ref, moat)
-        self.errors = []
+        self.errors = []     # (source, text)
         self.by_item = {}
         self.sources = set()
+        self.repaired = 0    # messages also compared in repaired form
 
-    def add(self, source, msg, item, ref, moat):
-        self.items += 1
-        self.sources.add(source)
-        key = re.sub(r"\[[0-9.]+", "[n", re.sub(r"\.PEEK", "", item))
+    def count(self, item, what):
+        key = re.sub(r"\[[0-9.]+", "[n", item)
         cnt = self.by_item.setdefault(key, [0, 0, 0])
-        if ref == moat:
-            self.equal += 1
-            cnt[0] += 1
-            return
-        name = known_difference(msg, item, ref, moat)
-        if name:
-            self.known[name] = self.known.get(name, 0) + 1
-            cnt[1] += 1
-            return
-        cnt[2] += 1
-        self.new.append((source, item, ref, moat))
+        cnt[what] += 1
+
+
+class Plan:
+    """What one message needs: the message itself on both servers, and
+    when a known difference applies, the repaired forms (mime_known)."""
+
+    def __init__(self, source, msg):
+        self.source = source
+        self.msg = msg
+        view = mime_known.dovecot_view(msg)
+        # moat also gets the message as Dovecot stored it
+        self.moat_extra = view if view != mime_known.lf_to_crlf(msg) \
+            else None
+        self.subs, self.names = mime_known.repairs(view)
+        # Dovecot also gets it with moat's readings written its way
+        self.ref_extra = mime_known.apply_subs(view, self.subs) \
+            if self.subs else None
+        if self.moat_extra is not None:
+            self.names.add("dovecot-drops-cr")
+        self.answers = {}
+
+
+def compare_item(item, ref_all, moat_all, msg):
+    """The name of the known difference item shows, or None."""
+    ref, moat = ref_all.get(item), moat_all.get(item)
+    return mime_known.known_item(item, ref, moat, ref_all, moat_all,
+                                 struct_of(moat_all), struct_of(ref_all),
+                                 msg)
+
+
+def literal8_as_literal(raw):
+    """A repair may remove the NUL that made an answer a literal8."""
+    return raw[1:] if raw.startswith(b"~{") else raw
+
+
+def struct_of(answers):
+    raw = answers.get("BODYSTRUCTURE")
+    if raw is None:
+        return None
+    try:
+        return parse_value(raw)[0]
+    except (ValueError, IndexError):
+        return None
+
+
+def compare_plan(stats, plan, items):
+    r, m = plan.answers["ref"], plan.answers["moat"]
+    m_bs = struct_of(m)
+    stats.messages += 1
+    stats.sources.add(plan.source)
+    for item, text in mime_known.consistency(m, m_bs):
+        stats.new.append((plan.source, item + " (moat alone)", None,
+                          text.encode()))
+    repaired = plan.moat_extra is not None or plan.ref_extra is not None
+    if repaired:
+        stats.repaired += 1
+        rr = plan.answers.get("ref_extra", r)
+        mr = plan.answers.get("moat_extra", m)
+        # the rewrites apply to what moat sent; BINARY checks decode
+        # what moat really sent (a rewrite can change base64 text)
+        mr_sent = mr
+        mr = {k: literal8_as_literal(mime_known.apply_subs(v, plan.subs,
+                                                           True))
+              for k, v in mr.items()}
+        rr = {k: literal8_as_literal(v) for k, v in rr.items()}
+    for item in items:
+        stats.items += 1
+        if r.get(item) == m.get(item):
+            stats.equal += 1
+            stats.count(item, 0)
+            continue
+        name = compare_item(item, r, m, plan.msg)
+        if name is None and repaired:
+            # the difference must vanish once the known causes are
+            # undone: then the message's known differences explain it
+            if rr.get(item) == mr.get(item):
+                name = "+".join(sorted(plan.names))
+            else:
+                sub = compare_item(item, rr, mr_sent, plan.msg)
+                if sub is not None:
+                    name = "+".join(sorted(plan.names | {sub}))
+                else:
+                    item_r, ref_v, moat_v = item + " (repaired)", \
+                        rr.get(item), mr.get(item)
+        if name is not None:
+            stats.known[name] = stats.known.get(name, 0) + 1
+            stats.count(item, 1)
+            continue
+        stats.count(item, 2)
+        if repaired:
+            stats.new.append((plan.source, item_r, ref_v, moat_v))
+        else:
+            stats.new.append((plan.source, item, r.get(item), m.get(item)))
 
 
 def compare_batch(sides, batch, stats):
     """batch: [(source, message bytes)]."""
     ref, moat = sides
-    msgs = [m for _, m in batch]
-    uids = run_both(sides, lambda s: s.append(msgs))
-    todo = []
-    for i, (source, msg) in enumerate(batch):
-        ru, mu = uids[0][i], uids[1][i]
-        if isinstance(ru, str) or isinstance(mu, str):
-            if isinstance(ru, str) != isinstance(mu, str):
-                stats.errors.append((source, "APPEND ref=%r moat=%r" %
-                                     (ru, mu)))
+    plans = [Plan(src, msg) for src, msg in batch]
+    # what each side gets: (plan, role, message)
+    uploads = {"dovecot": [], "moat": []}
+    for p in plans:
+        uploads["dovecot"].append((p, "ref", p.msg))
+        uploads["moat"].append((p, "moat", p.msg))
+        if p.ref_extra is not None:
+            uploads["dovecot"].append((p, "ref_extra", p.ref_extra))
+        if p.moat_extra is not None:
+            uploads["moat"].append((p, "moat_extra", p.moat_extra))
+    uids = run_both(sides, lambda s: s.append(
+        [u[2] for u in uploads[s.name]]))
+    for side, side_uids in zip(sides, uids):
+        for (p, role, _), uid in zip(uploads[side.name], side_uids):
+            p.answers[role] = uid
+    live = []
+    for p in plans:
+        errs = {k: v for k, v in p.answers.items() if isinstance(v, str)}
+        if errs:
+            if len(errs) != len(p.answers):
+                stats.errors.append((p.source, "APPEND %r" % errs))
             continue
-        todo.append((i, ru, mu))
+        live.append(p)
+    todo = {"dovecot": [], "moat": []}
+    for p in live:
+        for role in list(p.answers):
+            todo["dovecot" if role.startswith("ref") else "moat"].append(
+                (p, role))
     structs = run_both(sides, lambda s: s.fetch(
-        [((t[1] if s is ref else t[2]), [["BODYSTRUCTURE"]])
-         for t in todo]))
-    fetches_ref, fetches_moat = [], []
-    for n, (i, ru, mu) in enumerate(todo):
-        paths = {}
-        for answer in (structs[1][n], structs[0][n]):
-            if isinstance(answer, dict) and "BODYSTRUCTURE" in answer:
-                try:
-                    bs, _ = parse_value(answer["BODYSTRUCTURE"])
-                    paths.update(part_paths(bs))
-                except (ValueError, IndexError) as e:
-                    stats.errors.append((batch[i][0], "BODYSTRUCTURE: %s" % e))
-        items = section_items(paths)
-        fetches_ref.append((ru, items))
-        fetches_moat.append((mu, items))
+        [(p.answers[role], [["BODYSTRUCTURE"]])
+         for p, role in todo[s.name]]))
+    paths = {}
+    for side, answers in zip(sides, structs):
+        for (p, role), ans in zip(todo[side.name], answers):
+            bs = struct_of(ans)
+            if bs is None:
+                stats.errors.append((p.source, "%s: no BODYSTRUCTURE: %r" %
+                                     (role, ans)))
+                continue
+            paths.setdefault(id(p), {}).update(part_paths(bs))
+    groups = {id(p): section_items(paths.get(id(p), {})) for p in live}
     answers = run_both(sides, lambda s: s.fetch(
-        fetches_ref if s is ref else fetches_moat))
-    for n, (i, ru, mu) in enumerate(todo):
-        source, msg = batch[i]
-        r, m = answers[0][n], answers[1][n]
-        stats.messages += 1
-        for group in fetches_ref[n][1]:
-            for item in group:
-                name = item_name(item)
-                stats.add(source, msg, name, r.get(name), m.get(name))
+        [(p.answers[role], groups[id(p)]) for p, role in todo[s.name]]))
+    for side, side_answers in zip(sides, answers):
+        for (p, role), ans in zip(todo[side.name], side_answers):
+            p.answers[role] = ans
+    for p in live:
+        items = [item_name(i) for g in groups[id(p)] for i in g]
+        compare_plan(stats, p, items)
     run_both(sides, lambda s: s.expunge_all())
 
 
@@ -536,12 +629,13 @@ def show(value, limit=300):
 
 def report(stats, out=sys.stdout, show_new=20, by_mutation=False,
            item_re=None):
-    print("messages %d, items %d: equal %d, known differences %d, new %d, "
-          "errors %d" % (stats.messages, stats.items, stats.equal,
-                         sum(stats.known.values()), len(stats.new),
-                         len(stats.errors)), file=out)
+    print("messages %d (%d also repaired), items %d: equal %d, known "
+          "differences %d, new %d, errors %d" % (
+              stats.messages, stats.repaired, stats.items, stats.equal,
+              sum(stats.known.values()), len(stats.new), len(stats.errors)),
+          file=out)
     for name, cnt in sorted(stats.known.items()):
-        print("  known %-32s %6d" % (name, cnt), file=out)
+        print("  known %-48s %6d" % (name, cnt), file=out)
     for key, (eq, kn, new) in sorted(stats.by_item.items()):
         print("  item %-24s equal %6d known %5d new %5d" % (key, eq, kn, new),
               file=out)

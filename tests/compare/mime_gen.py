@@ -30,6 +30,10 @@ MULTI_SUBTYPES = ("mixed", "alternative", "related", "digest", "signed",
                   "report", "parallel", "x-weird")
 
 
+def mime_token(s):
+    return s != "" and not any(c in s for c in ' ()<>@,;:\\"/[]?=\t')
+
+
 class Gen:
     """One message's worth of choices; `muts` names what was applied."""
 
@@ -41,7 +45,7 @@ class Gen:
         self.parts = 0
         # most messages carry few mutations, so a difference points at
         # its cause; some carry many
-        self.intensity = rng.choice((0.1, 0.3, 0.5, 1.0, 2.0))
+        self.intensity = rng.choice((0.1, 0.3, 0.5, 1.0, 1.5))
 
     def mut(self, name, prob):
         if self.rng.random() < prob * self.intensity:
@@ -88,13 +92,16 @@ class Gen:
             b = "=_long_" + "".join(r.choice("abcdefXYZ0123456789")
                                     for _ in range(r.choice((64, 71, 75,
                                                              100, 200, 260,
-                                                             500, 990))))
+                                                             300, 500))))
         elif c < 0.14 and self.boundaries and self.mut("boundary-duplicate", 1):
             b = r.choice(self.boundaries)
         elif c < 0.18 and self.boundaries and self.mut("boundary-prefix", 1):
             b = r.choice(self.boundaries)[:r.randint(1, 6)]
-        elif c < 0.21 and self.mut("boundary-extends", 1) and self.boundaries:
-            b = r.choice(self.boundaries) + "x"
+        elif c < 0.21 and [b for b in self.boundaries if len(b) < 80] \
+                and self.mut("boundary-extends", 1):
+            # (not of a boundary over 80 characters: Dovecot tells
+            # those apart by their first 80 only, mime_known.py)
+            b = r.choice([b for b in self.boundaries if len(b) < 80]) + "x"
         elif c < 0.24 and self.mut("boundary-spaces", 1):
             b = "b with  spaces " + str(r.randint(0, 999))
         elif c < 0.27 and self.mut("boundary-specials", 1):
@@ -129,6 +136,8 @@ class Gen:
             typ = typ.replace("/", " (c) / ")
         if self.mut("ct-no-subtype", 0.015):
             typ = typ.split("/")[0]
+        elif self.mut("ct-trailing-garbage", 0.015):
+            typ += r.choice((" garbage", " x y", "\rX-Next: z", " \"q;\" z"))
         value = typ + "".join(sep + p for p in params)
         if self.mut("ct-double-semicolon", 0.04):
             value = value.replace("; ", ";; ", 1) if "; " in value \
@@ -431,7 +440,8 @@ class Gen:
             params.append(bp.replace("boundary", "BOUNDARY", 1))
         elif c < 0.19 and self.mut("boundary-rfc2231", 1):
             params += ['boundary*0="%s"' % b[:3], 'boundary*1="%s"' % b[3:]]
-        elif c < 0.21 and self.mut("boundary-unterminated-quote", 1):
+        elif c < 0.21 and mime_token(b) and \
+                self.mut("boundary-unterminated-quote", 1):
             params.append('boundary="' + b)
         else:
             params.append(bp)
@@ -483,9 +493,12 @@ def finish(g, lines):
         eols = ["\r\n"]
     elif c < 0.75:
         eols = ["\n"]
-    else:
+    elif c < 0.9:
         g.muts.append("eol-mixed")
-        eols = ["\r\n", "\n", "\r\n", "\r", "\r\r\n"]
+        eols = ["\r\n", "\n", "\r\n", "\r"]
+    else:
+        g.muts.append("eol-mixed-cr-crlf")
+        eols = ["\r\n", "\n", "\r\r\n"]
     out = []
     for line in lines:
         out.append(line)
@@ -500,14 +513,45 @@ def finish(g, lines):
         text = text.rstrip("\r\n") + "\r\r\n"
     data = text.encode("latin-1")
     if g.mut("body-nul", 0.03):
-        pos = r.randint(len(data) // 2, len(data))
+        pos = outside_long_delimiter(g, data, r.randint(len(data) // 2,
+                                                        len(data)))
         data = data[:pos] + b"\x00" + data[pos:]
     if g.mut("bare-cr-inside", 0.03):
-        pos = r.randint(len(data) // 2, len(data))
+        pos = outside_long_delimiter(g, data, r.randint(len(data) // 2,
+                                                        len(data)))
         data = data[:pos] + b"\r" + data[pos:]
     if g.mut("truncated", 0.08) and len(data) > 20:
-        data = data[:r.randint(10, len(data) - 1)]
+        cut = outside_quoted_header(data, outside_long_delimiter(
+            g, data, r.randint(10, len(data) - 1)))
+        data = data[:max(cut, 10)]
     return data
+
+
+def outside_quoted_header(data, pos):
+    """pos, or the start of its line if that is a Content-Type or
+    Content-Disposition field with a quote: a value cut open there with a
+    space in it is one Dovecot drops and no same-length rewrite makes it
+    read as moat does (mime_known.py)."""
+    start = data.rfind(b"\n", 0, pos) + 1
+    line = data[start:pos]
+    if line[:8].lower() == b"content-" and b'"' in line:
+        return start
+    return pos
+
+
+def outside_long_delimiter(g, data, pos):
+    """pos, or the start of the delimiter line of a boundary over 80
+    characters that pos is inside: Dovecot reads only 80 characters of
+    those (mime_known.py), so a line cut or changed after them is still
+    a delimiter to it and not to moat."""
+    for b in g.boundaries:
+        if len(b) > 80:
+            start = data.rfind(b"--" + b[:80].encode("latin-1"), 0, pos)
+            if start >= 0:
+                eol = data.find(b"\n", start)
+                if eol == -1 or pos <= eol:
+                    pos = start
+    return pos
 
 
 def generate(rng):
