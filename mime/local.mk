@@ -35,4 +35,6 @@ tests_unit_test_mime_sections_LDADD = $(MIME_UNIT_LDADD)
 
 # libFuzzer target: built by hand (needs clang), see the file's header.
 EXTRA_DIST += tests/fuzz/fuzz-message-parser.c \
-	tests/compare/compare-dovecot-mime.sh tests/compare/compare_mime.py
+	tests/compare/compare-dovecot-mime.sh tests/compare/compare_mime.py \
+	tests/compare/mime_diff.py tests/compare/mime_gen.py \
+	tests/compare/mime_known.py

@@ -15,6 +15,7 @@ struct addr_ctx {
 	unsigned int count;
 	bool stop;   /* garbage seen: ignore the rest */
 	bool local_quoted;   /* the last local-part had a quoted word */
+	bool open_quote;     /* a quoted string read was never closed */
 };
 
 static const char *buf_str(struct addr_ctx *ctx, const buffer_t *buf)
@@ -30,6 +31,17 @@ static void add_address(struct addr_ctx *ctx, const char *name,
 
 	if (ctx->count >= MESSAGE_ADDRESS_MAX_COUNT)
 		return;
+	if (ctx->open_quote) {
+		/* it read an unterminated quoted string ("Name <a@b> with
+		   the quote never closed): a missing address, and the rest
+		   of the field is ignored (as Dovecot reads it) */
+		ctx->open_quote = false;
+		ctx->stop = true;
+		name = route = NULL;
+		mailbox = MESSAGE_ADDRESS_MISSING_MAILBOX;
+		domain = MESSAGE_ADDRESS_MISSING_DOMAIN;
+		invalid = true;
+	}
 	addr = p_malloc(ctx->pool, sizeof(*addr));
 	addr->name = name;
 	addr->route = route;
@@ -47,6 +59,18 @@ static bool is_word_start(int c)
 			    c != '<' && c != '>' && c != '@' && c != '(' &&
 			    c != ')' && c != '[' && c != ']' && c != '\\' &&
 			    c > ' ' && c != 0x7f);
+}
+
+/* A quoted string at the lexer that never closes. */
+static bool quote_is_open(const struct rfc822_lexer *lex)
+{
+	for (const unsigned char *p = lex->data + 1; p < lex->end; p++) {
+		if (*p == '\\')
+			p++;
+		else if (*p == '"')
+			return false;
+	}
+	return true;
 }
 
 /* Atom that may contain dots (obsolete phrase, "Q." in names). */
@@ -77,8 +101,11 @@ static bool parse_phrase(struct addr_ctx *ctx, buffer_t *out)
 	       is_word_start(rfc822_lexer_peek(&ctx->lex))) {
 		if (any)
 			buffer_append_trunc(out, " ", 1);
-		if (rfc822_lexer_peek(&ctx->lex) == '"')
+		if (rfc822_lexer_peek(&ctx->lex) == '"') {
+			if (quote_is_open(&ctx->lex))
+				ctx->open_quote = true;
 			(void)rfc822_read_quoted(&ctx->lex, out);
+		}
 		else if (!read_atom_or_dot(ctx, out))
 			break;
 		any = true;
@@ -97,6 +124,8 @@ static bool parse_local_part(struct addr_ctx *ctx)
 		(void)rfc822_skip_cfws(&ctx->lex);
 		int c = rfc822_lexer_peek(&ctx->lex);
 		if (c == '"') {
+			if (quote_is_open(&ctx->lex))
+				ctx->open_quote = true;
 			(void)rfc822_read_quoted(&ctx->lex, &ctx->mailbox);
 			ctx->local_quoted = true;
 		} else if (!rfc822_read_atom(&ctx->lex, &ctx->mailbox)) {
@@ -288,48 +317,6 @@ static void add_missing(struct addr_ctx *ctx)
 		    MESSAGE_ADDRESS_MISSING_DOMAIN, true);
 }
 
-/* The element starting at the lexer (up to a ',' outside quotes and
-   comments) opens a quoted string it never closes. */
-static bool element_has_open_quote(const struct addr_ctx *ctx)
-{
-	const unsigned char *p = ctx->lex.data, *end = ctx->lex.end;
-	unsigned int depth = 0;
-	bool quoted = false;
-
-	for (; p < end; p++) {
-		if (*p == '\\' && (quoted || depth > 0)) {
-			p++;
-			continue;
-		}
-		if (quoted) {
-			quoted = *p != '"';
-		} else if (depth > 0) {
-			depth += *p == '(';
-			depth -= *p == ')';
-		} else if (*p == '"') {
-			quoted = true;
-		} else if (*p == '(') {
-			depth = 1;
-		} else if (*p == ',') {
-			return false;
-		}
-	}
-	return quoted;
-}
-
-/* An element with an unterminated quoted string ("Name <a@b> with the
-   quote never closed) is broken, and so is what follows: an address
-   that is missing, and the rest of the field is ignored (as Dovecot
-   reads it). Returns true if that was the case. */
-static bool element_broken_quote(struct addr_ctx *ctx)
-{
-	if (!element_has_open_quote(ctx))
-		return false;
-	add_missing(ctx);
-	ctx->stop = true;
-	return true;
-}
-
 static void parse_mailbox_list(struct addr_ctx *ctx, bool in_group)
 {
 	bool after_comma = true;
@@ -345,8 +332,6 @@ static void parse_mailbox_list(struct addr_ctx *ctx, bool in_group)
 		}
 		if (in_group && c == ';')
 			return;
-		if (element_broken_quote(ctx))
-			return;
 		parse_mailbox(ctx);
 		after_comma = false;
 		if (!ctx->stop)
@@ -359,8 +344,6 @@ static void parse_address(struct addr_ctx *ctx)
 {
 	const unsigned char *start = ctx->lex.data;
 
-	if (element_broken_quote(ctx))
-		return;
 	if (parse_phrase(ctx, &ctx->name) &&
 	    rfc822_lexer_peek(&ctx->lex) == ':') {
 		ctx->lex.data++;
@@ -373,6 +356,7 @@ static void parse_address(struct addr_ctx *ctx)
 		return;
 	}
 	ctx->lex.data = start;
+	ctx->open_quote = false;
 	parse_mailbox(ctx);
 }
 

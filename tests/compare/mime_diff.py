@@ -37,6 +37,12 @@ PIPELINE_DEPTH = 32
 BATCH = 200
 # Items per FETCH command: below moat's IMAP_FETCH_MAX_ITEMS (256).
 ITEMS_PER_FETCH = 100
+# Octets of part bodies (BODY[n], BINARY[n], n.TEXT) asked for per
+# message, beyond BODY[] and BODY[TEXT].
+SECTION_BUDGET = 4 * 1024 * 1024
+
+
+LITERAL_END_RE = re.compile(rb"~?\{(\d+)\}\r\n$")
 
 
 class ImapError(Exception):
@@ -48,7 +54,8 @@ class Imap:
 
     def __init__(self, host, port, user, password, timeout=120):
         self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.buf = b""
+        self.buf = bytearray()
+        self.pos = 0
         self.tagn = 0
         self.read_line()
         self.check(self.command(b"LOGIN %s %s" % (user.encode(),
@@ -61,36 +68,43 @@ class Imap:
             pass
         self.sock.close()
 
+    def _more(self):
+        # the unread part moves to the front only when a read is due, so
+        # taking a line or a literal never copies what follows it
+        if self.pos:
+            del self.buf[:self.pos]
+            self.pos = 0
+        data = self.sock.recv(1 << 20)
+        if not data:
+            raise ImapError("connection closed")
+        self.buf += data
+
     def read_line(self):
         while True:
-            i = self.buf.find(b"\r\n")
+            i = self.buf.find(b"\r\n", self.pos)
             if i >= 0:
-                line, self.buf = self.buf[:i + 2], self.buf[i + 2:]
+                line = bytes(self.buf[self.pos:i + 2])
+                self.pos = i + 2
                 return line
-            data = self.sock.recv(1 << 20)
-            if not data:
-                raise ImapError("connection closed")
-            self.buf += data
+            self._more()
 
     def read_exact(self, n):
-        while len(self.buf) < n:
-            data = self.sock.recv(max(1 << 20, n - len(self.buf)))
-            if not data:
-                raise ImapError("connection closed")
-            self.buf += data
-        out, self.buf = self.buf[:n], self.buf[n:]
+        while len(self.buf) - self.pos < n:
+            self._more()
+        out = bytes(self.buf[self.pos:self.pos + n])
+        self.pos += n
         return out
 
     def read_response_line(self):
         """One response with its literals inline."""
-        out = b""
+        out = []
         while True:
             line = self.read_line()
-            out += line
-            m = re.search(rb"~?\{(\d+)\}\r\n$", line)
+            out.append(line)
+            m = LITERAL_END_RE.search(line)
             if not m:
-                return out
-            out += self.read_exact(int(m.group(1)))
+                return b"".join(out)
+            out.append(self.read_exact(int(m.group(1))))
 
     def next_tag(self):
         self.tagn += 1
@@ -252,9 +266,20 @@ def is_message_rfc822(bs):
             isinstance(bs[8], list))
 
 
+def part_size(p):
+    """The octets BODYSTRUCTURE gives a part (a multipart: its parts')."""
+    if is_multipart(p):
+        return sum(part_size(c) for c in p if isinstance(c, list))
+    if isinstance(p, list) and len(p) > 6 and isinstance(p[6], str) and \
+            p[6].isdigit():
+        return int(p[6])
+    return 0
+
+
 def part_paths(bs):
-    """{path: kind} for a message's BODYSTRUCTURE; kind 'message' marks
-    message/rfc822 parts (HEADER and TEXT apply), 'part' the others."""
+    """{path: (kind, size)} for a message's BODYSTRUCTURE; kind 'message'
+    marks message/rfc822 parts (HEADER and TEXT apply), 'part' the
+    others; size is the part's octets."""
     out = {}
 
     def children(container, prefix):
@@ -268,7 +293,8 @@ def part_paths(bs):
             part(container, prefix + "1")
 
     def part(p, path):
-        out[path] = "message" if is_message_rfc822(p) else "part"
+        out[path] = ("message" if is_message_rfc822(p) else "part",
+                     part_size(p))
         if is_message_rfc822(p):
             children(p[8], path + ".")
         elif is_multipart(p):
@@ -281,15 +307,24 @@ def part_paths(bs):
 
 def section_items(paths):
     """FETCH item lists for a message with these part paths: the first
-    has everything but BINARY, then one list per part for its BINARY
-    items (Dovecot closes the connection on some of those)."""
+    ones have everything but BINARY, then one list per part for its
+    BINARY items (Dovecot closes the connection on some of those). Part
+    bodies are asked for until SECTION_BUDGET octets: a message nested
+    100 deep would otherwise send itself 100 times (MIME headers are
+    always asked for)."""
     main = ["RFC822.SIZE", "ENVELOPE", "BODY", "BODYSTRUCTURE",
             "BODY.PEEK[]", "BODY.PEEK[HEADER]", "BODY.PEEK[TEXT]",
             "BODY.PEEK[TEXT]<2.9>"]
     binary = []
+    budget = SECTION_BUDGET
     for path in sorted(paths, key=lambda p: [int(x) for x in p.split(".")]):
-        main += ["BODY.PEEK[%s]" % path, "BODY.PEEK[%s.MIME]" % path]
-        if paths[path] == "message":
+        kind, size = paths[path]
+        main.append("BODY.PEEK[%s.MIME]" % path)
+        if size > budget:
+            continue
+        budget -= 3 * size
+        main.append("BODY.PEEK[%s]" % path)
+        if kind == "message":
             main += ["BODY.PEEK[%s.HEADER]" % path,
                      "BODY.PEEK[%s.TEXT]" % path]
         items = ["BINARY.PEEK[%s]" % path, "BINARY.SIZE[%s]" % path]

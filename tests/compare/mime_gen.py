@@ -45,7 +45,7 @@ class Gen:
         self.parts = 0
         # most messages carry few mutations, so a difference points at
         # its cause; some carry many
-        self.intensity = rng.choice((0.1, 0.3, 0.5, 1.0, 1.5))
+        self.intensity = rng.choice((0.1, 0.3, 0.5, 0.7, 1.0))
 
     def mut(self, name, prob):
         if self.rng.random() < prob * self.intensity:
@@ -502,7 +502,13 @@ def finish(g, lines):
     out = []
     for line in lines:
         out.append(line)
-        out.append(eols[0] if len(eols) == 1 else r.choice(eols))
+        eol = eols[0] if len(eols) == 1 else r.choice(eols)
+        if line == "" and eol.startswith("\r\r") or \
+                line == "" and eol == "\r":
+            # no CR CR: Dovecot's save drops CRs around those in ways
+            # mime_known.dovecot_view() does not model
+            eol = "\r\n"
+        out.append(eol)
     text = "".join(out)
     c = r.random()
     if c < 0.08 and g.mut("last-line-no-eol", 1):
@@ -519,7 +525,8 @@ def finish(g, lines):
     if g.mut("bare-cr-inside", 0.03):
         pos = outside_long_delimiter(g, data, r.randint(len(data) // 2,
                                                         len(data)))
-        data = data[:pos] + b"\r" + data[pos:]
+        if data[pos - 1:pos] != b"\r" and data[pos:pos + 1] != b"\r":
+            data = data[:pos] + b"\r" + data[pos:]
     if g.mut("truncated", 0.08) and len(data) > 20:
         cut = outside_quoted_header(data, outside_long_delimiter(
             g, data, r.randint(10, len(data) - 1)))

@@ -39,11 +39,11 @@ def lf_to_crlf(data):
 
 
 def dovecot_view(data):
-    """The message as Dovecot 2.3 serves it: its maildir save turns CRLF
-    into LF and drops a CR at the very end (it waits for an LF that never
-    comes); reading turns LF back into CRLF. A CR before CRLF is thereby
-    lost, other bare CRs stay."""
-    stored = data.replace(b"\r\n", b"\n")
+    """The message as Dovecot 2.3 serves it: its maildir save turns CRs
+    before an LF into nothing (CRLF and CR CR LF alike become LF) and
+    drops a CR at the very end (it waits for an LF that never comes);
+    reading turns LF back into CRLF. Other bare CRs stay."""
+    stored = re.sub(rb"\r+\n", b"\n", data)
     if stored.endswith(b"\r"):
         stored = stored[:-1]
     return lf_to_crlf(stored)
@@ -51,7 +51,7 @@ def dovecot_view(data):
 
 # ---- repairs: same-length rewrites of what moat reads and Dovecot not ----
 
-TOKEN_RE = re.compile(rb"^[!#$%&'*+\-.0-9A-Z^_`a-z{|}~]+$")
+TOKEN_RE = re.compile(rb"^[!#$%&'*+\-.0-9A-Z^_`a-z{|}~\x80-\xff]+$")
 FIELD_RE = re.compile(rb"(?im)^(content-type|content-disposition)[ \t]*:")
 
 
@@ -114,6 +114,17 @@ def blank(out, start, end):
         if out[k:k + 1] == b"\n" or out[k:k + 2] == b"\r\n":
             continue
         out[k:k + 1] = b" "
+
+
+def content_type_valid(out):
+    """The field's value starts with type "/" subtype."""
+    i = skip_cfws(out, out.index(b":") + 1)
+    m = MIME_TOKEN.match(out, i)
+    if not m:
+        return False
+    i = skip_cfws(out, m.end())
+    return out[i:i + 1] == b"/" and \
+        MIME_TOKEN.match(out, skip_cfws(out, i + 1)) is not None
 
 
 def repair_content_type(out):
@@ -197,9 +208,13 @@ def repair_field(field):
     """(new field, names of the repairs) for one header field."""
     names = set()
     out = bytearray(field)
-    if field[:12].lower() == b"content-type" and \
-            repair_content_type(out):
-        names.add("content-type-trailing-garbage")
+    if field[:12].lower() == b"content-type":
+        if not content_type_valid(out):
+            # no type/subtype: both read no parameters; blanking one
+            # could leave a lone type, which reads differently
+            return field, names
+        if repair_content_type(out):
+            names.add("content-type-trailing-garbage")
     i = out.find(b";")
     while 0 <= i < len(out):
         i = repair_param(out, i, names)
@@ -212,8 +227,31 @@ BOUNDARY_RE = re.compile(rb'(?i)boundary\s*=\s*(?:"([^"\r\n]*)"|([^\s;"]+))')
 DOVECOT_BOUNDARY_MAX = 80
 
 
-FIELD_LINE_NUL_RE = re.compile(rb"(?m)^(?:[!-9;-~]+[ \t]*:|[ \t])[^\n]*"
-                               rb"\x00[^\n]*$")
+FIELD_LINE_NUL_RE = re.compile(rb"(?m)^(?=[^\n]*\x00)"
+                               rb"(?:[\x00!-9;-~]+[ \t]*:|[ \t])[^\n]*$")
+
+
+BOUNDARY_PIECE_RE = re.compile(
+    rb'(?i)boundary\*(\d+)\*?\s*=\s*(?:"([^"\r\n]*)"|([^\s;"]+))')
+
+
+def field_boundaries(field):
+    """The boundary values of a Content-Type field, RFC 2231 pieces
+    (boundary*0, boundary*1) joined."""
+    out = [m.group(1) if m.group(1) is not None else m.group(2)
+           for m in BOUNDARY_RE.finditer(field)]
+    pieces = {}
+    for m in BOUNDARY_PIECE_RE.finditer(field):
+        pieces.setdefault(int(m.group(1)),
+                          m.group(2) if m.group(2) is not None
+                          else m.group(3))
+    joined, i = b"", 0
+    while i in pieces:
+        joined += pieces[i]
+        i += 1
+    if joined:
+        out.append(joined)
+    return out
 
 
 def repairs(data):
@@ -233,8 +271,7 @@ def repairs(data):
         if new != field:
             subs.append((field, new))
             names |= n
-        for m in BOUNDARY_RE.finditer(new):
-            b = m.group(1) if m.group(1) is not None else m.group(2)
+        for b in field_boundaries(new):
             if len(b) > DOVECOT_BOUNDARY_MAX:
                 close = b"--" + b + b"--"
                 if close in data:
@@ -250,7 +287,12 @@ def apply_subs(data, subs, cut_tail=False):
     one (an answer holding a header that a boundary cut): that end gets
     the same part of the new one."""
     for old, new in subs:
-        data = data.replace(old, new)
+        if old.endswith(b"\n"):
+            # a whole field: not where it is the start of a longer one
+            data = re.sub(re.escape(old) + rb"(?![ \t])",
+                          lambda m, new=new: new, data)
+        else:
+            data = data.replace(old, new)
     if cut_tail:
         for old, new in subs:
             for k in range(len(old) - 1, 15, -1):
@@ -344,9 +386,12 @@ def part_at(bs, path):
             part = container
         else:
             return None
+        # as moat (and Dovecot) count: a message/rfc822's parts are its
+        # message's; a part reached as a multipart's child is its own 1,
+        # once
         if is_message_rfc822(part):
             container = part[8]
-        elif is_multipart(part) and part is not container:
+        elif part is not container:
             container = part
         else:
             container = None
