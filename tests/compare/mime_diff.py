@@ -476,6 +476,7 @@ class Stats:
         self.items = 0
         self.equal = 0
         self.known = {}      # name: differing items it explains
+        self.known_items = 0
         self.new = []        # (source, item, ref, moat)
         self.errors = []     # (source, text)
         self.by_item = {}
@@ -562,16 +563,20 @@ def compare_plan(stats, plan, items):
             # the difference must vanish once the known causes are
             # undone: then the message's known differences explain it
             if rr.get(item) == mr.get(item):
-                name = "+".join(sorted(plan.names))
+                name = sorted(plan.names)
             else:
                 sub = compare_item(item, rr, mr_sent, plan.msg)
                 if sub is not None:
-                    name = "+".join(sorted(plan.names | {sub}))
+                    name = sorted(plan.names | {sub})
                 else:
                     item_r, ref_v, moat_v = item + " (repaired)", \
                         rr.get(item), mr.get(item)
         if name is not None:
-            stats.known[name] = stats.known.get(name, 0) + 1
+            # an item explained by several known differences together
+            # counts for each of them
+            for n in ([name] if isinstance(name, str) else name):
+                stats.known[n] = stats.known.get(n, 0) + 1
+            stats.known_items += 1
             stats.count(item, 1)
             continue
         stats.count(item, 2)
@@ -667,10 +672,10 @@ def report(stats, out=sys.stdout, show_new=20, by_mutation=False,
     print("messages %d (%d also repaired), items %d: equal %d, known "
           "differences %d, new %d, errors %d" % (
               stats.messages, stats.repaired, stats.items, stats.equal,
-              sum(stats.known.values()), len(stats.new), len(stats.errors)),
+              stats.known_items, len(stats.new), len(stats.errors)),
           file=out)
     for name, cnt in sorted(stats.known.items()):
-        print("  known %-48s %6d" % (name, cnt), file=out)
+        print("  known %-36s %6d" % (name, cnt), file=out)
     for key, (eq, kn, new) in sorted(stats.by_item.items()):
         print("  item %-24s equal %6d known %5d new %5d" % (key, eq, kn, new),
               file=out)
