@@ -47,6 +47,10 @@ void bench_client_init(struct bench_run *run, struct bench_client *c,
 	c->fd = -1;
 	c->in = bench_malloc(BENCH_READ_SIZE);
 	c->resp = bench_malloc(BENCH_MAX_RESPONSE + 1);
+	if (run->wl->transcript) {
+		c->transcript = bench_malloc(sizeof(*c->transcript) *
+					     BENCH_TRANSCRIPT_LINES);
+	}
 	/* the formats are the user's own command-line arguments */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
@@ -76,6 +80,50 @@ static void client_finish(struct bench_client *c)
 	bench_client_close(c);
 	c->state = BENCH_CLIENT_DONE;
 	c->run->done_count++;
+	if (c->run->wl->finished != NULL)
+		c->run->wl->finished(c);
+}
+
+void bench_client_note(struct bench_client *c, char dir, const char *data,
+		       size_t len)
+{
+	struct bench_transcript_line *l;
+	size_t i, n = 0;
+
+	if (c->transcript == NULL)
+		return;
+	l = &c->transcript[c->transcript_next];
+	c->transcript_next = (c->transcript_next + 1) % BENCH_TRANSCRIPT_LINES;
+	if (c->transcript_count < BENCH_TRANSCRIPT_LINES)
+		c->transcript_count++;
+	l->us = bench_now_us();
+	l->dir = dir;
+	/* control bytes (the CRLFs around literals) shown as '.' */
+	for (i = 0; i < len && n + 4 < sizeof(l->text); i++) {
+		unsigned char ch = (unsigned char)data[i];
+		l->text[n++] = ch < 0x20 || ch >= 0x7f ? '.' : (char)ch;
+	}
+	if (i < len) {
+		memcpy(l->text + n, "...", 3);
+		n += 3;
+	}
+	l->text[n] = '\0';
+}
+
+void bench_client_dump_transcript(const struct bench_client *c, FILE *out,
+				  uint64_t start_us, const char *prefix)
+{
+	unsigned int first = (c->transcript_next + BENCH_TRANSCRIPT_LINES -
+			      c->transcript_count) % BENCH_TRANSCRIPT_LINES;
+
+	for (unsigned int i = 0; i < c->transcript_count; i++) {
+		const struct bench_transcript_line *l =
+			&c->transcript[(first + i) % BENCH_TRANSCRIPT_LINES];
+		double ms = l->us >= start_us ?
+			(double)(l->us - start_us) / 1000.0 :
+			-(double)(start_us - l->us) / 1000.0;
+		fprintf(out, "%s%10.3f %c: %s\n", prefix, ms, l->dir, l->text);
+	}
 }
 
 /* Non-blocking connect; completion shows as writability. */
@@ -177,10 +225,30 @@ void bench_client_command(struct bench_client *c, const char *fmt, ...)
 		exit(2);
 	}
 	len += len2;
+	bench_client_note(c, 'C', line, (size_t)len);
 	line[len++] = '\r';
 	line[len++] = '\n';
 	c->cmd_start_us = bench_now_us();
 	client_send(c, line, (size_t)len);
+}
+
+void bench_client_append(struct bench_client *c,
+			 const struct bench_message *msg, const char *fmt, ...)
+{
+	char head[CLIENT_MAX_COMMAND];
+	va_list args;
+
+	va_start(args, fmt);
+	int len = vsnprintf(head, sizeof(head), fmt, args);
+	va_end(args);
+	if (len < 0 || (size_t)len >= sizeof(head) - 32) {
+		fprintf(stderr, "command too long\n");
+		exit(2);
+	}
+	c->append_msg = msg;
+	/* before sending: a failed write finishes the client */
+	c->state = BENCH_CLIENT_APPEND_CONT;
+	bench_client_command(c, "%s {%zu}", head, msg->size);
 }
 
 static void client_setup_next(struct bench_client *c);
@@ -195,7 +263,8 @@ static void client_login(struct bench_client *c)
 void bench_client_go(struct bench_client *c)
 {
 	c->state = BENCH_CLIENT_RUN;
-	if (c->run->stopping || !c->run->wl->send_op(c)) {
+	if ((c->run->stopping && !c->run->wl->drain) ||
+	    !c->run->wl->send_op(c)) {
 		c->state = BENCH_CLIENT_LOGOUT;
 		bench_client_command(c, "LOGOUT");
 	}
@@ -367,7 +436,9 @@ static void client_tagged(struct bench_client *c, const char *status,
 	case BENCH_CLIENT_RUN:
 	case BENCH_CLIENT_APPEND_CONT:
 		c->state = BENCH_CLIENT_RUN;
-		if (ok)
+		if (c->run->wl->tagged != NULL)
+			c->run->wl->tagged(c, status, text);
+		else if (ok)
 			client_op_ok(c);
 		else
 			client_op_failed(c, status, text, unsupported);
@@ -420,17 +491,25 @@ static void client_greeting(struct bench_client *c, const char *line)
 	client_login(c);
 }
 
-/* A complete response: a line with any literals' contents left out. */
-static void client_response(struct bench_client *c, char *line)
+/* A complete response: a line with any literals' contents left out
+   (kept for workloads with keep_literals: then len covers them). */
+static void client_response(struct bench_client *c, char *line, size_t len)
 {
 	size_t tag_len = strlen(c->tag);
+	const struct bench_workload *wl = c->run->wl;
 
+	bench_client_note(c, 'S', line, len);
 	if (c->state == BENCH_CLIENT_GREETING) {
 		client_greeting(c, line);
 		return;
 	}
 	if (line[0] == '*' && line[1] == ' ') {
-		client_untagged(c, line);
+		if (strncasecmp(line + 2, "BYE", 3) == 0)
+			c->reply.bye = true;
+		if (wl->response != NULL && c->state != BENCH_CLIENT_LOGIN)
+			wl->response(c, line, len);
+		else
+			client_untagged(c, line);
 		return;
 	}
 	if (line[0] == '+') {
@@ -501,6 +580,8 @@ static size_t client_parse(struct bench_client *c, char *data, size_t size)
 
 			if (n > c->literal_left)
 				n = (size_t)c->literal_left;
+			if (c->run->wl->keep_literals)
+				resp_append(c, data + pos, n);
 			c->literal_left -= n;
 			pos += n;
 			continue;
@@ -518,10 +599,13 @@ static size_t client_parse(struct bench_client *c, char *data, size_t size)
 			c->literal_left = (uint64_t)lit;
 			c->reply.literal_count++;
 			c->reply.literal_bytes += (uint64_t)lit;
+			if (c->run->wl->keep_literals)
+				resp_append(c, "\r\n", 2);
 			continue;
 		}
+		size_t resp_len = c->resp_len;
 		c->resp_len = 0;
-		client_response(c, c->resp);
+		client_response(c, c->resp, resp_len);
 	}
 	return pos;
 }

@@ -6,6 +6,10 @@
 
 /* Items a FETCH response must carry; a workload lists up to this many. */
 #define BENCH_MAX_FETCH_ITEMS 6
+/* Lines of the recent transcript kept per client (workloads with
+   .transcript: printed with an error), each cut at this many bytes. */
+#define BENCH_TRANSCRIPT_LINES 40
+#define BENCH_TRANSCRIPT_WIDTH 240
 
 enum bench_client_state {
 	BENCH_CLIENT_CONNECTING,
@@ -35,6 +39,7 @@ struct bench_reply {
 };
 
 struct bench_client;
+struct bench_run;
 
 struct bench_workload {
 	const char *name;
@@ -55,6 +60,33 @@ struct bench_workload {
 	void (*step_done)(struct bench_client *c, uint64_t latency_us,
 			  const char *status, const char *detail);
 	const char *fetch_items[BENCH_MAX_FETCH_ITEMS];
+
+	/* Checked workloads (stress) that model every response: */
+	bool keep_literals;	/* responses come with their literals */
+	bool transcript;	/* keep each client's recent lines */
+	/* After the window, run on until every client logged out (the
+	   workload's send_op is still asked: it finishes and checks). */
+	bool drain;
+	/* Every untagged response (EXISTS and BYE too) of a logged-in
+	   client, with its literals when keep_literals: used instead of
+	   .untagged. */
+	void (*response)(struct bench_client *c, const char *data, size_t len);
+	/* The tagged reply of an operation, used instead of .check and the
+	   OK/NO handling: the workload counts it and calls
+	   bench_client_go(). */
+	void (*tagged)(struct bench_client *c, const char *status,
+		       const char *text);
+	/* The client is finished (logged out or failed). */
+	void (*finished)(struct bench_client *c);
+	void (*run_init)(struct bench_run *run);
+	void (*run_report)(struct bench_run *run);
+	void (*run_deinit)(struct bench_run *run);
+};
+
+struct bench_transcript_line {
+	uint64_t us;
+	char dir;		/* 'C' sent, 'S' received */
+	char text[BENCH_TRANSCRIPT_WIDTH];
 };
 
 struct bench_run {
@@ -69,6 +101,7 @@ struct bench_run {
 	bool measuring, stopping;
 	unsigned int ready_count, done_count;
 	unsigned int synth_seq;
+	void *wl_data;		/* the workload's (run_init) */
 };
 
 struct bench_client {
@@ -101,6 +134,10 @@ struct bench_client {
 	bool exists_seen;
 	unsigned int op_count;	/* operations sent by this client */
 	unsigned int step;	/* steps workload: the current step */
+	void *wl_data;		/* the workload's per-client state */
+	/* ring of the last lines (workloads with .transcript) */
+	struct bench_transcript_line *transcript;
+	unsigned int transcript_next, transcript_count;
 };
 
 /* bench-client.c */
@@ -112,8 +149,21 @@ void bench_client_close(struct bench_client *c);
 /* Send a tagged command: "TAG " + the formatted text + CRLF. */
 void bench_client_command(struct bench_client *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* Kick a READY client into running. */
+/* Kick a READY client into running; also, for a workload whose send_op
+   sent nothing (it waits for other clients), the next operation. */
 void bench_client_go(struct bench_client *c);
+/* Start an APPEND of msg: the literal follows the server's "+". fmt
+   gives the command up to and without the literal size. */
+void bench_client_append(struct bench_client *c,
+			 const struct bench_message *msg, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Note a line in the client's transcript (dir 'C', 'S' or '!'). */
+void bench_client_note(struct bench_client *c, char dir, const char *data,
+		       size_t len);
+/* Print the client's transcript, oldest first, times relative to
+   start_us, each line prefixed. */
+void bench_client_dump_transcript(const struct bench_client *c, FILE *out,
+				  uint64_t start_us, const char *prefix);
 
 /* bench-workload.c */
 const struct bench_workload *bench_workload_find(const char *name);

@@ -2,6 +2,7 @@
    They follow imaptest's (../shared/seeds/dovecot-vs-zimbra-imaptest.txt)
    and the big-mailbox steps of dovecot-vs-courier-maildir-367k.txt. */
 #include "bench-client.h"
+#include "stress.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -472,6 +473,14 @@ static const struct bench_workload workloads[] = {
 	{ .name = "populate", .description = "APPEND --count messages of "
 	  "--source per client, then stop", .create = true, .once = true,
 	  .is_append = true, .send_op = send_populate },
+	{ .name = "stress", .description = "checked random mix of SELECT, "
+	  "EXAMINE, FETCH, STORE, EXPUNGE, APPEND, COPY, MOVE, STATUS, NOOP "
+	  "(--users, --mailboxes; a model checks every reply)",
+	  .keep_literals = true, .transcript = true, .drain = true,
+	  .send_op = stress_send_op, .response = stress_session_response,
+	  .tagged = stress_tagged, .finished = stress_finished,
+	  .run_init = stress_run_init, .run_report = stress_run_report,
+	  .run_deinit = stress_run_deinit },
 	{ .name = "big", .description = "big-mailbox steps, one client: "
 	  "SELECT x3, THREAD x2, SORT, SEARCH, FETCH", .once = true,
 	  .send_op = send_step, .untagged = untagged_step,

@@ -18,6 +18,8 @@
 #define IMAPLOAD_SETUP_TIMEOUT_US (60ULL * 1000000)
 /* Synthetic messages cycled through by append without --source. */
 #define IMAPLOAD_SYNTH_MESSAGES 64
+/* A draining workload (stress) must finish this soon after the window. */
+#define IMAPLOAD_DRAIN_TIMEOUT_US (120ULL * 1000000)
 
 static uint64_t random_state = 88172645463325252ULL;
 
@@ -88,6 +90,14 @@ static void usage(void)
 "  -M MAILDIR    big: the Maildir whose cur/ to rename in\n"
 "  -r SEED       random seed (0)\n"
 "  --populate    same as the workload \"populate\"\n"
+"  --users N     stress: clients spread over N users (1)\n"
+"  --mailboxes N stress: mailboxes per user (3)\n"
+"  --rfc2180-lenient\n"
+"                stress: accept RFC 2180 4.1.2, 4.1.3 and 4.4.1 answers for\n"
+"                a message another session expunged (NO [EXPUNGEISSUED],\n"
+"                NIL data), counted apart; without it they are errors\n"
+"  --no-self-copy\n"
+"                stress: no COPY into the selected mailbox\n"
 "workloads:\n");
 	bench_workload_list(stderr);
 	exit(2);
@@ -135,6 +145,10 @@ static void parse_args(int argc, char **argv, struct bench_settings *set)
 {
 	static const struct option longopts[] = {
 		{ "populate", no_argument, NULL, 'X' },
+		{ "users", required_argument, NULL, 'U' },
+		{ "mailboxes", required_argument, NULL, 'B' },
+		{ "rfc2180-lenient", no_argument, NULL, 'A' },
+		{ "no-self-copy", no_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
@@ -150,6 +164,8 @@ static void parse_args(int argc, char **argv, struct bench_settings *set)
 	set->count = 100;
 	set->search_word = "xfs_bmapi";
 	set->text_word = "the";
+	set->users = 1;
+	set->mailboxes = 3;
 	while ((ch = getopt_long(argc, argv, "h:p:c:t:u:f:SP:m:s:n:e:w:W:M:r:v",
 				 longopts, NULL)) != -1) {
 		switch (ch) {
@@ -173,12 +189,18 @@ static void parse_args(int argc, char **argv, struct bench_settings *set)
 		case 'r': set->seed = parse_uint(optarg, UINT32_MAX); break;
 		case 'v': set->verbose = true; break;
 		case 'X': set->workload = "populate"; break;
+		case 'U': set->users = parse_uint(optarg, BENCH_MAX_CLIENTS);
+			break;
+		case 'B': set->mailboxes = parse_uint(optarg, 26); break;
+		case 'A': set->rfc2180_lenient = true; break;
+		case 'N': set->no_self_copy = true; break;
 		default: usage();
 		}
 	}
 	if (optind < argc && set->workload == NULL)
 		set->workload = argv[optind++];
-	if (set->workload == NULL || optind != argc || set->clients == 0)
+	if (set->workload == NULL || optind != argc || set->clients == 0 ||
+	    set->users == 0 || set->mailboxes == 0)
 		usage();
 	if (!fmt_is_safe(set->user_fmt) || !fmt_is_safe(set->mailbox) ||
 	    strchr(set->password, '"') != NULL ||
@@ -233,6 +255,7 @@ static void run_loop(struct bench_run *run)
 {
 	struct epoll_event events[IMAPLOAD_MAX_EVENTS];
 	uint64_t setup_deadline = bench_now_us() + IMAPLOAD_SETUP_TIMEOUT_US;
+	uint64_t drain_deadline = 0;
 
 	if (run->wl->reconnect) {
 		/* no setup: the window opens with the first connect */
@@ -248,9 +271,21 @@ static void run_loop(struct bench_run *run)
 			bench_stats_error(&run->stats, "setup timed out");
 			break;
 		}
-		if (run->measuring && now >= run->end_us)
+		if (run->measuring && now >= run->end_us && !run->wl->drain)
 			break;
-		if (run->measuring && run->end_us - now < 100000)
+		if (run->measuring && now >= run->end_us && !run->stopping) {
+			/* the clients finish, check and log out */
+			run->stopping = true;
+			drain_deadline = now + IMAPLOAD_DRAIN_TIMEOUT_US;
+		}
+		if (run->stopping && now >= drain_deadline) {
+			bench_stats_error(&run->stats, "clients did not finish "
+					  "within %llu s after the window",
+					  IMAPLOAD_DRAIN_TIMEOUT_US / 1000000);
+			break;
+		}
+		if (run->measuring && !run->stopping &&
+		    run->end_us - now < 100000)
 			timeout_ms = (int)((run->end_us - now) / 1000) + 1;
 		n = epoll_wait(run->epfd, events, IMAPLOAD_MAX_EVENTS,
 			       timeout_ms);
@@ -264,7 +299,7 @@ static void run_loop(struct bench_run *run)
 	}
 	if (!run->measuring)
 		run->start_us = bench_now_us();
-	if (!run->wl->once || run->end_us == UINT64_MAX)
+	if ((!run->wl->once && !run->wl->drain) || run->end_us == UINT64_MAX)
 		run->end_us = bench_now_us();
 	run->stopping = true;
 }
@@ -282,6 +317,8 @@ static void report(struct bench_run *run)
 
 	if (run->wl->step_done != NULL)
 		bench_workload_steps_report(run);
+	if (run->wl->run_report != NULL)
+		run->wl->run_report(run);
 	printf("%s: %u clients, %.2f s: %llu ops, %.1f ops/s, p50 %.3f ms, "
 	       "p99 %.3f ms, %llu errors, %llu unsupported\n",
 	       set->workload, set->clients, secs,
@@ -312,7 +349,10 @@ static void run_free(struct bench_run *run)
 		free(c->in);
 		free(c->resp);
 		free(c->out);
+		free(c->transcript);
 	}
+	if (run->wl->run_deinit != NULL)
+		run->wl->run_deinit(run);
 	free(run->clients);
 	for (i = 0; i < run->msg_count; i++)
 		free(run->msgs[i].data);
@@ -350,10 +390,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	run.clients = bench_malloc(sizeof(*run.clients) * set.clients);
-	for (i = 0; i < set.clients; i++) {
+	for (i = 0; i < set.clients; i++)
 		bench_client_init(&run, &run.clients[i], i);
+	if (run.wl->run_init != NULL)
+		run.wl->run_init(&run);
+	for (i = 0; i < set.clients; i++)
 		bench_client_start(&run.clients[i]);
-	}
 	run_loop(&run);
 	report(&run);
 	ret = run.stats.errors > 0 ? 1 : 0;

@@ -42,6 +42,13 @@ struct bench_settings {
 	const char *maildir;		/* big: the Maildir to touch */
 	unsigned int seed;
 	bool verbose;
+	/* stress: clients spread over this many users, each with this
+	   many mailboxes; RFC 2180 4.1.2, 4.1.3, 4.4.1 answers (NO
+	   [EXPUNGEISSUED], NIL data for a message another session
+	   expunged) counted apart instead of as errors; no COPY into the
+	   selected mailbox */
+	unsigned int users, mailboxes;
+	bool rfc2180_lenient, no_self_copy;
 };
 
 /* ---- messages (bench-source.c) ---- */

@@ -9,5 +9,13 @@ bench_imapload_SOURCES = \
 	bench/bench-client.h \
 	bench/bench-workload.c \
 	bench/bench-stats.c \
-	bench/bench-source.c
-EXTRA_DIST += bench/compare.sh bench/smoke.sh bench/servers.sh bench/mkmaildir.py
+	bench/bench-source.c \
+	bench/stress.h \
+	bench/stress-parse.c \
+	bench/stress-model.c \
+	bench/stress-session.c \
+	bench/stress-send.c \
+	bench/stress-reply.c \
+	bench/stress-run.c
+EXTRA_DIST += bench/compare.sh bench/smoke.sh bench/servers.sh bench/mkmaildir.py \
+	bench/stress.sh

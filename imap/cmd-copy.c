@@ -5,6 +5,7 @@
 #include "imap-common.h"
 #include "imap-mailbox.h"
 #include "imap-commands.h"
+#include "imap-quota.h"
 #include "imap-notify.h"
 #include "imap-search.h"
 #include "imap-seqset.h"
@@ -21,6 +22,9 @@ struct copy_ctx {
 	uint32_t *src_seqs;
 	unsigned int count;
 	uint32_t dest_uidvalidity, first_uid;
+	bool move;       /* within the one quota root: never over quota */
+	bool over_quota;
+	bool gone;
 };
 
 static bool copy_parse(struct client_command *cmd, struct copy_ctx *ctx)
@@ -90,7 +94,10 @@ static unsigned int copy_range_total(const struct copy_ctx *ctx)
 	return total;
 }
 
-/* Stage and commit. Returns 0 or -1 (logged). */
+/* Stage and commit. Returns 0, -1 (logged) or 0 with ctx->gone when a
+   message could not be read because its file is gone: then nothing is
+   copied (RFC 2180 4.4.1; a message another session of this process
+   expunged is still read from its kept file, 4.4.2). */
 static int copy_messages(struct client_command *cmd, struct copy_ctx *ctx,
 			 struct mailbox *dest)
 {
@@ -105,20 +112,32 @@ static int copy_messages(struct client_command *cmd, struct copy_ctx *ctx,
 		for (uint32_t seq = ctx->ranges[i].seq1;
 		     seq <= ctx->ranges[i].seq2; seq++) {
 			if (mailbox_copy_add(copy, src, seq, &error) < 0) {
-				if (errno == ENOENT)
-					continue;   /* expunged meanwhile */
-				i_error("COPY failed: %s", error);
+				bool gone = errno == ENOENT;
+				if (gone)
+					i_debug("COPY %u: %s", seq, error);
+				else
+					i_error("COPY failed: %s", error);
 				mailbox_copy_abort(&copy);
-				return -1;
+				ctx->gone = gone;
+				return gone ? 0 : -1;
 			}
 			ctx->src_uids[ctx->count] = mailbox_msg_uid(src, seq);
 			ctx->src_seqs[ctx->count++] = seq;
 		}
 	}
+	uint64_t bytes = mailbox_copy_bytes(copy);
+	unsigned int count = mailbox_copy_count(copy);
+	if (!ctx->move && imap_quota_allows(cmd->client->user, bytes, count) == 0) {
+		mailbox_copy_abort(&copy);
+		ctx->over_quota = true;
+		return -1;
+	}
 	if (mailbox_copy_commit(&copy, &ctx->first_uid, &error) < 0) {
 		i_error("COPY failed: %s", error);
 		return -1;
 	}
+	if (!ctx->move)
+		imap_quota_saved(cmd->client->user, bytes, count);
 	return 0;
 }
 
@@ -128,7 +147,7 @@ static bool copy_to_target(struct client_command *cmd, struct copy_ctx *ctx)
 	struct client *client = cmd->client;
 	struct mailbox *dest;
 	const char *error;
-	enum mailbox_open_flags flags = 0;
+	enum mailbox_open_flags flags = MAILBOX_OPEN_QUOTA;
 
 	if (client->user->set->mail_fsync == MOAT_FSYNC_NEVER)
 		flags |= MAILBOX_OPEN_NO_FSYNC;
@@ -151,7 +170,16 @@ static bool copy_to_target(struct client_command *cmd, struct copy_ctx *ctx)
 	mailbox_close(&dest);
 	if (ret < 0) {
 		i_free(path);
-		client_send_tagline(cmd, "NO [SERVERBUG] Internal error occurred.");
+		client_send_tagline(cmd, ctx->over_quota ?
+				    "NO [OVERQUOTA] Quota exceeded." :
+				    "NO [SERVERBUG] Internal error occurred. "
+				    "Refer to server log for more information.");
+		return false;
+	}
+	if (ctx->gone) {
+		i_free(path);
+		client_send_tagline(cmd, "NO [EXPUNGEISSUED] Some of the "
+				    "requested messages no longer exist");
 		return false;
 	}
 	if (ctx->count > 0)
@@ -167,12 +195,18 @@ static bool move_expunge(struct client_command *cmd, struct copy_ctx *ctx)
 	const char *error;
 	bool ok = true;
 
+	/* one already expunged by another session (copied from its kept
+	   file) needs nothing more */
 	for (unsigned int i = 0; i < ctx->count; i++) {
 		if (mailbox_msg_expunge(box, ctx->src_seqs[i], &error) < 0 &&
 		    errno != ENOENT) {
 			i_error("MOVE: expunging failed: %s", error);
 			ok = false;
 		}
+	}
+	if (mailbox_expunge_sync(box, &error) < 0) {
+		i_error("MOVE: %s", error);
+		ok = false;
 	}
 	if (ctx->count > 0)
 		imap_notify_changed(cmd->client);
@@ -183,6 +217,7 @@ static bool cmd_copy_full(struct client_command *cmd, bool move)
 {
 	struct copy_ctx *ctx = p_malloc(cmd->pool, sizeof(*ctx));
 
+	ctx->move = move;
 	if (!copy_parse(cmd, ctx))
 		return true;
 	if (move && mailbox_is_readonly(cmd->client->mailbox)) {
@@ -202,7 +237,8 @@ static bool cmd_copy_full(struct client_command *cmd, bool move)
 	if (code != NULL)
 		client_send_linef(cmd->client, "* OK [%s] Moved UIDs.", code);
 	client_send_tagline(cmd, move_expunge(cmd, ctx) ? "OK Move completed." :
-			    "NO [SERVERBUG] Internal error occurred.");
+			    "NO [SERVERBUG] Internal error occurred. Refer to "
+			    "server log for more information.");
 	return true;
 }
 

@@ -20,6 +20,7 @@ struct store_ctx {
 	struct seq_range *ranges;
 	unsigned int range_count;
 	uint32_t keywords;
+	bool some_expunged;
 };
 
 static bool store_parse_item(const char *item, struct store_ctx *ctx)
@@ -105,15 +106,20 @@ static bool store_msg(struct client_command *cmd, struct store_ctx *ctx,
 	uint32_t old_kw = mailbox_msg_keywords(box, seq);
 	const char *error;
 
-	if (mailbox_msg_is_expunged(box, seq))
-		return true;   /* nothing to report for a vanished message */
+	if (mailbox_msg_is_expunged(box, seq)) {
+		/* its flags can no longer change (RFC 2180 4.2) */
+		ctx->some_expunged = true;
+		return true;
+	}
 	/* +FLAGS/-FLAGS apply to the file's flags at the time of the change,
 	   so another writer's concurrent change of other flags survives. */
 	if (mailbox_msg_change_flags(box, seq, modes[ctx->mode],
 				     ctx->list.flags, ctx->keywords,
 				     &error) < 0) {
-		if (errno == ENOENT)
+		if (errno == ENOENT) {
+			ctx->some_expunged = true;
 			return true;
+		}
 		i_error("STORE failed: %s", error);
 		return false;
 	}
@@ -160,7 +166,18 @@ bool cmd_store(struct client_command *cmd)
 	}
 	if (changed)
 		imap_notify_changed(client);
-	client_send_tagline(cmd, ok ? "OK Store completed." :
-		"NO [SERVERBUG] Internal error occurred.");
+	/* RFC 2180 4.2.1-4.2.3: .SILENT is OK for what could be stored;
+	   otherwise a message that is gone is a tagged NO (by UID it is
+	   simply not there, and its EXPUNGE comes with this reply) */
+	if (!ok) {
+		client_send_tagline(cmd, "NO [SERVERBUG] Internal error "
+				    "occurred. Refer to server log for more "
+				    "information.");
+	} else if (ctx->some_expunged && !ctx->silent && !cmd->uid) {
+		client_send_tagline(cmd, "NO [EXPUNGEISSUED] Some of the "
+				    "requested messages no longer exist");
+	} else {
+		client_send_tagline(cmd, "OK Store completed.");
+	}
 	return true;
 }

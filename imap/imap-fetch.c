@@ -41,21 +41,35 @@ static bool fetch_next_seq(struct imap_fetch_ctx *ctx)
 	return true;
 }
 
+/* A message (or an item of it) that could not be read: ENOENT means
+   it was expunged and its file is gone (another process or program
+   removed it; only logged at debug level, the tagged reply says
+   EXPUNGEISSUED: RFC 2180 4.1.2); anything else is a server error. */
+static void fetch_msg_failed(struct imap_fetch_ctx *ctx, const char *error)
+{
+	if (errno == ENOENT) {
+		i_debug("FETCH %u: %s", ctx->seq, error);
+		/* by UID a vanished message is simply not there */
+		if (!ctx->cmd->uid)
+			ctx->some_expunged = true;
+	} else {
+		i_error("FETCH %u: %s", ctx->seq, error);
+		ctx->some_failed = true;
+	}
+}
+
 /* Parse the message once for every item that needs its structure, and
    refuse BINARY of an unknown encoding before anything is written. */
-static int fetch_msg_structure(struct imap_fetch_ctx *ctx)
+static int fetch_msg_structure(struct imap_fetch_ctx *ctx,
+			       const char **error_r)
 {
 	struct imap_body_source src;
-	const char *error;
 
 	if (!ctx->need_structure)
 		return 0;
 	if (imap_msg_structure_get(&ctx->structure, ctx->box, ctx->seq,
-				   &error) < 0) {
-		if (errno != ENOENT)
-			i_error("FETCH %u: %s", ctx->seq, error);
+				   error_r) < 0)
 		return -1;
-	}
 	for (unsigned int i = 0; i < ctx->item_count; i++) {
 		const struct imap_fetch_item *item = &ctx->items[i];
 		if ((item->type == IMAP_FETCH_BODY ||
@@ -72,10 +86,8 @@ static int fetch_msg_structure(struct imap_fetch_ctx *ctx)
 
 /* ENVELOPE, BODY, BODYSTRUCTURE: from the cache, else from the part
    tree (parsed now if no section needed it). */
-static int fetch_msg_texts(struct imap_fetch_ctx *ctx)
+static int fetch_msg_texts(struct imap_fetch_ctx *ctx, const char **error_r)
 {
-	const char *error;
-
 	for (unsigned int i = 0; i < IMAP_MSG_TEXT_COUNT; i++) {
 		if ((ctx->need_texts & (1U << i)) == 0)
 			continue;
@@ -84,34 +96,37 @@ static int fetch_msg_texts(struct imap_fetch_ctx *ctx)
 			buffer_init(buf, IMAP_ENVELOPE_OUTPUT_MAX);
 		buffer_reset(buf);
 		if (imap_msg_text_get(&ctx->structure, ctx->box, ctx->seq,
-				      (enum imap_msg_text)i, buf, &error) < 0) {
-			if (errno != ENOENT)
-				i_error("FETCH %u: %s", ctx->seq, error);
+				      (enum imap_msg_text)i, buf, error_r) < 0)
 			return -1;
-		}
 	}
 	return 0;
 }
 
 /* Everything that can fail is checked before the first byte of the
-   message's response, so a vanished message is skipped whole. */
+   message's response, so a message that cannot be read is skipped
+   whole. A message another session expunged that this one was not told
+   of yet is still read (RFC 2180 4.1.1: its file is kept,
+   maildir-ghost.h); only its \Seen can no longer change. */
 static int fetch_msg_prepare(struct imap_fetch_ctx *ctx)
 {
 	struct mailbox *box = ctx->box;
-	const char *error;
+	const char *error = "";
 
-	if (mailbox_msg_is_expunged(box, ctx->seq))
+	if (fetch_msg_structure(ctx, &error) < 0 ||
+	    fetch_msg_texts(ctx, &error) < 0) {
+		if (!ctx->unknown_cte)
+			fetch_msg_failed(ctx, error);
 		return -1;
-	if (fetch_msg_structure(ctx) < 0 || fetch_msg_texts(ctx) < 0)
-		return -1;
+	}
 	ctx->add_flags = false;
 	if (ctx->set_seen && !mailbox_is_readonly(box) &&
+	    !mailbox_msg_is_expunged(box, ctx->seq) &&
 	    (mailbox_msg_flags(box, ctx->seq) & MAIL_SEEN) == 0) {
 		if (mailbox_msg_change_flags(box, ctx->seq, MAILBOX_FLAGS_ADD,
 					     MAIL_SEEN, 0, &error) < 0) {
-			if (errno == ENOENT)
-				return -1;
-			i_error("Setting \\Seen failed: %s", error);
+			/* gone meanwhile: the data is sent all the same */
+			if (errno != ENOENT)
+				i_error("Setting \\Seen failed: %s", error);
 		} else {
 			ctx->add_flags = !ctx->flags_requested;
 		}
@@ -123,22 +138,25 @@ static int fetch_msg_prepare(struct imap_fetch_ctx *ctx)
    *has_nul_r asks for a literal8. */
 static int fetch_section_open(struct imap_fetch_ctx *ctx,
 			      const struct imap_fetch_item *item,
-			      uint64_t *size_r, bool *has_nul_r)
+			      uint64_t *size_r, bool *has_nul_r,
+			      const char **error_r)
 {
 	struct mailbox *box = ctx->box;
 	const struct message_part *root = NULL;
 	struct imap_body_source src;
 	uint64_t vsize = 0;
-	const char *error;
 
 	if (imap_section_needs_structure(&item->section))
 		root = ctx->structure.root;
-	else if (mailbox_msg_vsize(box, ctx->seq, &vsize, &error) < 0)
+	else if (mailbox_msg_vsize(box, ctx->seq, &vsize, error_r) < 0)
 		return -1;
-	if (imap_body_source_get(root, &item->section, vsize, &src) < 0)
+	if (imap_body_source_get(root, &item->section, vsize, &src) < 0) {
+		errno = EINVAL;
+		*error_r = "Unknown Content-Transfer-Encoding";
 		return -1;
+	}
 	i_close_fd(&ctx->body_fd);
-	ctx->body_fd = imap_fetch_msg_open(box, ctx->seq, &error);
+	ctx->body_fd = imap_fetch_msg_open(box, ctx->seq, error_r);
 	if (ctx->body_fd == -1)
 		return -1;
 	if (ctx->body == NULL)
@@ -147,6 +165,7 @@ static int fetch_section_open(struct imap_fetch_ctx *ctx,
 			      !mailbox_msg_is_crlf(box, ctx->seq),
 			      &item->section, &src);
 	if (imap_body_stream_measure(ctx->body, size_r, has_nul_r) < 0) {
+		*error_r = "Reading the message failed";
 		i_close_fd(&ctx->body_fd);
 		return -1;
 	}
@@ -154,12 +173,13 @@ static int fetch_section_open(struct imap_fetch_ctx *ctx,
 }
 
 static int fetch_body_open(struct imap_fetch_ctx *ctx,
-			   const struct imap_fetch_item *item, buffer_t *buf)
+			   const struct imap_fetch_item *item, buffer_t *buf,
+			   const char **error_r)
 {
 	uint64_t size;
 	bool has_nul;
 
-	if (fetch_section_open(ctx, item, &size, &has_nul) < 0)
+	if (fetch_section_open(ctx, item, &size, &has_nul, error_r) < 0)
 		return -1;
 	/* RFC 3516: binary data with NULs goes as literal8; like Dovecot,
 	   so does every decoded part, an empty one too */
@@ -171,6 +191,7 @@ static int fetch_body_open(struct imap_fetch_ctx *ctx,
 	if (item->partial)
 		size = MIN(size, item->count);
 	if (imap_body_stream_skip(ctx->body, start) < 0) {
+		*error_r = "Reading the message failed";
 		i_close_fd(&ctx->body_fd);
 		return -1;
 	}
@@ -182,12 +203,13 @@ static int fetch_body_open(struct imap_fetch_ctx *ctx,
 }
 
 static int fetch_binary_size(struct imap_fetch_ctx *ctx,
-			     const struct imap_fetch_item *item, buffer_t *buf)
+			     const struct imap_fetch_item *item, buffer_t *buf,
+			     const char **error_r)
 {
 	uint64_t size;
 	bool has_nul;
 
-	if (fetch_section_open(ctx, item, &size, &has_nul) < 0)
+	if (fetch_section_open(ctx, item, &size, &has_nul, error_r) < 0)
 		return -1;
 	i_close_fd(&ctx->body_fd);
 	return buffer_printf(buf, "%s %llu", item->name,
@@ -211,12 +233,13 @@ static int fetch_structure_text(struct imap_fetch_ctx *ctx,
 	return 0;
 }
 
-/* Append one item's text; for a body, open it (the data follows). */
+/* Append one item's text; for a body, open it (the data follows).
+   Returns -1 with errno and *error_r. */
 static int fetch_item_text(struct imap_fetch_ctx *ctx,
-			   const struct imap_fetch_item *item, buffer_t *buf)
+			   const struct imap_fetch_item *item, buffer_t *buf,
+			   const char **error_r)
 {
 	struct mailbox *box = ctx->box;
-	const char *error;
 	char date[IMAP_DATETIME_LEN + 1];
 	uint64_t size;
 	time_t t;
@@ -230,12 +253,12 @@ static int fetch_item_text(struct imap_fetch_ctx *ctx,
 		return imap_write_msg_flags(buf, box, ctx->seq,
 					    !ctx->cmd->client->imap4rev2);
 	case IMAP_FETCH_RFC822_SIZE:
-		if (mailbox_msg_vsize(box, ctx->seq, &size, &error) < 0)
+		if (mailbox_msg_vsize(box, ctx->seq, &size, error_r) < 0)
 			return -1;
 		return buffer_printf(buf, "RFC822.SIZE %llu",
 				     (unsigned long long)size);
 	case IMAP_FETCH_INTERNALDATE:
-		if (mailbox_msg_internaldate(box, ctx->seq, &t, &error) < 0)
+		if (mailbox_msg_internaldate(box, ctx->seq, &t, error_r) < 0)
 			return -1;
 		imap_datetime_format(t, date, sizeof(date));
 		return buffer_printf(buf, "INTERNALDATE \"%s\"", date);
@@ -246,9 +269,9 @@ static int fetch_item_text(struct imap_fetch_ctx *ctx,
 		imap_datetime_format(t, date, sizeof(date));
 		return buffer_printf(buf, "SAVEDATE \"%s\"", date);
 	case IMAP_FETCH_BODY:
-		return fetch_body_open(ctx, item, buf);
+		return fetch_body_open(ctx, item, buf, error_r);
 	case IMAP_FETCH_BINARY_SIZE:
-		return fetch_binary_size(ctx, item, buf);
+		return fetch_binary_size(ctx, item, buf, error_r);
 	case IMAP_FETCH_ENVELOPE:
 	case IMAP_FETCH_BODYSTRUCTURE:
 		return fetch_structure_text(ctx, item, buf);
@@ -318,11 +341,13 @@ static bool fetch_msg_continue(struct imap_fetch_ctx *ctx)
 			break;
 		const struct imap_fetch_item *item = &ctx->items[ctx->item_idx++];
 		bool sep = ctx->item_idx > 1 || ctx->add_flags;
+		const char *error = "Reply too long";
+		errno = ENOBUFS;
 		if ((sep && buffer_append_c(&ctx->text, ' ') < 0) ||
-		    fetch_item_text(ctx, item, &ctx->text) < 0) {
-			/* vanished after the prepare step: the line is open,
+		    fetch_item_text(ctx, item, &ctx->text, &error) < 0) {
+			/* failed after the prepare step: the line is open,
 			   so close it with what was sent */
-			i_error("FETCH %u: item failed", ctx->seq);
+			fetch_msg_failed(ctx, error);
 			ctx->item_idx = ctx->item_count;
 			buffer_reset(&ctx->text);
 			ctx->body_left = 0;
@@ -405,9 +430,6 @@ bool imap_fetch_run(struct imap_fetch_ctx *ctx)
 		if (fetch_msg_prepare(ctx) < 0) {
 			if (ctx->unknown_cte)
 				break;
-			/* by UID a vanished message is simply not there */
-			if (!ctx->cmd->uid)
-				ctx->some_expunged = true;
 			continue;
 		}
 		fetch_msg_begin(ctx);
@@ -418,9 +440,14 @@ bool imap_fetch_run(struct imap_fetch_ctx *ctx)
 	if (ctx->unknown_cte) {
 		client_send_tagline(ctx->cmd, "NO [UNKNOWN-CTE] Unknown "
 				    "Content-Transfer-Encoding.");
+	} else if (ctx->some_failed) {
+		client_send_tagline(ctx->cmd, "NO [SERVERBUG] Internal error "
+				    "occurred. Refer to server log for more "
+				    "information.");
 	} else if (ctx->some_expunged) {
-		client_send_tagline(ctx->cmd, "NO [EXPUNGEISSUED] Some messages "
-				    "were expunged before they could be fetched.");
+		/* the wording of RFC 2180 4.1.2, which clients recognize */
+		client_send_tagline(ctx->cmd, "NO [EXPUNGEISSUED] Some of the "
+				    "requested messages no longer exist");
 	} else {
 		client_send_tagline(ctx->cmd, "OK Fetch completed.");
 	}

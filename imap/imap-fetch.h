@@ -74,7 +74,8 @@ struct imap_fetch_ctx {
 	   and literal announcements), sent as the output drains */
 	buffer_t text;
 	size_t text_sent;
-	bool some_expunged;
+	bool some_expunged;       /* a message's file was gone */
+	bool some_failed;         /* a server error (logged) */
 };
 
 /* Writes as much as fits; returns true when everything was sent (the

@@ -67,7 +67,10 @@ int imap_flag_list_parse(const struct imap_arg *args, bool allow_bare,
 		return -1;
 	}
 	for (; !imap_arg_is_eol(items); items++) {
-		if (items->type != IMAP_ARG_ATOM ||
+		/* NIL is an atom here: flag-keyword = atom, and the keyword
+		   "NIL" is as valid as any other (RFC 3501 9). */
+		if ((items->type != IMAP_ARG_ATOM &&
+		     items->type != IMAP_ARG_NIL) ||
 		    !imap_arg_get_atom(items, &atom)) {
 			*error_r = "Invalid flag list.";
 			return -1;

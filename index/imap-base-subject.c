@@ -3,7 +3,7 @@
    leader moves the start, removing a trailer moves the end. */
 #include "lib.h"
 #include "imap-base-subject.h"
-#include "mail-search.h"
+#include "unicode-casemap.h"
 #include "rfc2047.h"
 
 #include <string.h>
@@ -31,7 +31,8 @@ static size_t match_blob(const struct subj *s, size_t i)
 }
 
 /* subj-refwd at i: ("re" / "fw" / "fwd") *WSP [subj-blob] ":". The text
-   is folded, so upper case is enough. Returns the offset after it or 0. */
+   is folded (titlecase), so upper case is enough. Returns the offset
+   after it or 0. */
 static size_t match_refwd(const struct subj *s, size_t i)
 {
 	size_t left = s->end - i, blob;
@@ -147,25 +148,18 @@ static size_t utf8_cut(const char *p, size_t len, size_t max)
 	return max;
 }
 
-void imap_sort_fold_utf8(const char *text, size_t len, buffer_t *out)
-{
-	size_t start = out->used;
-
-	mail_search_fold_utf8((const unsigned char *)text, len, out);
-	for (size_t i = start; i < out->used; i++) {
-		if (out->data[i] >= 'a' && out->data[i] <= 'z')
-			out->data[i] = (char)(out->data[i] - 32);
-	}
-}
-
 void imap_base_subject_from_utf8(const char *text, size_t len, buffer_t *out,
 				 bool *is_reply_r)
 {
 	buffer_t folded;
 	struct subj s;
 
-	buffer_init(&folded, i_add_size(len, 1));
-	imap_sort_fold_utf8(text, len, &folded);
+	/* fold first: U+00A0 and other spaces become " " (RFC 5256 section
+	   7: the steps see the collation's form). A folding longer than
+	   IMAP_BASE_SUBJECT_FOLD_MAX (hostile) is cut there. */
+	buffer_init(&folded, MIN(i_mul_size(len, UNICODE_CASEMAP_GROWTH_MAX),
+				 IMAP_BASE_SUBJECT_FOLD_MAX));
+	(void)unicode_casemap_append(&folded, text, len);
 	memset(&s, 0, sizeof(s));
 	s.p = folded.data;
 	s.end = collapse_wsp(folded.data, folded.used);

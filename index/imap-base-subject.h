@@ -1,23 +1,21 @@
 #ifndef IMAP_BASE_SUBJECT_H
 #define IMAP_BASE_SUBJECT_H
 /* The "base subject" of RFC 5256 section 2.1, for SORT (SUBJECT) and
-   THREAD: the Subject: value with RFC 2047 words decoded, case folded
-   (i;unicode-casemap as far as mail_search_fold_utf8() goes: Latin,
-   Greek, Cyrillic; imap_sort_fold_utf8()), whitespace collapsed, and the "Re:", "Fwd:",
+   THREAD: the Subject: value with RFC 2047 words decoded, folded with
+   i;unicode-casemap (RFC 5051, lib/unicode-casemap.h: titlecase and
+   NFKD, as section 7 asks), whitespace collapsed, and the "Re:", "Fwd:",
    "[list]" leaders, "(fwd)" trailers and "[fwd: ...]" wrappers removed.
    Folding first lets callers compare base subjects with memcmp(). */
 
 #include "buffer.h"
 #include "mempool.h"
 
-/* Append the sort key form of UTF-8 text to out: mail_search_fold_utf8()
-   folding, then ASCII letters in upper case, as RFC 5051's titlecase
-   mapping orders them ("_" after "D"). out needs room for len bytes. */
-void imap_sort_fold_utf8(const char *text, size_t len, buffer_t *out);
-
 /* Longest base subject kept; longer ones are cut at a character
    boundary (only the first this many bytes take part in comparisons). */
 #define IMAP_BASE_SUBJECT_MAX 512
+/* Folded subject text the extraction works on; a longer one (only a
+   hostile message has a 64 KiB subject) is cut here first. */
+#define IMAP_BASE_SUBJECT_FOLD_MAX (64 * 1024)
 
 /* Replace out's contents with the base subject of the raw header value
    (folds included, encoded words not yet decoded). *is_reply_r says

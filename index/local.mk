@@ -19,7 +19,14 @@ index_libindex_a_SOURCES = \
 	index/mailbox-list.c index/mailbox-list.h index/mailbox-list-private.h \
 	index/mailbox-list-ops.c index/mailbox-subscriptions.c \
 	index/maildir-watch.c index/maildir-watch.h \
-	index/maildir-staged.c
+	index/maildir-ghost.c index/maildir-ghost.h \
+	index/maildir-staged.c \
+	index/maildir-import.c index/maildir-import.h \
+	index/maildir-import-dovecot.c index/maildir-import-courier.c \
+	index/mailbox-import.c \
+	index/mailbox-delivery.c \
+	index/mailbox-quota.c index/mailbox-quota.h \
+	index/mailbox-quota-account.c index/mailbox-quota-warning.c
 LIBINDEX = index/libindex.a
 
 INDEX_TEST_LDADD = $(LIBINDEX) $(LIBMAILINDEX) tests/unit/libtest.a $(LIBMOAT) \
@@ -31,7 +38,8 @@ INDEX_TESTS = \
 	index/test-maildir-keywords \
 	index/test-mailbox-copy \
 	index/test-mailbox-append-multi \
-	index/test-maildir-watch
+	index/test-maildir-watch \
+	index/test-mailbox-quota
 check_PROGRAMS += $(INDEX_TESTS)
 TESTS += $(INDEX_TESTS)
 index_test_maildir_filename_LDADD = $(INDEX_TEST_LDADD)
@@ -47,7 +55,14 @@ index_test_mailbox_copy_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_mailbox_append_multi_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_append_multi_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_maildir_watch_LDADD = $(INDEX_TEST_LDADD)
+# taking over Dovecot's and Courier's files (maildir-import.h)
+check_PROGRAMS += index/test-maildir-import
+TESTS += index/test-maildir-import
+index_test_maildir_import_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_import_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_maildir_watch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+index_test_mailbox_quota_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_quota_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 
 # mailbox names and the mailbox list (LIST, CREATE, DELETE, RENAME)
 INDEX_TESTS_LIST = index/test-mailbox-name index/test-mailbox-list
@@ -63,7 +78,7 @@ index_test_mailbox_list_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_libindex_a_SOURCES += \
 	index/mail-search.c index/mail-search.h index/mail-search-private.h \
 	index/mail-search-parse.c index/mail-search-text.c \
-	index/mail-search-fold.c
+	index/mail-search-fold.c index/mail-search-address.c
 check_PROGRAMS += index/test-mail-search
 TESTS += index/test-mail-search
 index_test_mail_search_LDADD = $(LIBINDEX) $(LIBMAILINDEX) $(LIBMIME) \
@@ -82,6 +97,17 @@ check_PROGRAMS += index/test-mailbox-view
 TESTS += index/test-mailbox-view
 index_test_mailbox_view_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_view_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+# expunged messages kept readable for the other session views (ghosts)
+check_PROGRAMS += index/test-maildir-ghost
+TESTS += index/test-maildir-ghost
+index_test_maildir_ghost_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_ghost_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+# a directory scan racing another process's STORE or EXPUNGE between its
+# readdir and its lock (two processes, the race order forced)
+check_PROGRAMS += index/test-maildir-sync-race
+TESTS += index/test-maildir-sync-race
+index_test_maildir_sync_race_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_sync_race_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 noinst_PROGRAMS += index/bench-mailbox
 index_bench_mailbox_SOURCES = index/bench-mailbox.c
 index_bench_mailbox_LDADD = $(LIBINDEX) $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
@@ -98,7 +124,7 @@ index_test_mailbox_status_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 # subject (imap-base-subject.c); they use libmime's header parsers
 index_libindex_a_SOURCES += \
 	index/imap-base-subject.c index/imap-base-subject.h \
-	index/mail-sort-keys.c index/mail-sort-keys.h
+	index/mail-sort-keys.c index/mail-sort-keys.h index/mail-sort-msgid.c
 check_PROGRAMS += tests/unit/test-imap-base-subject
 TESTS += tests/unit/test-imap-base-subject
 tests_unit_test_imap_base_subject_LDADD = $(LIBINDEX) $(LIBMAILINDEX) \

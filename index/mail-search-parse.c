@@ -66,8 +66,7 @@ static int next_string(struct search_parser *sp, const struct imap_arg **args,
 			return -1;
 		}
 	}
-	/* folding keeps the length for the scripts it knows */
-	buffer_init(&folded, i_add_size(strlen(str), 1));
+	buffer_init(&folded, mail_search_fold_max(strlen(str)));
 	mail_search_fold_utf8((const unsigned char *)str, strlen(str), &folded);
 	arg->str = p_memdup(sp->pool, folded.data, folded.used);
 	arg->str_len = folded.used;
@@ -270,6 +269,9 @@ static int parse_simple_key(struct search_parser *sp, const char *name,
 			     name)) != NULL) {
 		arg->key = nk->key;
 		arg->header = nk->header;
+		/* the envelope's address structure, RFC 9051 6.4.4 */
+		arg->address = nk->key == MSK_HEADER &&
+			strcasecmp(nk->name, "SUBJECT") != 0;
 		return next_string(sp, args, nk->name, arg);
 	}
 	if ((nk = find_named(date_keys, N_ELEMENTS(date_keys), name)) != NULL) {

@@ -58,6 +58,9 @@ struct mail_search_arg {
 	uint64_t number;      /* LARGER, SMALLER, OLDER, YOUNGER */
 	int64_t day;          /* date keys: days since 1970-01-01 */
 	const char *header;   /* HEADER: field name */
+	/* FROM, TO, CC, BCC: also match the address form of the field
+	   (mail_search_address_text()) */
+	bool address;
 	/* HEADER, BODY, TEXT: the string, UTF-8 and case-folded. */
 	const unsigned char *str;
 	size_t str_len;
@@ -82,6 +85,13 @@ mail_search_key_class(enum mail_search_key key)
 		return MSC_HEADER;
 	return MSC_CHEAP;
 }
+
+/* Address form of an address header's value (mail-search-address.c),
+   from pool; at most MAIL_SEARCH_ADDRESS_TEXT_MAX bytes (the rest of a
+   longer one is dropped). Not folded. */
+#define MAIL_SEARCH_ADDRESS_TEXT_MAX (128 * 1024)
+const char *mail_search_address_text(pool_t pool, const char *value,
+				     size_t len, size_t *len_r);
 
 /* Days since 1970-01-01 of a civil date. */
 int64_t mail_search_civil_day(int year, int month, int day);

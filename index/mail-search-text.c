@@ -1,12 +1,14 @@
 /* BODY and TEXT matching (mail-search-private.h): a small pipeline fed
    with a part's raw body in chunks: Content-Transfer-Encoding decoding
    (base64, quoted-printable), charset conversion to UTF-8 through iconv,
-   case folding, then a substring search over a window that keeps the
-   last (longest key - 1) bytes of the previous chunk, so a match that
-   straddles two chunks is found. Every stage has a fixed-size buffer. */
+   i;unicode-casemap folding, then a substring search over a window that
+   keeps the last (longest key - 1) folded bytes before it, so a match
+   that straddles two chunks is found. Every stage has a fixed-size
+   buffer; folding, which may grow text, fills the window in steps. */
 #include "lib.h"
 #include "strfuncs.h"
 #include "buffer.h"
+#include "unicode-casemap.h"
 #include "mail-search-private.h"
 
 #include <errno.h>
@@ -41,7 +43,9 @@ struct mail_search_text {
 	unsigned char *conv_in;   /* TEXT_CONV_CARRY_MAX + TEXT_PIECE_MAX */
 	unsigned char *conv_out;  /* TEXT_PIECE_MAX */
 	unsigned char *utf8_in;   /* 4 + TEXT_PIECE_MAX */
-	buffer_t window;          /* tail of the last piece + this piece */
+	/* the last (longest key - 1) folded bytes + up to TEXT_PIECE_MAX +
+	   UNICODE_CASEMAP_CHAR_MAX new ones */
+	buffer_t window;
 };
 
 struct mail_search_text *
@@ -56,7 +60,8 @@ mail_search_text_init(struct mail_search_program *program)
 	text->conv_out = i_malloc(TEXT_PIECE_MAX);
 	text->utf8_in = i_malloc(4 + TEXT_PIECE_MAX);
 	buffer_init(&text->window, i_add_size(program->max_text_len,
-					      TEXT_PIECE_MAX + 8));
+					      TEXT_PIECE_MAX +
+					      UNICODE_CASEMAP_CHAR_MAX));
 	return text;
 }
 
@@ -109,6 +114,27 @@ static void window_match(struct mail_search_text *text)
 		buffer_delete_head(win, win->used - keep);
 }
 
+/* Fold whole characters into the window and match, as much as fits
+   at a time: after window_match() the window has room for at least
+   TEXT_PIECE_MAX + UNICODE_CASEMAP_CHAR_MAX bytes, so each step folds
+   one character or more. */
+static void window_fold(struct mail_search_text *text,
+			const unsigned char *p, size_t size)
+{
+	buffer_t *win = &text->window;
+
+	while (size > 0) {
+		size_t room = win->max_size - win->used, used;
+		char *dest = buffer_reserve(win, room);
+
+		i_assert(dest != NULL && room >= UNICODE_CASEMAP_CHAR_MAX);
+		buffer_commit(win, unicode_casemap(p, size, &used, dest, room));
+		p += used;
+		size -= used;
+		window_match(text);
+	}
+}
+
 /* Whole UTF-8 characters into the window; a split one waits. */
 static void text_utf8(struct mail_search_text *text,
 		      const unsigned char *data, size_t size)
@@ -119,11 +145,10 @@ static void text_utf8(struct mail_search_text *text,
 	memcpy(text->utf8_in, text->utf8_carry, len);
 	memcpy(text->utf8_in + len, data, size);
 	len += size;
-	size_t partial = mail_search_utf8_partial_tail(text->utf8_in, len);
+	size_t partial = unicode_utf8_partial_tail(text->utf8_in, len);
 	memcpy(text->utf8_carry, text->utf8_in + len - partial, partial);
 	text->utf8_carry_len = partial;
-	mail_search_fold_utf8(text->utf8_in, len - partial, &text->window);
-	window_match(text);
+	window_fold(text, text->utf8_in, len - partial);
 }
 
 static void text_convert(struct mail_search_text *text,
@@ -329,10 +354,8 @@ void mail_search_text_end(struct mail_search_text *text)
 {
 	if (text->utf8_carry_len > 0) {
 		/* a cut character at the end: compare its bytes as they are */
-		mail_search_fold_utf8(text->utf8_carry, text->utf8_carry_len,
-				      &text->window);
+		window_fold(text, text->utf8_carry, text->utf8_carry_len);
 		text->utf8_carry_len = 0;
-		window_match(text);
 	}
 	if (text->cd != (iconv_t)-1) {
 		iconv_close(text->cd);
@@ -347,7 +370,7 @@ void mail_search_text_match_utf8(struct mail_search_text *text,
 	const struct mail_search_program *prog = text->program;
 	buffer_t folded;
 
-	buffer_init(&folded, i_add_size(len, 1));
+	buffer_init(&folded, mail_search_fold_max(len));
 	mail_search_fold_utf8((const unsigned char *)str, len, &folded);
 	for (unsigned int i = 0; i < prog->text_leaf_count; i++) {
 		struct mail_search_arg *leaf = prog->text_leaves[i];

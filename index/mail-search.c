@@ -344,16 +344,42 @@ static const char *field_decode(struct mail_search_ctx *ctx,
 	return value;
 }
 
-static void header_leaf_match(struct mail_search_arg *leaf,
-			      const char *value, size_t len)
+/* Whether the folded key is in text once folded. */
+static bool folded_contains(const struct mail_search_arg *leaf,
+			    const char *text, size_t len)
 {
 	buffer_t folded;
+	bool found;
 
-	buffer_init(&folded, i_add_size(len, 1));
-	mail_search_fold_utf8((const unsigned char *)value, len, &folded);
-	if (memmem(folded.data, folded.used, leaf->str, leaf->str_len) != NULL)
-		leaf->result = 1;
+	buffer_init(&folded, mail_search_fold_max(len));
+	mail_search_fold_utf8((const unsigned char *)text, len, &folded);
+	found = memmem(folded.data, folded.used, leaf->str,
+		       leaf->str_len) != NULL;
 	buffer_free(&folded);
+	return found;
+}
+
+/* value is the decoded header text. An address key also matches the
+   address form of the raw value (addr_text, made on first use). */
+static void header_leaf_match(struct mail_search_ctx *ctx,
+			      struct mail_search_arg *leaf,
+			      const struct message_header_field *field,
+			      const char *value, size_t len,
+			      const char **addr_text, size_t *addr_len)
+{
+	if (folded_contains(leaf, value, len)) {
+		leaf->result = 1;
+		return;
+	}
+	if (!leaf->address)
+		return;
+	if (*addr_text == NULL)
+		*addr_text = mail_search_address_text(ctx->field_pool,
+						      field->value,
+						      field->value_len,
+						      addr_len);
+	if (folded_contains(leaf, *addr_text, *addr_len))
+		leaf->result = 1;
 }
 
 static void header_remember(struct mail_search_ctx *ctx,
@@ -384,8 +410,8 @@ static void header_field(struct mail_search_ctx *ctx,
 			 const struct message_header_field *field)
 {
 	const struct mail_search_program *prog = ctx->program;
-	const char *value = NULL;
-	size_t len = 0;
+	const char *value = NULL, *addr_text = NULL;
+	size_t len = 0, addr_len = 0;
 
 	header_remember(ctx, field);
 	for (unsigned int i = 0; i < prog->header_leaf_count; i++) {
@@ -395,7 +421,8 @@ static void header_field(struct mail_search_ctx *ctx,
 			continue;
 		if (value == NULL)
 			value = field_decode(ctx, field, &len);
-		header_leaf_match(leaf, value, len);
+		header_leaf_match(ctx, leaf, field, value, len, &addr_text,
+				  &addr_len);
 	}
 	if (prog->text_leaf_count > 0) {
 		if (value == NULL)

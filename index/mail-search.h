@@ -6,8 +6,11 @@
    sizes and dates first; the header only when a header key is still
    undecided; the body text only when a body key still is.
 
-   Strings are matched as case-insensitive substrings of UTF-8 text:
-   header values after RFC 2047 decoding and unfolding, body text after
+   Strings are matched as substrings of UTF-8 text, both sides folded
+   with i;unicode-casemap (RFC 5051: titlecase and NFKD, so matching is
+   case-insensitive and "e" finds "é"): header values after RFC 2047
+   decoding and unfolding (FROM, TO, CC and BCC also in the parsed
+   address form, mail-search-address.c), body text after
    Content-Transfer-Encoding decoding and charset conversion. The message
    file is streamed in chunks; memory per message is bounded by the MIME
    parser's limits and MAIL_SEARCH_CHUNK_SIZE, never by the message size.
@@ -35,8 +38,9 @@ struct mailbox;
 struct mail_search_range {
 	uint32_t lo, hi;
 };
-/* "*" while parsed: the largest number in use when evaluated. */
-#define MAIL_SEARCH_STAR UINT32_MAX
+/* "*" while parsed: the largest number in use when evaluated (0, which
+   no UID or sequence number is, as SEQSET_STAR). */
+#define MAIL_SEARCH_STAR 0U
 
 /* The SEARCHRES result "$" refers to: sorted, merged UID ranges. */
 struct mail_search_saved {
@@ -80,13 +84,14 @@ uint64_t mail_search_get_bytes_read(const struct mail_search_ctx *ctx);
 
 /* ---- helpers shared with the text matcher (mail-search-text.c) ---- */
 
-/* Append the simple case folding of UTF-8 text to out (ASCII, Latin-1,
-   Latin Extended-A, Greek, Cyrillic; other characters and invalid bytes
-   are copied). Text must hold whole characters. */
+/* Append the i;unicode-casemap folding (RFC 5051) of UTF-8 text to
+   out, which needs room for mail_search_fold_max(size) more bytes.
+   Invalid UTF-8 is copied as bytes. Text must hold whole characters. */
 struct buffer;
 void mail_search_fold_utf8(const unsigned char *data, size_t size,
 			   struct buffer *out);
-/* Length of an incomplete UTF-8 sequence at the end of data (0..3). */
-size_t mail_search_utf8_partial_tail(const unsigned char *data, size_t size);
+/* The room folding size bytes may need (UNICODE_CASEMAP_GROWTH_MAX per
+   byte, and a spare byte). */
+size_t mail_search_fold_max(size_t size);
 
 #endif

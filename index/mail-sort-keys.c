@@ -2,10 +2,14 @@
 
    Stored form (little-endian; a value that does not decode exactly is
    a miss):
-     sort.keys   u8 version 3 (1 had lower case keys, 2 had the
-                 references in a field "thread.refs" of their own),
-                 u8 flags (1 = sent date valid, 2 = reply, 4 = Message-ID
-                 present), i64 sent date, u64 base subject hash, u16
+     sort.keys   u8 version 4 (1 had lower case keys, 2 had the
+                 references in a field "thread.refs" of their own, 3
+                 folded only Latin, Greek and Cyrillic and refused
+                 Message-IDs with an empty side), u8 flags (1 = sent date
+                 valid, 2 = reply, 4 = Message-ID present), u32 the
+                 unicode_casemap_id() the strings were folded with (keys
+                 of other tables, e.g. from before a Unicode update, are
+                 misses), i64 sent date, u64 base subject hash, u16
                  reference count, [u64 Message-ID hash], count u64
                  reference hashes, then MAIL_SORT_STR_COUNT strings, each
                  a LEB128 length and its bytes. */
@@ -13,7 +17,7 @@
 #include "log.h"
 #include "mail-sort-keys.h"
 #include "imap-base-subject.h"
-#include "mail-search.h"
+#include "unicode-casemap.h"
 #include "message-header.h"
 #include "message-address.h"
 #include "message-date.h"
@@ -26,12 +30,12 @@
 #include <unistd.h>
 
 #define SORT_KEYS_FIELD "sort.keys"
-#define SORT_KEYS_VERSION 3
+#define SORT_KEYS_VERSION 4
 #define SORT_KEYS_FLAG_SENT 0x01
 #define SORT_KEYS_FLAG_REPLY 0x02
 #define SORT_KEYS_FLAG_MSGID 0x04
-/* version, flags, date, subject hash, reference count */
-#define SORT_KEYS_HEAD_SIZE 20
+/* version, flags, casemap id, date, subject hash, reference count */
+#define SORT_KEYS_HEAD_SIZE 24
 /* the head, the ids, and per string at most 2 length bytes */
 #define SORT_KEYS_ENCODED_MAX \
 	(SORT_KEYS_HEAD_SIZE + 8 * (1 + MAIL_THREAD_REFS_MAX) + \
@@ -165,60 +169,6 @@ uint64_t mail_thread_msgid_hash(const void *id, size_t len)
 	return h == 0 ? 1 : h;
 }
 
-/* Append the id between '<' (at *p) and '>' to out, without quotes,
-   backslashes, whitespace and comments. Returns false if it is not
-   "left@right" or another '<' comes first. */
-static bool msgid_read(const char **p, const char *end, buffer_t *out)
-{
-	const char *s = *p + 1;
-	bool quoted = false, at = false;
-	int comment = 0;
-
-	buffer_reset(out);
-	for (; s < end; s++) {
-		char c = *s;
-		if (c == '\\' && s + 1 < end && (quoted || comment > 0)) {
-			s++;
-			if (comment == 0)
-				buffer_append_trunc(out, s, 1);
-			continue;
-		}
-		if (comment > 0) {
-			comment += c == '(' ? 1 : c == ')' ? -1 : 0;
-			continue;
-		}
-		if (c == '"') {
-			quoted = !quoted;
-		} else if (!quoted && c == '(') {
-			comment = 1;
-		} else if (!quoted && (c == '>' || c == '<')) {
-			break;
-		} else if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
-			at = at || (c == '@' && !quoted);
-			buffer_append_trunc(out, &c, 1);
-		}
-	}
-	*p = s;
-	return s < end && *s == '>' && at && out->used > 0 &&
-		out->data[0] != '@' && out->data[out->used - 1] != '@';
-}
-
-bool mail_thread_msgid_next(const char **p, const char *end, buffer_t *out)
-{
-	while (*p < end) {
-		const char *lt = memchr(*p, '<', (size_t)(end - *p));
-		if (lt == NULL)
-			break;
-		*p = lt;
-		if (msgid_read(p, end, out)) {
-			(*p)++;
-			return true;
-		}
-	}
-	*p = end;
-	return false;
-}
-
 /* ---- encoding ---- */
 
 static void put_u64(buffer_t *buf, uint64_t v)
@@ -228,6 +178,21 @@ static void put_u64(buffer_t *buf, uint64_t v)
 	for (unsigned int i = 0; i < 8; i++)
 		b[i] = (unsigned char)(v >> (8 * i));
 	buffer_append_trunc(buf, b, sizeof(b));
+}
+
+static void put_u32(buffer_t *buf, uint32_t v)
+{
+	unsigned char b[4];
+
+	for (unsigned int i = 0; i < 4; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+	buffer_append_trunc(buf, b, sizeof(b));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+	return p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+		((uint32_t)p[3] << 24);
 }
 
 static uint64_t get_u64(const unsigned char *p)
@@ -290,14 +255,15 @@ static bool decode_keys(const unsigned char *p, size_t size,
 {
 	const unsigned char *end = p + size;
 
-	if (size < SORT_KEYS_HEAD_SIZE || p[0] != SORT_KEYS_VERSION)
+	if (size < SORT_KEYS_HEAD_SIZE || p[0] != SORT_KEYS_VERSION ||
+	    get_u32(p + 2) != unicode_casemap_id())
 		return false;
 	keys_r->sent_valid = (p[1] & SORT_KEYS_FLAG_SENT) != 0;
 	keys_r->reply = (p[1] & SORT_KEYS_FLAG_REPLY) != 0;
-	keys_r->sent_date = (int64_t)get_u64(p + 2);
-	keys_r->subject_hash = get_u64(p + 10);
+	keys_r->sent_date = (int64_t)get_u64(p + 6);
+	keys_r->subject_hash = get_u64(p + 14);
 	bool has_id = (p[1] & SORT_KEYS_FLAG_MSGID) != 0;
-	unsigned int count = p[18] | ((unsigned int)p[19] << 8);
+	unsigned int count = p[22] | ((unsigned int)p[23] << 8);
 	size_t ids_size = 8 * ((size_t)count + (has_id ? 1 : 0));
 	if (count > MAIL_THREAD_REFS_MAX ||
 	    ids_size > size - SORT_KEYS_HEAD_SIZE)
@@ -412,20 +378,16 @@ static int header_read(struct mail_sort_keys_reader *r, int fd)
 
 /* ---- computing the keys ---- */
 
-/* Append the folded text, cut to MAIL_SORT_STR_MAX, as a string key. */
+/* Append the folded text as a string key: as many whole characters as
+   fold into MAIL_SORT_STR_MAX bytes. */
 static void put_folded(struct mail_sort_keys_reader *r, const char *text,
 		       size_t len)
 {
-	buffer_reset(&r->scratch);
-	len = MIN(len, MAIL_SORT_KEYS_FIELD_MAX - 1);
-	imap_sort_fold_utf8(text, len, &r->scratch);
-	size_t n = r->scratch.used;
-	if (n > MAIL_SORT_STR_MAX) {
-		n = MAIL_SORT_STR_MAX;
-		while (n > 0 && ((unsigned char)r->scratch.data[n] & 0xc0) == 0x80)
-			n--;
-	}
-	put_str(&r->enc, r->scratch.data, n);
+	char folded[MAIL_SORT_STR_MAX];
+	size_t used, n = unicode_casemap(text, len, &used, folded,
+					 sizeof(folded));
+
+	put_str(&r->enc, folded, n);
 }
 
 /* The first address of a header as the ENVELOPE lists it: a group's
@@ -565,14 +527,15 @@ static void keys_encode(struct mail_sort_keys_reader *r)
 		count = refs_collect(r, HDR_IN_REPLY_TO, r->ids, 1, true);
 	if (msgid != 0)
 		head[1] |= SORT_KEYS_FLAG_MSGID;
-	head[18] = (unsigned char)count;
-	head[19] = (unsigned char)(count >> 8);
+	head[22] = (unsigned char)count;
+	head[23] = (unsigned char)(count >> 8);
 
 	buffer_reset(&r->enc);
 	buffer_append_trunc(&r->enc, head, 2);
+	put_u32(&r->enc, unicode_casemap_id());
 	put_u64(&r->enc, (uint64_t)date);
 	put_u64(&r->enc, subject);
-	buffer_append_trunc(&r->enc, head + 18, 2);
+	buffer_append_trunc(&r->enc, head + 22, 2);
 	if (msgid != 0)
 		put_u64(&r->enc, msgid);
 	for (unsigned int i = 0; i < count; i++)

@@ -21,8 +21,10 @@
    the next MAIL_SORT_KEYS_PREFETCH messages to be asked for are opened
    and their first bytes read ahead (posix_fadvise WILLNEED), so the
    disk works on them while the current header is parsed.
-   Strings are folded with imap_sort_fold_utf8() (i;unicode-casemap for
-   the scripts it knows), so they compare with memcmp().
+   Strings are folded with i;unicode-casemap (RFC 5051,
+   lib/unicode-casemap.h), so they compare with memcmp(); the cached
+   value names the folding (unicode_casemap_id()), and a value folded
+   by other tables is recomputed.
 
    Message-IDs are hashed, not stored: 8 bytes instead of ~50 per id.
    Two different ids colliding in 64 bits (about 1e-10 for a 100k-message
@@ -107,10 +109,11 @@ uint64_t mail_thread_refs_at(const struct mail_thread_refs *refs,
 
 /* Hash of a normalized Message-ID; never 0. */
 uint64_t mail_thread_msgid_hash(const void *id, size_t len);
-/* Find the next msg-id "<left@right>" in [*p, end) and append its
-   normalized form (quotes, escapes, whitespace and comments removed) to
-   out (reset first). Returns false when there is none; *p moves past
-   what was read. */
+/* Find the next msg-id "<left@right>" in [*p, end) and put its
+   normalized form in out (reset first; quotes, escapes, whitespace and
+   comments removed; either side may be empty, index/mail-sort-msgid.c
+   says which shapes count). Returns false when there is none; *p moves
+   past what was read. */
 bool mail_thread_msgid_next(const char **p, const char *end, buffer_t *out);
 
 #endif

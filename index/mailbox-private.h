@@ -7,6 +7,7 @@
 #include "maildir-filename.h"
 #include "maildir-uidlist.h"
 #include "maildir-watch.h"
+#include "maildir-ghost.h"
 #include "maildir-keywords.h"
 #include "maildir-uidlist-lookup.h"
 #include "mailbox-uidset.h"
@@ -22,6 +23,10 @@ struct mailbox_expunged {
 	uint32_t uid;
 	enum mail_flags flags;    /* permanent flags when it went */
 	uint32_t keywords;
+	/* RFC822.SIZE and INTERNALDATE as the index had them (0 = not
+	   known: read from the kept file, maildir-ghost.h) */
+	uint64_t vsize;
+	int64_t internal_date;
 };
 
 /* Recently used file names (a message is opened, then renamed...);
@@ -48,6 +53,9 @@ struct mailbox_fname_cache {
 struct mailbox {
 	char *name;
 	char *path;              /* the Maildir folder */
+	/* the mail root whose maildirsize counts this folder's messages,
+	   or NULL (mailbox_set_quota_root()) */
+	char *quota_root;
 	char *cur_dir, *new_dir, *tmp_dir;
 	int cur_fd;              /* O_PATH of cur/ for opening messages, or -1 */
 	enum mailbox_open_flags flags;
@@ -90,9 +98,17 @@ struct mailbox {
 	   maildir_watch_settle(box->watch); unannounced ones cost a rescan. */
 	struct maildir_watch *watch;
 	bool watch_tried;
+	/* The process's kept files of this folder's expunged messages
+	   (maildir-ghost.h); a MAILBOX_OPEN_SESSION handle is registered
+	   there and may hold some of them. */
+	struct maildir_ghosts *ghosts;
 	bool staged_journaled;   /* maildir-staged.c wrote the journal */
 	bool stamp_saved;        /* MAILBOX_DIRSTAMP_NAME holds the mtimes */
+	bool unlinks_unsynced;   /* expunges since mailbox_expunge_sync() */
 	time_t stamp_checked_at; /* last sync_stamp_refresh() look */
+	/* Set by mailbox_import_foreign(): the first index commit makes
+	   the messages below this uid not \Recent (0 = nothing to do). */
+	uint32_t import_first_recent;
 	char error[MAILBOX_ERROR_MAX];
 };
 
@@ -148,6 +164,18 @@ void mailbox_index_replace_flags(struct mail_index_transaction *t,
    (maildir-save.c). */
 void mailbox_index_add_savedate(struct mail_index_transaction *t,
 				uint32_t uid, time_t save_date);
+
+/* mailbox-import.c: a folder moat never indexed that another server
+   served gets its moat.uidlist (and keywords) from that server's files
+   (maildir-import.h). Called by a full sync before it scans. Returns 0
+   (also when there is nothing to import) or -1. */
+int mailbox_import_foreign(struct mailbox *box, const char **error_r);
+
+/* mailbox-quota-account.c: a change of the folder's messages, counted in
+   its quota root's maildirsize (if it has one); a failure is logged (the
+   next recalc fixes the count). */
+void mailbox_quota_account(struct mailbox *box, int64_t storage,
+			   int64_t messages);
 
 /* Publish staged messages (COPY, MULTIAPPEND): publish() gives them UIDs
    and moves them into box's cur/ while the uidlist lock is held; then

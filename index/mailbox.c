@@ -124,6 +124,9 @@ static struct mailbox *mailbox_alloc(const char *path, const char *name,
 		(flags & MAILBOX_OPEN_NO_FSYNC) == 0);
 	maildir_unique_init(&box->unique);
 	box->uidlookup = maildir_uidlist_lookup_init(path);
+	box->ghosts = maildir_ghosts_ref(path);
+	if ((flags & MAILBOX_OPEN_SESSION) != 0)
+		maildir_ghosts_register(box->ghosts, box);
 	return box;
 }
 
@@ -255,6 +258,8 @@ int mailbox_open(const char *root, const char *name,
 	if (mailbox_list_find_folder(root, name, norm, path) <= 0)
 		return 0;
 	struct mailbox *box = mailbox_alloc(path, norm, flags);
+	if ((flags & MAILBOX_OPEN_QUOTA) != 0)
+		mailbox_set_quota_root(box, root);
 	if (mailbox_create_dirs(box, error_r) < 0 ||
 	    mailbox_index_open(box, error_r) < 0 ||
 	    mailbox_sync(box, true, NULL, NULL, error_r) < 0) {
@@ -274,8 +279,12 @@ void mailbox_close(struct mailbox **_box)
 	const char *error;
 
 	*_box = NULL;
+	i_free(box->quota_root);
 	if (box->cache_trans != NULL)
 		(void)mailbox_cache_flush(box, &error);
+	if ((box->flags & MAILBOX_OPEN_SESSION) != 0)
+		maildir_ghosts_unregister(box->ghosts, box);
+	maildir_ghosts_unref(&box->ghosts);
 	i_free(box->pending);
 	uidset_free(&box->ev_changed);
 	uidset_free(&box->recent);
@@ -670,10 +679,37 @@ bool mailbox_msg_is_crlf(struct mailbox *box, uint32_t seq)
 	return size != MAILDIR_SIZE_UNKNOWN && size == vsize;
 }
 
+/* An expunged message the view still has: its kept file, if any. */
+static int mailbox_msg_open_ghost(struct mailbox *box,
+				  const struct mailbox_expunged *exp,
+				  const char **error_r)
+{
+	int fd = maildir_ghosts_open(box->ghosts, exp->uid, box);
+
+	if (fd != -1)
+		return fd;
+	if (errno != ENOENT) {
+		*error_r = mailbox_set_error(box, "dup(kept file of uid %u) "
+					     "failed: %m", exp->uid);
+		return -1;
+	}
+	i_debug("%s: uid %u was expunged and its file is not kept (another "
+		"process or program removed it, or the limits of kept files "
+		"were reached)", box->path, exp->uid);
+	return mailbox_msg_gone(error_r);
+}
+
 int mailbox_msg_open(struct mailbox *box, uint32_t seq, const char **error_r)
 {
+	const struct mailbox_expunged *exp;
+	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
 	const char *fname;
 
+	if (rec == NULL)
+		return mailbox_msg_open_ghost(box, exp, error_r);
+	/* expunged by another handle, and this view has not synced yet */
+	if (maildir_ghosts_holds(box->ghosts, rec->uid, box))
+		return maildir_ghosts_open(box->ghosts, rec->uid, box);
 	/* relative to cur/: the kernel walks one name, not the whole path */
 	if (box->cur_fd == -1) {
 		box->cur_fd = open(box->cur_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -686,8 +722,14 @@ int mailbox_msg_open(struct mailbox *box, uint32_t seq, const char **error_r)
 	for (unsigned int attempt = 0; attempt < MAILBOX_FNAME_ATTEMPTS;
 	     attempt++) {
 		if (mailbox_msg_get_fname(box, seq, attempt > 0, &fname,
-					  error_r) < 0)
+					  error_r) < 0) {
+			if (errno == ENOENT) {
+				i_debug("%s: uid %u: no file in cur/ (removed "
+					"by another process or program)",
+					box->path, mailbox_msg_uid(box, seq));
+			}
 			return -1;
+		}
 		int fd = openat(box->cur_fd, fname, O_RDONLY | O_CLOEXEC);
 		if (fd != -1)
 			return fd;
@@ -698,7 +740,30 @@ int mailbox_msg_open(struct mailbox *box, uint32_t seq, const char **error_r)
 		}
 	}
 	mailbox_msg_forget_fname(box, seq);
+	i_debug("%s: uid %u: its file left cur/ while it was opened (removed "
+		"by another process or program)", box->path,
+		mailbox_msg_uid(box, seq));
 	return mailbox_msg_gone(error_r);
+}
+
+/* The mtime of the file mailbox_msg_open() gives (a kept file). */
+static int mailbox_msg_fd_date(struct mailbox *box, uint32_t seq,
+			       time_t *date_r, const char **error_r)
+{
+	struct stat st;
+	int fd = mailbox_msg_open(box, seq, error_r);
+
+	if (fd == -1)
+		return -1;
+	int ret = fstat(fd, &st);
+	if (ret < 0)
+		*error_r = mailbox_set_error(box, "fstat(uid %u) failed: %m",
+					     mailbox_msg_uid(box, seq));
+	i_close_fd(&fd);
+	if (ret < 0)
+		return -1;
+	*date_r = st.st_mtime;
+	return 0;
 }
 
 /* A message indexed without a stat() (the first scan of a Maildir made
@@ -721,6 +786,8 @@ static int mailbox_msg_file_date(struct mailbox *box, uint32_t seq,
 		*date_r = (time_t)value;
 		return 0;
 	}
+	if (maildir_ghosts_holds(box->ghosts, mailbox_msg_uid(box, seq), box))
+		return mailbox_msg_fd_date(box, seq, date_r, error_r);
 	for (unsigned int attempt = 0; attempt < 2; attempt++) {
 		if (mailbox_msg_get_fname(box, seq, attempt > 0, &fname,
 					  error_r) < 0)
@@ -746,6 +813,19 @@ static int mailbox_msg_file_date(struct mailbox *box, uint32_t seq,
 	return mailbox_msg_gone(error_r);
 }
 
+/* INTERNALDATE of an expunged message: as the index had it, else its
+   kept file's mtime. */
+static int mailbox_msg_ghost_date(struct mailbox *box, uint32_t seq,
+				  const struct mailbox_expunged *exp,
+				  time_t *date_r, const char **error_r)
+{
+	if (exp->internal_date != 0) {
+		*date_r = (time_t)exp->internal_date;
+		return 0;
+	}
+	return mailbox_msg_fd_date(box, seq, date_r, error_r);
+}
+
 int mailbox_msg_internaldate(struct mailbox *box, uint32_t seq,
 			     time_t *date_r, const char **error_r)
 {
@@ -753,7 +833,7 @@ int mailbox_msg_internaldate(struct mailbox *box, uint32_t seq,
 	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
 
 	if (rec == NULL)
-		return mailbox_msg_gone(error_r);
+		return mailbox_msg_ghost_date(box, seq, exp, date_r, error_r);
 	if (rec->internal_date == 0)
 		return mailbox_msg_file_date(box, seq, date_r, error_r);
 	*date_r = (time_t)rec->internal_date;
@@ -764,16 +844,18 @@ int mailbox_msg_internaldate(struct mailbox *box, uint32_t seq,
 static int mailbox_count_vsize(int fd, uint64_t *vsize_r)
 {
 	unsigned char buf[MAILBOX_VSIZE_CHUNK];
-	uint64_t vsize = 0;
+	uint64_t vsize = 0, pos = 0;
 	bool last_cr = false;
 	ssize_t ret;
 
-	while ((ret = read(fd, buf, sizeof(buf))) != 0) {
+	/* pread: a kept file's descriptors share one offset */
+	while ((ret = pread(fd, buf, sizeof(buf), (off_t)pos)) != 0) {
 		if (ret < 0) {
 			if (errno == EINTR)
 				continue;
 			return -1;
 		}
+		pos += (uint64_t)ret;
 		/* memchr finds the LFs; a bare one gains a CR */
 		const unsigned char *p = buf, *end = buf + ret, *lf;
 		while ((lf = memchr(p, '\n', (size_t)(end - p))) != NULL) {
@@ -827,14 +909,20 @@ int mailbox_msg_vsize(struct mailbox *box, uint32_t seq, uint64_t *vsize_r,
 	const struct mailbox_expunged *exp;
 	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
 
-	if (rec == NULL)
-		return mailbox_msg_gone(error_r);
-	uint64_t vsize = mailbox_msg_known_vsize(box, rec);
+	if (rec == NULL && exp->vsize != 0) {
+		*vsize_r = exp->vsize;
+		return 0;
+	}
+	uint64_t vsize = rec != NULL ? mailbox_msg_known_vsize(box, rec) :
+		box->vsize_uid == exp->uid ? box->vsize_value :
+		MAILDIR_SIZE_UNKNOWN;
 	if (vsize != MAILDIR_SIZE_UNKNOWN) {
 		*vsize_r = vsize;
 		return 0;
 	}
-	return mailbox_msg_vsize_compute(box, seq, rec->uid, vsize_r, error_r);
+	/* (an expunged message: counted in its kept file) */
+	return mailbox_msg_vsize_compute(box, seq, mailbox_msg_uid(box, seq),
+					 vsize_r, error_r);
 }
 
 /* ---- cache (mailbox.h) ---- */
@@ -893,52 +981,126 @@ int mailbox_msg_set_flags(struct mailbox *box, uint32_t seq,
 		mailbox_msg_keywords(box, seq), error_r);
 }
 
+/* The other session views of this folder that still show uid: its file
+   is kept for them until they report the expunge (maildir-ghost.h).
+   Returns how many, in *holders_r (i_malloc'd, NULL for none). */
+static unsigned int ghost_holders(struct mailbox *box, uint32_t uid,
+				  struct mailbox ***holders_r)
+{
+	unsigned int count, n = 0;
+	struct mailbox *const *handles =
+		maildir_ghosts_get_handles(box->ghosts, &count);
+	struct mailbox **holders = NULL;
+
+	for (unsigned int i = 0; i < count; i++) {
+		struct mailbox *h = handles[i];
+		/* a view that has not shown uid yet needs nothing */
+		if (h == box || uid >= h->visible_next_uid ||
+		    mail_index_view_uid_to_seq(h->view, uid) == 0)
+			continue;
+		if (holders == NULL)
+			holders = i_malloc(i_mul_size(count, sizeof(*holders)));
+		holders[n++] = h;
+	}
+	*holders_r = holders;
+	return n;
+}
+
+/* The bytes of the file that is about to go, for the quota: its S= or,
+   without one, its size on disk (0 if even that is gone). */
+static uint64_t msg_quota_size(struct mailbox *box, const char *fname,
+			       const char *path)
+{
+	struct maildir_filename fn;
+	struct stat st;
+
+	if (box->quota_root == NULL)
+		return 0;
+	if (maildir_filename_parse(fname, &fn) && fn.size != MAILDIR_SIZE_UNKNOWN)
+		return fn.size;
+	return lstat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
 /* Under the uidlist lock, so a directory scan's commit and ours are
-   ordered: unlink, then tell the others through the log. */
+   ordered: unlink, then tell the others through the log. With want_fd,
+   the file is opened first and *fd_r is its descriptor (-1 if that
+   failed: the expunge goes on without it). */
 static int mailbox_msg_unlink_locked(struct mailbox *box, uint32_t seq,
+				     bool want_fd, int *fd_r,
 				     const char **error_r)
 {
 	char path[PATH_MAX];
 	const char *fname;
 
+	*fd_r = -1;
 	for (unsigned int attempt = 0; attempt < MAILBOX_FNAME_ATTEMPTS;
 	     attempt++) {
 		if (mailbox_msg_get_fname(box, seq, attempt > 0, &fname,
 					  error_r) < 0)
-			return -1;
+			break;
 		if (snprintf(path, sizeof(path), "%s/%s", box->cur_dir,
 			     fname) >= (int)sizeof(path)) {
 			errno = ENAMETOOLONG;
 			*error_r = "Path too long";
-			return -1;
+			break;
 		}
+		/* a rename by another writer keeps the inode: an fd opened
+		   under the old name stays right for the new one */
+		if (want_fd && *fd_r == -1) {
+			*fd_r = open(path, O_RDONLY | O_CLOEXEC);
+			if (*fd_r == -1 && errno != ENOENT) {
+				i_warning("open(%s) failed: %m (other sessions "
+					  "can no longer read the expunged "
+					  "message)", path);
+				want_fd = false;
+			}
+		}
+		uint64_t size = msg_quota_size(box, fname, path);
 		maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR, fname);
 		int ret = unlink(path);
 		int saved_errno = errno;
 		maildir_watch_settle(box->watch);
 		errno = saved_errno;
-		if (ret == 0)
+		if (ret == 0) {
+			mailbox_quota_account(box, -(int64_t)size, -1);
+			box->unlinks_unsynced = true;
 			return 0;
+		}
 		if (errno != ENOENT) {
 			*error_r = mailbox_set_error(box, "unlink(%s) failed: %m",
 						     path);
-			return -1;
+			break;
+		}
+		if (attempt + 1 == MAILBOX_FNAME_ATTEMPTS) {
+			mailbox_msg_forget_fname(box, seq);
+			(void)mailbox_msg_gone(error_r);
 		}
 	}
-	mailbox_msg_forget_fname(box, seq);
-	return mailbox_msg_gone(error_r);
+	int saved_errno = errno;
+	if (*fd_r != -1)
+		i_close_fd(fd_r);
+	errno = saved_errno;
+	return -1;
 }
 
 int mailbox_msg_expunge(struct mailbox *box, uint32_t seq,
 			const char **error_r)
 {
 	uint32_t uid = mailbox_msg_uid(box, seq);
+	struct mailbox **holders;
+	int fd;
 
 	i_assert(!mailbox_is_readonly(box));
+	if (mailbox_msg_is_expunged(box, seq))
+		return mailbox_msg_gone(error_r);
+	unsigned int holder_count = ghost_holders(box, uid, &holders);
 	/* the lock only: nothing here reads the uidlist's records */
-	if (maildir_uidlist_lock_append(box->uidlist, error_r) < 0)
+	if (maildir_uidlist_lock_append(box->uidlist, error_r) < 0) {
+		i_free(holders);
 		return -1;
-	int ret = mailbox_msg_unlink_locked(box, seq, error_r);
+	}
+	int ret = mailbox_msg_unlink_locked(box, seq, holder_count > 0, &fd,
+					    error_r);
 	if (ret == 0) {
 		struct mail_index_transaction *t =
 			mail_index_transaction_begin(box->index);
@@ -946,8 +1108,32 @@ int mailbox_msg_expunge(struct mailbox *box, uint32_t seq,
 		/* the file is gone: a failed commit is fixed by the next
 		   directory scan (cur/ changed) */
 		(void)mailbox_index_commit(box, &t, error_r);
+		if (fd != -1) {
+			maildir_ghosts_keep(box->ghosts, uid, fd, holders,
+					    holder_count);
+		}
 	}
 	maildir_uidlist_unlock(box->uidlist);
+	i_free(holders);
 	/* the next sync drops it from the view */
 	return ret;
+}
+
+int mailbox_expunge_sync(struct mailbox *box, const char **error_r)
+{
+	if (!box->unlinks_unsynced)
+		return 0;
+	box->unlinks_unsynced = false;
+	if ((box->flags & MAILBOX_OPEN_NO_FSYNC) != 0)
+		return 0;
+	int fd = open(box->cur_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1 || fsync(fd) < 0) {
+		*error_r = mailbox_set_error(box, "fsync(%s) failed: %m",
+					     box->cur_dir);
+		if (fd != -1)
+			i_close_fd(&fd);
+		return -1;
+	}
+	i_close_fd(&fd);
+	return 0;
 }

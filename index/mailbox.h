@@ -30,6 +30,15 @@ enum mailbox_open_flags {
 	   APPEND, COPY) messages not yet taken show \Recent and stay so
 	   for the next SELECT. */
 	MAILBOX_OPEN_SELECT = 0x04,
+	/* A session's selected mailbox (SELECT or EXAMINE): a message that
+	   another handle of this process expunges stays readable here
+	   (mailbox_msg_open() etc.) until this view's sync reports the
+	   expunge (RFC 2180 4.1.1; maildir-ghost.h). */
+	MAILBOX_OPEN_SESSION = 0x08,
+	/* The handle's saves, copies and expunges are counted in the mail
+	   root's quota file (mailbox-quota.h): what the user's own
+	   processes open. */
+	MAILBOX_OPEN_QUOTA = 0x10,
 };
 
 /* Names longer than this are refused (file system limits). */
@@ -49,6 +58,9 @@ int mailbox_open(const char *root, const char *name,
 		 enum mailbox_open_flags flags, struct mailbox **box_r,
 		 const char **error_r);
 void mailbox_close(struct mailbox **box);
+/* From now on the messages this handle saves (append, copy) and expunges
+   are counted in root's quota file (mailbox-quota.h). */
+void mailbox_set_quota_root(struct mailbox *box, const char *root);
 /* Whether the name refers to an existing mailbox (INBOX always does). */
 bool mailbox_name_is_inbox(const char *name);
 
@@ -89,7 +101,8 @@ uint32_t mailbox_get_first_unseen_seq(struct mailbox *box);
 /* Per message (1 <= seq <= count). */
 uint32_t mailbox_msg_uid(struct mailbox *box, uint32_t seq);
 enum mail_flags mailbox_msg_flags(struct mailbox *box, uint32_t seq);
-/* The message vanished from disk but is still in the view. */
+/* The message vanished from disk (expunged) but is still in the view,
+   with its flags; its data may still be readable (mailbox_msg_open()). */
 bool mailbox_msg_is_expunged(struct mailbox *box, uint32_t seq);
 /* Size with CRLF line ends (RFC822.SIZE). May read the file once when the
    name does not carry it. Returns 0 or -1 (expunged or I/O error). */
@@ -103,9 +116,14 @@ int mailbox_msg_internaldate(struct mailbox *box, uint32_t seq,
    (maildir-save.c), so it can be lost: returns 1 with *date_r, 0 if the
    message has none (cache dropped, index rebuilt, or expunged). */
 int mailbox_msg_savedate(struct mailbox *box, uint32_t seq, time_t *date_r);
-/* Open the message file read-only. Returns the fd (the caller closes it),
-   or -1 with errno ENOENT if it was expunged. The caller may learn
-   whether LF line ends must be converted with mailbox_msg_is_crlf(). */
+/* Open the message file read-only. Returns the fd (the caller closes it;
+   read it with pread(): the fd of an expunged message's kept file shares
+   its offset), or -1: errno ENOENT if it was expunged and cannot be read
+   any more (logged at debug level), another errno for an error that the
+   caller reports as a server error. The caller may learn whether LF line
+   ends must be converted with mailbox_msg_is_crlf(). An expunged message
+   the view still has (mailbox_msg_is_expunged()) is readable while its
+   file is kept (maildir-ghost.h). */
 int mailbox_msg_open(struct mailbox *box, uint32_t seq, const char **error_r);
 /* True if the file is known to hold CRLF line ends only (size == vsize). */
 bool mailbox_msg_is_crlf(struct mailbox *box, uint32_t seq);
@@ -118,10 +136,15 @@ int mailbox_msg_set_flags(struct mailbox *box, uint32_t seq,
 			  enum mail_flags flags, const char **error_r);
 
 /* Remove the message's file. The view keeps it until the next sync that
-   may expunge (which reports it). Returns 0 or -1 (errno ENOENT if it was
-   gone already). */
+   may expunge (which reports it); other session views of this process
+   that show it can still read it until they report it (maildir-ghost.h).
+   Returns 0 or -1 (errno ENOENT if it was gone already). */
 int mailbox_msg_expunge(struct mailbox *box, uint32_t seq,
 			const char **error_r);
+/* Make the expunges done so far durable (one fsync of cur/: a lost
+   unlink would bring the message back), unless MAILBOX_OPEN_NO_FSYNC.
+   Call before answering OK to what expunged. Returns 0 or -1. */
+int mailbox_expunge_sync(struct mailbox *box, const char **error_r);
 
 /* ---- cache (moat.index.cache, mail-cache.h) ----
    Per-message values worth keeping between sessions (ENVELOPE,
@@ -198,6 +221,8 @@ int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
 		     uint32_t seq, const char **error_r);
 /* Number of messages staged. */
 unsigned int mailbox_copy_count(struct mailbox_copy_ctx *ctx);
+/* Bytes of the staged copies (for the quota). */
+uint64_t mailbox_copy_bytes(struct mailbox_copy_ctx *ctx);
 /* Publish the staged messages under the target's lock. They get the
    consecutive UIDs *first_uid_r .. + count - 1 in staging order. Frees
    the context either way; on failure nothing stays in the target. */
@@ -213,6 +238,20 @@ struct mailbox_append_ctx;
 int mailbox_append_begin(struct mailbox *box, enum mail_flags flags,
 			 time_t internal_date, struct mailbox_append_ctx **ctx_r,
 			 const char **error_r);
+/* mailbox_append_begin() for a delivery with an id (MAILDIR_DELIVERY_ID_LEN
+   lowercase hex digits, a digest of what was delivered): the file's name
+   carries it, so mailbox_find_delivery() can tell a retry from new mail. */
+int mailbox_append_begin_delivery(struct mailbox *box, const char *id,
+				  struct mailbox_append_ctx **ctx_r,
+				  const char **error_r);
+/* The delivery ids among the newest window messages, newest first: the
+   callback gets each id (NUL-terminated) with the message's uid. Returns
+   0, or -1 on error. */
+typedef void mailbox_delivery_callback_t(const char *id, uint32_t uid,
+					 void *context);
+int mailbox_scan_deliveries(struct mailbox *box, unsigned int window,
+			    mailbox_delivery_callback_t *callback,
+			    void *context, const char **error_r);
 /* Keywords (indexes of mailbox_keyword_get()) for the new message. */
 void mailbox_append_set_keywords(struct mailbox_append_ctx *ctx,
 				 uint32_t keywords);

@@ -50,6 +50,15 @@ unsigned int mailbox_copy_count(struct mailbox_copy_ctx *ctx)
 	return ctx->count;
 }
 
+uint64_t mailbox_copy_bytes(struct mailbox_copy_ctx *ctx)
+{
+	uint64_t size = 0;
+
+	for (unsigned int i = 0; i < ctx->count; i++)
+		size += ctx->items[i].size;
+	return size;
+}
+
 static struct copy_item *copy_new_item(struct mailbox_copy_ctx *ctx)
 {
 	if (ctx->count == ctx->alloc) {
@@ -85,14 +94,17 @@ static int copy_file_data(int src_fd, const char *dest, bool do_fsync)
 	struct stat st;
 	int fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	ssize_t ret = 0;
+	off_t pos = 0;
 
 	if (fd == -1 || fstat(src_fd, &st) < 0)
 		goto fail;
-	while ((ret = read(src_fd, buf, sizeof(buf))) != 0) {
+	/* pread: a kept file's descriptors share one offset */
+	while ((ret = pread(src_fd, buf, sizeof(buf), pos)) != 0) {
 		if (ret < 0 && errno == EINTR)
 			continue;
 		if (ret < 0 || copy_write_all(fd, buf, (size_t)ret) < 0)
 			goto fail;
+		pos += ret;
 	}
 	struct timespec ts[2] = { st.st_mtim, st.st_mtim };
 	if (futimens(fd, ts) < 0 || (do_fsync && fsync(fd) < 0))
@@ -182,24 +194,83 @@ static int copy_make_base(struct mailbox *dest, struct copy_item *item)
 	return 0;
 }
 
+/* An expunged message the session still shows (RFC 2180 4.4.2: what
+   the client numbers at the start of the COPY is copied): the bytes of
+   its kept file (maildir-ghost.h); it has no name in cur/ to link. */
+static int copy_stage_ghost(struct mailbox_copy_ctx *ctx, struct mailbox *src,
+			    uint32_t seq, struct copy_item *item,
+			    const char **error_r)
+{
+	struct mailbox *dest = ctx->dest;
+	int fd = mailbox_msg_open(src, seq, error_r);
+
+	if (fd == -1)
+		return -1;
+	int ret = copy_file_data(fd, item->tmp_path,
+				 (dest->flags & MAILBOX_OPEN_NO_FSYNC) == 0);
+	if (ret < 0) {
+		*error_r = mailbox_set_error(dest, "copying expunged uid %u to "
+					     "%s failed: %m",
+					     mailbox_msg_uid(src, seq),
+					     item->tmp_path);
+	}
+	i_close_fd(&fd);
+	return ret;
+}
+
+/* The size (and, if the index had none, the date) of a kept file, for
+   the new name's ,S= before the file is staged. */
+static int copy_ghost_stat(struct mailbox *src, uint32_t seq,
+			   struct copy_item *item, const char **error_r)
+{
+	struct stat st;
+	int fd = mailbox_msg_open(src, seq, error_r);
+
+	if (fd == -1)
+		return -1;
+	int ret = fstat(fd, &st);
+	if (ret < 0) {
+		*error_r = mailbox_set_error(src, "fstat(expunged uid %u) "
+					     "failed: %m",
+					     mailbox_msg_uid(src, seq));
+	} else {
+		item->size = (uint64_t)st.st_size;
+		if (item->internal_date == 0)
+			item->internal_date = st.st_mtime;
+	}
+	i_close_fd(&fd);
+	return ret;
+}
+
 int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
 		     uint32_t seq, const char **error_r)
 {
 	const struct mailbox_expunged *exp;
 	const struct mail_index_record *rec = mailbox_seq_lookup(src, seq, &exp);
 
-	if (rec == NULL) {
-		errno = ENOENT;
-		*error_r = "Message was expunged";
-		return -1;
-	}
 	/* copied out: rec is valid only until the source's next sync */
-	uint32_t keywords = rec->keywords;
+	uint32_t keywords = rec != NULL ? rec->keywords : exp->keywords;
+	/* expunged by another handle before src synced: no name in cur/ */
+	bool kept = rec == NULL ||
+		maildir_ghosts_holds(src->ghosts, rec->uid, src);
 	struct copy_item *item = copy_new_item(ctx);
-	item->flags = rec->flags & MAIL_FLAGS_PERMANENT;
-	item->vsize = rec->size == 0 ? MAILDIR_SIZE_UNKNOWN : rec->size;
-	item->internal_date = rec->internal_date;
-	item->size = mailbox_msg_phys_size(src, seq);
+	if (rec != NULL) {
+		item->flags = rec->flags & MAIL_FLAGS_PERMANENT;
+		item->vsize = rec->size == 0 ? MAILDIR_SIZE_UNKNOWN : rec->size;
+		item->internal_date = rec->internal_date;
+		item->size = mailbox_msg_phys_size(src, seq);
+	} else {
+		item->flags = exp->flags;
+		item->vsize = exp->vsize == 0 ? MAILDIR_SIZE_UNKNOWN :
+			exp->vsize;
+		item->internal_date = exp->internal_date;
+	}
+	if (kept) {
+		if (copy_ghost_stat(src, seq, item, error_r) < 0) {
+			ctx->count--;
+			return -1;
+		}
+	}
 	for (unsigned int i = 0; i < MAILBOX_KEYWORDS_MAX; i++) {
 		const char *name = (keywords & (1U << i)) == 0 ? NULL :
 			maildir_keywords_name(src->keywords, i);
@@ -214,7 +285,8 @@ int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
 	}
 	item->tmp_path = p_strdup_printf(ctx->pool, "%s/%s",
 					 ctx->dest->tmp_dir, item->base);
-	if (copy_stage_file(ctx, src, seq, item, error_r) < 0) {
+	if ((!kept ? copy_stage_file(ctx, src, seq, item, error_r) :
+	     copy_stage_ghost(ctx, src, seq, item, error_r)) < 0) {
 		ctx->count--;
 		return -1;
 	}
@@ -392,6 +464,9 @@ int mailbox_copy_commit(struct mailbox_copy_ctx **_ctx, uint32_t *first_uid_r,
 	}
 	int ret = mailbox_publish_staged(dest, copy_publish_cb, ctx,
 					 first_uid_r, error_r);
+	if (ret == 0)
+		mailbox_quota_account(dest, (int64_t)mailbox_copy_bytes(ctx),
+				      ctx->count);
 	copy_free(_ctx, ret < 0);
 	return ret;
 }

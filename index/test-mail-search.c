@@ -141,21 +141,15 @@ static void test_fold(void)
 {
 	buffer_t out;
 
-	buffer_init(&out, 256);
-	/* ÄÖÜ É Ω Ж Ё ABC */
+	buffer_init(&out, mail_search_fold_max(64));
+	/* ÄÖÜ É Ω Ж Ё abc ß × ﬁ NBSP; i;unicode-casemap (RFC 5051):
+	   titlecase, then decomposed */
 	const char *in = "\xc3\x84\xc3\x96\xc3\x9c \xc3\x89 \xce\xa9 "
-		"\xd0\x96 \xd0\x81 ABC \xc3\x9f \xc3\x97";
+		"\xd0\x96 \xd0\x81 abc \xc3\x9f \xc3\x97 \xef\xac\x81\xc2\xa0.";
 	mail_search_fold_utf8((const unsigned char *)in, strlen(in), &out);
-	test_assert_str(out.data, "\xc3\xa4\xc3\xb6\xc3\xbc \xc3\xa9 \xcf\x89 "
-			"\xd0\xb6 \xd1\x91 abc \xc3\x9f \xc3\x97");
-	test_assert_int(mail_search_utf8_partial_tail(
-		(const unsigned char *)"ab\xc3", 3), 1);
-	test_assert_int(mail_search_utf8_partial_tail(
-		(const unsigned char *)"ab\xe2\x82", 4), 2);
-	test_assert_int(mail_search_utf8_partial_tail(
-		(const unsigned char *)"ab\xe2\x82\xac", 5), 0);
-	test_assert_int(mail_search_utf8_partial_tail(
-		(const unsigned char *)"abc", 3), 0);
+	test_assert_str(out.data, "A\xcc\x88O\xcc\x88U\xcc\x88 E\xcc\x81 "
+			"\xce\xa9 \xd0\x96 \xd0\x95\xcc\x88 ABC \xc3\x9f \xc3\x97 fi .");
+	test_assert_int(mail_search_fold_max(10), 10 * 12 + 1);
 	buffer_free(&out);
 }
 
@@ -477,6 +471,87 @@ static void test_eval_body(void)
 	pool_unref(&pool);
 }
 
+/* FROM/TO/CC/BCC match the address form (comments and folding white
+   space inside the addr-spec dropped, display names decoded) and the
+   header text; strings compare under i;unicode-casemap. */
+static void test_eval_address_casemap(void)
+{
+	pool_t pool = pool_create("test", 4096);
+	struct mailbox *box;
+	const char *error;
+	char root[512];
+	static const char *const msgs[] = {
+		"From: John (the man) Doe <john (x) @ (y) example.com>\r\n"
+		"To: john . doe @ example . com\r\n"
+		"Cc: =?UTF-8?Q?J=C3=BCrgen_M=C3=BCller?= <JM@Example.ORG>\r\n"
+		"Bcc: team: a@b.c, \"Doe, Jane\" <jane@x.org>;\r\n"
+		"Subject: =?UTF-8?Q?Caf=C3=A9_=EF=AC=81ne=C2=A0print?=\r\n\r\n"
+		"Stra\xc3\x9f" "e, \xef\xbc\xa1\xef\xbc\xa2 and \xea\xb0\x80.\r\n",
+		"From: jane@example.net (Jane Roe)\r\n"
+		"To: <@route.a,@route.b:rt@example.com>\r\n"
+		"Cc: Plain Name no address\r\n"
+		"Subject: \xc4\xb0stanbul \xc7\x84\r\n\r\n"
+		"body\r\n",
+	};
+
+	snprintf(root, sizeof(root), "%s/addr", test_tmpdir());
+	test_assert(mailbox_open(root, "INBOX", 0, &box, &error) == 1);
+	for (unsigned int i = 0; i < N_ELEMENTS(msgs); i++)
+		append_msg(box, msgs[i], strlen(msgs[i]), 0, time(NULL));
+	/* 16 KiB of U+FDFA (33 bytes folded each) and a needle after it:
+	   folding grows the text elevenfold across the window */
+	buffer_t big;
+	buffer_init(&big, 64 * 1024);
+	test_assert(buffer_append_str(&big, "Subject: big\r\n\r\n") == 0);
+	for (unsigned int i = 0; i < 5000; i++)
+		test_assert(buffer_append_str(&big, "\xef\xb7\xba") == 0);
+	test_assert(buffer_append_str(&big, "caf\xc3\xa9 needle\r\n") == 0);
+	append_msg(box, big.data, big.used, 0, time(NULL));
+	buffer_free(&big);
+	test_assert(mailbox_sync(box, true, NULL, NULL, &error) == 0);
+
+	/* the address form */
+	check("FROM john@example.com", "1");
+	check("FROM \"John Doe <john@example.com>\"", "1");
+	check("TO john.doe@example.com", "1");
+	check("CC \"j\xc3\xbcrgen m\xc3\xbcller <jm@example.org>\"", "1");
+	check("BCC \"team: a@b.c, doe, jane <jane@x.org>;\"", "1");
+	check("FROM \"Jane Roe <jane@example.net>\"", "2");
+	check("TO \"<@route.a,@route.b:rt@example.com>\"", "2");
+	check("TO rt@example.com", "2");
+	check("CC \"plain name no address\"", "2");
+	/* ... and the header text as written */
+	check("FROM \"(the man)\"", "1");
+	check("FROM \"john (x) @\"", "1");
+	check("TO \"example . com\"", "1");
+	check("FROM \"(Jane Roe)\"", "2");
+	check("BCC \"\\\"Doe, Jane\\\"\"", "1");
+	/* not the parser's placeholders, not other headers */
+	check("CC missing_domain", "");
+	check("FROM rt@example.com", "");
+	/* HEADER From stays the header text */
+	check("HEADER From john@example.com", "");
+	check("HEADER From \"(the man)\"", "1");
+	/* i;unicode-casemap: decomposed accents, NFKD, titlecase */
+	check("SUBJECT cafe", "1");
+	check("SUBJECT \"CAFE\xcc\x81\"", "1");
+	check("SUBJECT \"ne print\"", "1");        /* U+00A0 */
+	check("SUBJECT \"\xef\xac\x81ne\"", "1");   /* U+FB01 as sent */
+	check("SUBJECT fine", "");                 /* "fi" is lower case */
+	check("BODY ab", "1");                     /* fullwidth AB */
+	check("BODY \"\xe1\x84\x80\xe1\x85\xa1\"", "1"); /* Hangul jamo */
+	check("BODY strasse", "");                 /* no SpecialCasing */
+	check("BODY \"STRA\xc3\x9f" "E\"", "1");
+	check("SUBJECT istanbul", "");             /* İ is I U+0307 */
+	check("SUBJECT \"i\xcc\x87stanbul\"", "2");
+	check("SUBJECT \"dz\xcc\x8c\"", "");       /* U+01C4 is "Dz" U+030C */
+	check("SUBJECT \"\xc7\x86\"", "2");          /* but ǆ folds the same */
+	check("BODY \"cafe\xcc\x81 needle\"", "3");
+	check("BODY \"\xd9\x85" "caf\"", "3");           /* across the fold */
+	mailbox_close(&box);
+	pool_unref(&pool);
+}
+
 /* Multibyte characters cut by the read chunks: UTF-8 passed through and
    EUC-JP converted by iconv (its carry of an incomplete character). */
 static void test_eval_split_chars(void)
@@ -533,4 +608,4 @@ static void test_eval_split_chars(void)
 
 TEST_MAIN(TEST(test_parse_ok), TEST(test_parse_errors), TEST(test_fold),
 	  TEST(test_eval_cheap), TEST(test_eval_header), TEST(test_eval_body),
-	  TEST(test_eval_split_chars))
+	  TEST(test_eval_address_casemap), TEST(test_eval_split_chars))

@@ -17,7 +17,7 @@ static int seqset_number(const char **p, uint32_t *num_r)
 		return -1;   /* nz-number */
 	for (; *s >= '0' && *s <= '9'; s++) {
 		num = num * 10 + (uint64_t)(*s - '0');
-		if (num >= SEQSET_STAR)
+		if (num > UINT32_MAX)
 			return -1;
 	}
 	*num_r = (uint32_t)num;

@@ -16,5 +16,18 @@ lib_libmoat_a_SOURCES = \
 	lib/config-parser.c lib/config-parser.h \
 	lib/settings-def.c lib/settings-def.h \
 	lib/moat-settings.c lib/moat-settings.h \
-	lib/master-service.c lib/master-service.h
+	lib/master-service.c lib/master-service.h \
+	lib/unicode-casemap.c lib/unicode-casemap.h
+
+# i;unicode-casemap's tables, generated from UnicodeData.txt (configure
+# finds it: --with-unicode-data) by a build-time tool that links nothing.
+noinst_PROGRAMS += lib/unicode-gen
+lib_unicode_gen_SOURCES = lib/unicode-gen.c
+nodist_lib_libmoat_a_SOURCES = lib/unicode-casemap-data.h
+BUILT_SOURCES += lib/unicode-casemap-data.h
+CLEANFILES += lib/unicode-casemap-data.h
+lib/unicode-casemap-data.h: lib/unicode-gen$(EXEEXT) $(UNICODE_DATA_DIR)/UnicodeData.txt
+	$(AM_V_GEN)lib/unicode-gen$(EXEEXT) $(UNICODE_DATA_DIR)/UnicodeData.txt >$@.tmp && \
+		mv -f $@.tmp $@
+
 LIBMOAT = lib/libmoat.a $(CAP_LIBS)

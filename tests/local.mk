@@ -13,7 +13,9 @@ UNIT_TESTS = \
 	tests/unit/test-ipc \
 	tests/unit/test-ktls \
 	tests/unit/test-imap-parser \
-	tests/unit/test-config
+	tests/unit/test-imap-seqset-parse \
+	tests/unit/test-config \
+	tests/unit/test-unicode-casemap
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -26,6 +28,12 @@ tests_unit_test_iostream_LDADD = $(UNIT_LDADD)
 tests_unit_test_ipc_LDADD = $(UNIT_LDADD)
 tests_unit_test_ktls_LDADD = $(UNIT_LDADD)
 tests_unit_test_imap_parser_LDADD = $(UNIT_LDADD)
+tests_unit_test_imap_seqset_parse_LDADD = $(UNIT_LDADD)
 tests_unit_test_config_LDADD = $(UNIT_LDADD)
+tests_unit_test_unicode_casemap_LDADD = $(UNIT_LDADD)
+# the whole table against Python's unicodedata (needs test-unicode-casemap)
+TESTS += tests/unit/check-unicode-casemap-ucd.sh
+EXTRA_DIST += tests/unit/check-unicode-casemap-ucd.sh \
+	tests/unit/check-unicode-casemap-ucd.py
 
-EXTRA_DIST += tests/protocol tests/fuzz tests/compare tests/crash/run-imap.sh tests/crash/crash_imap.py
+EXTRA_DIST += tests/protocol tests/fuzz tests/compare tests/crash/run-imap.sh tests/crash/crash_imap.py tests/crash/run-lmtp.sh tests/crash/crash_lmtp.py

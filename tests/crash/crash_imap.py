@@ -565,6 +565,93 @@ class Worker(threading.Thread):
         self.copy_move(own, "MOVE", count=MOVE_BIG)
 
 
+class Reader(threading.Thread):
+    """A session that keeps INBOX selected and FETCHes by sequence number
+    without syncing, so that it still numbers messages the workers have
+    expunged (and the kill lands while their files are kept for it). Every
+    message it numbers must come back, with the UID and X-Crash-Id it had
+    when the session learnt it (RFC 2180 4.1.1): never a NO. It re-SELECTs
+    now and then to learn the new messages."""
+
+    def __init__(self, runner, rng):
+        super().__init__(daemon=True)
+        self.runner = runner
+        self.rng = rng
+        self.error = None
+        self.conn = None
+        self.ghost_reads = 0
+        self.seqs = []                # [(uid, id)] by sequence - 1
+
+    def command(self, text):
+        tag = self.conn.next_tag()
+        try:
+            self.conn.send(f"{tag} {text}\r\n".encode())
+            r = self.conn.read_tagged(tag)
+        except (ConnectionClosed, OSError) as e:
+            if isinstance(e, socket.timeout):
+                raise CheckFailed(f"reader: no answer to {tag} within "
+                                  f"{SOCKET_TIMEOUT}s") from e
+            raise Killed() from e
+        if not r.ok:
+            raise CheckFailed(f"reader: {text!r} -> {r.line!r}")
+        return r
+
+    def fetch(self, seqset):
+        items = f"(UID BODY.PEEK[HEADER.FIELDS ({ID_HEADER})])"
+        r = self.command(f"FETCH {seqset} {items}")
+        out = {}
+        for line in r.untagged:
+            if re.match(rb"^\* \d+ EXPUNGE", line):
+                raise CheckFailed(f"reader: EXPUNGE during FETCH: {r!r}")
+            parsed = parse_fetch(line)
+            if parsed:
+                seq, got = parsed
+                hdr = next((v for k, v in got.items()
+                            if k.startswith("BODY[HEADER")), None)
+                m = re.search(rb"X-Crash-Id:\s*(\S+)", hdr or b"", re.IGNORECASE)
+                if "UID" in got and m:
+                    out[seq] = (int(got["UID"]), m.group(1).decode())
+        return out
+
+    def learn(self):
+        r = self.command(f"SELECT {INBOX}")
+        exists = [int(l.split()[1]) for l in r.untagged if l.endswith(b" EXISTS")]
+        n = exists[-1] if exists else 0
+        got = self.fetch("1:*") if n else {}
+        if sorted(got) != list(range(1, n + 1)):
+            raise CheckFailed(f"reader: FETCH 1:* gave {sorted(got)} for {n} "
+                              "messages")
+        self.seqs = [got[i] for i in range(1, n + 1)]
+
+    def run(self):
+        try:
+            try:
+                self.conn = self.runner.server.login(USER)
+            except (AssertionError, ConnectionClosed, OSError):
+                return    # the kill came first
+            self.conn.sock.settimeout(SOCKET_TIMEOUT)
+            self.learn()
+            while True:
+                if not self.seqs or self.rng.random() < 0.05:
+                    self.learn()
+                    continue
+                seq = self.rng.randrange(1, len(self.seqs) + 1)
+                got = self.fetch(str(seq)).get(seq)
+                if got != self.seqs[seq - 1]:
+                    raise CheckFailed(f"reader: FETCH {seq} gave {got}, the "
+                                      f"session numbers {self.seqs[seq - 1]} "
+                                      "there")
+                with self.runner.model.lock:
+                    if got[1] in self.runner.model.gone[INBOX]:
+                        self.ghost_reads += 1
+        except Killed:
+            pass
+        except CheckFailed as e:
+            self.error = str(e)
+        except BaseException as e:  # noqa: B902 - report anything
+            self.error = f"reader: {type(e).__name__}: {e}"
+
+
 class Deliverer(threading.Thread):
     """Another Maildir writer (a delivery agent): writes a file in tmp/
     and renames it into new/, while the imap process syncs and is killed.
@@ -621,6 +708,7 @@ class Runner:
         # lands while the server works on it
         self.hot = threading.Event()
         self.hot_armed = False
+        self.ghost_reads = 0
 
     def new_id(self, idx):
         with self.id_lock:
@@ -708,6 +796,10 @@ class Runner:
             w.start()
         for w in workers:
             w.started_ok.wait(SOCKET_TIMEOUT)
+        reader = None
+        if self.args.reader:
+            reader = Reader(self, random.Random(self.rng.getrandbits(64)))
+            reader.start()
         deliverer = None
         if self.args.deliver:
             deliverer = Deliverer(self, random.Random(self.rng.getrandbits(64)))
@@ -736,6 +828,13 @@ class Runner:
             deliverer.join()
             if deliverer.error:
                 self.fail(deliverer.error)
+        if reader:
+            reader.join(SOCKET_TIMEOUT + 5)
+            if reader.conn is not None:
+                reader.conn.close()
+            if reader.error:
+                self.fail(reader.error)
+            self.ghost_reads += reader.ghost_reads
         self.sabotage()
         for w in workers:
             w.join(SOCKET_TIMEOUT + 5)
@@ -996,6 +1095,8 @@ def main():
                     help="longest run of a round before the kill (s)")
     ap.add_argument("--no-deliver", dest="deliver", action="store_false",
                     help="no Maildir deliveries into new/ during the rounds")
+    ap.add_argument("--no-reader", dest="reader", action="store_false",
+                    help="no session reading expunged messages by number")
     ap.add_argument("--sabotage", choices=("lose", "dup", "flags", "uidlist"),
                     help="self-test: damage the Maildir at round 3; the run must fail")
     ap.add_argument("--verbose", "-v", action="store_true")
@@ -1043,7 +1144,8 @@ def main():
     print(f"crash_imap: {runner.round} kills ({k['hot']} just after a command, "
           f"{k['literal']} mid-literal, "
           f"{k['move']} during MOVE) in {elapsed:.1f}s: {runner.stats.summary()}; "
-          f"{leftovers} files left in tmp/")
+          f"{runner.ghost_reads} reads of messages other sessions had "
+          f"expunged; {leftovers} files left in tmp/")
     return 0
 
 

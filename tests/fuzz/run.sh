@@ -23,18 +23,21 @@ srcs() {
 # compiled once into BUILD/fuzz/obj/ (in parallel, rebuilt when they or a
 # header they include change) and shared by the targets.
 LIB="lib/mempool.c lib/buffer.c lib/lib.c lib/log.c lib/strfuncs.c"
-# lib/ without master-service.c: the session targets stand in for master.
-LIB_ALL=$(srcs lib -e '/master-service\.c$')
+# lib/ without master-service.c: the session targets stand in for master;
+# and without unicode-gen.c (a build tool, lib/local.mk).
+LIB_ALL=$(srcs lib -e '/master-service\.c$' -e '/unicode-gen\.c$')
 INDEX_ALL=$(srcs index -e '/bench-' -e '/mailbox-writer\.c$')
 MIME_ALL=$(srcs mime -e '/mime-dump\.c$')
 SESSION="tests/fuzz/session-feed.c"
 declare -A deps=(
 	[fuzz-imap-parser]="lib/imap-parser.c lib/imap-arg.c $LIB"
+	[fuzz-unicode-casemap]="lib/unicode-casemap.c $LIB"
 	[fuzz-sasl]="-I auth $(ls auth/sasl-*.c auth/password-scheme*.c auth/password-crypto.c auth/password-scram.c | tr '\n' ' ') $LIB -lcrypto -lcrypt -largon2"
 	[fuzz-index-files]="index/mail-index.c index/mail-index-map.c index/mail-index-view.c index/mail-index-transaction.c index/mail-transaction-log.c index/mail-cache.c $LIB -lz"
 	[fuzz-message-parser]="$MIME_ALL lib/imap-parser.c lib/imap-arg.c $LIB"
 	[fuzz-login-session]="-I imap-login $(srcs imap-login) $SESSION $LIB_ALL -lssl -lcrypto -lcap"
-	[fuzz-imap-session]="-I imap $(srcs imap) $INDEX_ALL $MIME_ALL $SESSION $LIB_ALL -lz -lcap"
+	[fuzz-lmtp]="-I lmtp lmtp/lmtp-proto.c lmtp/lmtp-data.c $LIB"
+	[fuzz-imap-session]="-I imap $(srcs imap) $INDEX_ALL $MIME_ALL $SESSION $LIB_ALL -lz -lcap -lcrypto"
 )
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=gnu11 -g -O1 $SAN -I $build -I lib -I index -I mime"

@@ -102,7 +102,7 @@ def response_code(text):
 
 
 class ImapClient:
-    def __init__(self, host, port, timeout=10.0):
+    def __init__(self, host, port, timeout=30.0):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.settimeout(timeout)
         self.buf = b""

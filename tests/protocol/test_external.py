@@ -46,7 +46,7 @@ def reconfigure(server, text):
     old = server.wait_children("imap-login", 1)[0]
     os.kill(server.pid, signal.SIGHUP)
     assert wait_for(lambda: old not in server.child_pids("imap-login")
-                    and server.child_pids("imap-login"), 5), server.logs()
+                    and server.child_pids("imap-login"), 30), server.logs()
 
 
 @pytest.fixture
@@ -101,7 +101,7 @@ def test_external_login_with_client_cert(moat_server, certs):
     assert "AUTH=EXTERNAL" in caps(c)
     r = authenticate(c, "=")
     assert r.ok, f"{r}\n" + moat_server.logs()
-    assert wait_for(lambda: login_lines(moat_server, "testuser1"), 5), \
+    assert wait_for(lambda: login_lines(moat_server, "testuser1"), 30), \
         moat_server.logs()
     # The session is testuser1's.
     r = c.command("SELECT INBOX")
@@ -125,7 +125,7 @@ def test_external_authzid_mismatch_is_refused(moat_server, certs):
     assert r.status == "NO", r
     assert b"AUTHENTICATIONFAILED" in r.line
     assert wait_for(lambda: "method=EXTERNAL" in moat_server.logs() and
-                    "differs" in moat_server.logs(), 5), moat_server.logs()
+                    "differs" in moat_server.logs(), 30), moat_server.logs()
     assert not login_lines(moat_server, "testuser2")
 
 
@@ -135,7 +135,7 @@ def test_external_unknown_user_is_refused(moat_server, certs):
     r = authenticate(c, "=")
     assert r.status == "NO", r
     assert b"AUTHENTICATIONFAILED" in r.line, r
-    assert wait_for(lambda: "user=nosuchuser" in moat_server.logs(), 5), \
+    assert wait_for(lambda: "user=nosuchuser" in moat_server.logs(), 30), \
         moat_server.logs()
 
 
@@ -145,7 +145,7 @@ def test_no_client_cert_no_external(moat_server, certs):
     r = authenticate(c, "=")
     assert r.status == "NO", r
     assert wait_for(lambda: "without a verified client certificate"
-                    in moat_server.logs(), 5), moat_server.logs()
+                    in moat_server.logs(), 30), moat_server.logs()
     # Plaintext IMAP, no TLS at all.
     p = moat_server.connect()
     assert "AUTH=EXTERNAL" not in caps(p)
@@ -166,7 +166,7 @@ def test_email_address_field(moat_server, certs):
     c = connect(moat_server, "email")
     assert "AUTH=EXTERNAL" in caps(c)
     assert authenticate(c, "=").ok, moat_server.logs()
-    assert wait_for(lambda: login_lines(moat_server, "testuser2"), 5), \
+    assert wait_for(lambda: login_lines(moat_server, "testuser2"), 30), \
         moat_server.logs()
     # A certificate without the field names nobody.
     c2 = connect(moat_server, "client")

@@ -43,7 +43,7 @@ def auth_failed_lines(server, count):
         lines = [l for l in server.log_path.read_text(errors="replace").splitlines()
                  if " auth failed: " in l]
         return lines if len(lines) >= count else None
-    lines = wait_for(get, 5)
+    lines = wait_for(get, 30)
     assert lines, server.logs()
     return lines
 

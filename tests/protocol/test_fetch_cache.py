@@ -87,7 +87,7 @@ def debug_lines(server, count):
         found = [tuple(int(x) for x in m.groups())
                  for m in DEBUG_RE.finditer(text)]
         return found if len(found) >= count else None
-    found = wait_for(lines, 5.0)
+    found = wait_for(lines, 30)
     assert found, "missing FETCH debug lines:\n" + server.logs()
     return found
 

@@ -9,8 +9,10 @@ import pytest
 
 from moatserver import IS_ROOT
 
-# Generous for tests; the 100 ms target is measured by the benchmarks.
-WAKE_TIMEOUT = 2.0
+# Generous for a busy machine, yet well below the 30 s poll of a session
+# without a watch, so a wake-up that is not event-driven still fails. The
+# 100 ms target is measured by the benchmarks.
+WAKE_TIMEOUT = 10.0
 
 
 def msg(n):
@@ -158,15 +160,23 @@ def test_idle_wakes_on_file_removed(two):
     end_idle(c, tag)
 
 
-@pytest.mark.moat_settings(imap_idle_timeout="60")
+@pytest.mark.moat_settings(imap_idle_timeout="6")
 def test_idle_keepalive_past_inactivity_timeout(moat_server):
     """IDLE clients are kept past imap_idle_timeout with "* OK Still
-    here" (sent at half the timeout, at most every 2 minutes)."""
+    here" (sent at half the timeout, at most every 2 minutes), while a
+    client that sends nothing is disconnected after it."""
+    quiet = moat_server.login("testuser1")
     c = moat_server.login("testuser1")
+    start = time.monotonic()
     tag = start_idle(c)
-    seen = wait_line(c, rb"^\* OK Still here", timeout=40)
-    assert seen
-    time.sleep(35)   # past the 60 s inactivity timeout
+    # Keepalives until the idling client has outlived the timeout; a
+    # busy machine may delay them, never make them unnecessary.
+    keepalives = 0
+    while keepalives < 2 or time.monotonic() - start < 6 * 1.5:
+        wait_line(c, rb"^\* OK Still here", timeout=60)
+        keepalives += 1
+    rest = quiet.wait_closed(60)
+    assert b"* BYE" in rest, rest
     end_idle(c, tag)
     assert c.command("NOOP").ok
 

@@ -40,7 +40,7 @@ def login_lines(server):
     return found
 
 
-def log_has(server, pattern, timeout=5.0):
+def log_has(server, pattern, timeout=30.0):
     rx = re.compile(pattern)
     return wait_for(lambda: rx.search(server.log_path.read_text(errors="replace")),
                     timeout)
@@ -53,7 +53,7 @@ def expect_limit(c, user, password, setting):
     assert r.text.startswith(b"[LIMIT] "), r
     assert f"({setting}".encode() in r.text, r
     assert any(l.startswith(b"* BYE [UNAVAILABLE] ") for l in r.untagged), r
-    c.wait_closed(5)
+    c.wait_closed(30)
 
 
 @pytest.mark.moat_settings(mail_max_userip_connections=2)
@@ -68,7 +68,7 @@ def test_userip_limit(moat_server):
     # The refused connection did not count; a closed one frees its slot.
     assert a.command("NOOP").ok
     assert b.command("LOGOUT").ok
-    d = wait_for(lambda: _try_login(moat_server), 5)
+    d = wait_for(lambda: _try_login(moat_server), 30)
     assert d, moat_server.logs()
     assert log_has(moat_server, r"connection refused: rip=127\.0\.0\.1, reason="
                    r"Maximum number of connections from user\+IP exceeded")
@@ -110,7 +110,7 @@ def test_auth_attempts_limit(moat_server):
     assert r.status == "NO", r
     tag = c.next_tag()
     c.send(f"{tag} LOGIN testuser1 wrong2\r\n")
-    rest = c.wait_closed(5)
+    rest = c.wait_closed(30)
     assert f"{tag} NO [AUTHENTICATIONFAILED]".encode() in rest, rest
     assert b"* BYE Too many authentication failures" in rest, rest
 
@@ -130,7 +130,7 @@ def test_preauth_connections_per_ip(moat_server):
     b = connect_from(moat_server, "127.0.0.2")
     assert a.greeting.startswith(b"* OK") and b.greeting.startswith(b"* OK")
     c = connect_from(moat_server, "127.0.0.2", greeting=False)
-    rest = c.wait_closed(5)
+    rest = c.wait_closed(30)
     assert rest.startswith(b"* BYE [UNAVAILABLE] Too many connections"), rest
     # Other addresses (and same-host connections) are not limited.
     d = connect_from(moat_server, "127.0.0.3")
@@ -139,7 +139,7 @@ def test_preauth_connections_per_ip(moat_server):
         assert moat_server.connect().greeting.startswith(b"* OK")
     # Logging in frees the pre-auth slot.
     assert a.command("LOGIN testuser1 pass").ok
-    e = wait_for(lambda: _greeted(moat_server, "127.0.0.2"), 5)
+    e = wait_for(lambda: _greeted(moat_server, "127.0.0.2"), 30)
     assert e, moat_server.logs()
 
 
@@ -153,7 +153,7 @@ def _greeted(server, ip):
 
 
 @pytest.mark.moat_settings(login_trusted_networks="127.0.0.2/32, 10.0.0.0/8",
-                           auth_failure_delay=2)
+                           auth_failure_delay=4)
 def test_trusted_network_secured_and_originating_ip(moat_server):
     # Untrusted, not same-host: plaintext refused before TLS.
     u = connect_from(moat_server, "127.0.0.3")
@@ -167,7 +167,8 @@ def test_trusted_network_secured_and_originating_ip(moat_server):
     start = time.monotonic()
     assert t.command("LOGIN testuser1 wrong").status == "NO"
     assert t.command("LOGIN testuser1 wrong").status == "NO"
-    assert time.monotonic() - start < 1.5
+    # Delayed, the two would take 8 s at least; margin for a busy machine.
+    assert time.monotonic() - start < 4
     assert log_has(moat_server, r"auth failed: user=testuser1, method=PLAIN, "
                    r"rip=127\.0\.0\.2, reason=password mismatch")
 
@@ -178,12 +179,12 @@ def test_trusted_network_secured_and_originating_ip(moat_server):
     assert r.ok, r
     start = time.monotonic()
     assert p.command("LOGIN testuser1 wrong").status == "NO"
-    assert time.monotonic() - start >= 1.5, "the client's address is penalised"
+    assert time.monotonic() - start >= 3, "the client's address is penalised"
     assert log_has(moat_server, r"auth failed: user=testuser1, method=PLAIN, "
                    r"rip=192\.0\.2\.7, reason=password mismatch")
     assert p.command("LOGIN testuser1 pass").ok
     assert wait_for(lambda: [m for m in login_lines(moat_server)
-                             if m["rip"] == "192.0.2.7"], 5), moat_server.logs()
+                             if m["rip"] == "192.0.2.7"], 30), moat_server.logs()
 
 
 @pytest.mark.moat_settings(disable_plaintext_auth="no")
@@ -191,7 +192,7 @@ def test_untrusted_originating_ip_ignored(moat_server):
     c = connect_from(moat_server, "127.0.0.3")
     assert c.command('ID ("x-originating-ip" "198.51.100.1")').ok
     assert c.command("LOGIN testuser1 pass").ok
-    found = wait_for(lambda: login_lines(moat_server), 5)
+    found = wait_for(lambda: login_lines(moat_server), 30)
     assert found and found[-1]["rip"] == "127.0.0.3", moat_server.logs()
     assert "198.51.100.1" not in moat_server.log_path.read_text()
 
@@ -217,7 +218,7 @@ def test_nologin_with_reason(moat_server):
 
 def test_login_log_line_plain(moat_server):
     moat_server.login()
-    found = wait_for(lambda: login_lines(moat_server), 5)
+    found = wait_for(lambda: login_lines(moat_server), 30)
     assert found, moat_server.logs()
     m = found[-1]
     assert (m["user"], m["method"], m["rip"], m["lip"], m["tls"]) == \
@@ -235,5 +236,5 @@ def test_login_log_line_tls(moat_server):
     moat_server.clients.append(c)
     c.read_greeting()
     assert c.command("LOGIN testuser1 pass").ok
-    found = wait_for(lambda: login_lines(moat_server), 5)
+    found = wait_for(lambda: login_lines(moat_server), 30)
     assert found and found[-1]["tls"] == c.sock.version(), moat_server.logs()

@@ -46,7 +46,7 @@ def test_capability_noop_logout_preauth(moat_server):
 
     tag = c.next_tag()
     c.send(f"{tag} LOGOUT\r\n")
-    rest = c.wait_closed(5)
+    rest = c.wait_closed(30)
     lines = rest.split(b"\r\n")
     assert lines[0].startswith(b"* BYE"), rest
     assert lines[1].startswith(f"{tag} OK".encode()), rest
@@ -61,7 +61,7 @@ def test_login_ok(moat_server):
     assert r.ok, r
     tag = c.next_tag()
     c.send(f"{tag} LOGOUT\r\n")
-    rest = c.wait_closed(5)
+    rest = c.wait_closed(30)
     assert rest.startswith(b"* BYE"), rest
     assert f"\r\n{tag} OK".encode() in rest, rest
 

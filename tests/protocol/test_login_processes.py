@@ -13,7 +13,7 @@ def test_full_login_process_gets_company(moat_server):
     for n in range(3):
         clients.append(moat_server.connect())
         # Each full process gets company, so the next client finds one.
-        assert wait_for(lambda: len(moat_server.child_pids("imap-login")) >= min(n + 2, 3), 5), \
+        assert wait_for(lambda: len(moat_server.child_pids("imap-login")) >= min(n + 2, 3), 30), \
             moat_server.logs()
     for c in clients:
         assert c.command("NOOP").ok
@@ -24,7 +24,7 @@ def test_full_login_process_gets_company(moat_server):
     "client_limit": 1, "process_limit": 2, "process_min_avail": 1}})
 def test_process_limit_caps_login_processes(moat_server):
     clients = [moat_server.connect()]
-    assert wait_for(lambda: len(moat_server.child_pids("imap-login")) == 2, 5)
+    assert wait_for(lambda: len(moat_server.child_pids("imap-login")) == 2, 30)
     clients.append(moat_server.connect())
     # Both processes are full and the limit is reached: no third one.
     assert not wait_for(lambda: len(moat_server.child_pids("imap-login")) > 2, 1)
@@ -37,11 +37,11 @@ def test_process_limit_caps_login_processes(moat_server):
     "idle_kill": 1}})
 def test_idle_kill_stops_extra_processes(moat_server):
     c1 = moat_server.connect()
-    assert wait_for(lambda: len(moat_server.child_pids("imap-login")) >= 2, 5)
+    assert wait_for(lambda: len(moat_server.child_pids("imap-login")) >= 2, 30)
     c1.command("LOGOUT")
     c1.close()
     # Back to process_min_avail once the extra process idled for idle_kill.
-    assert wait_for(lambda: len(moat_server.child_pids("imap-login")) == 1, 8), \
+    assert wait_for(lambda: len(moat_server.child_pids("imap-login")) == 1, 30), \
         moat_server.logs()
     c = moat_server.connect()
     assert c.command("NOOP").ok

@@ -157,7 +157,7 @@ def test_scram_wrong_password(moat_server, mech, algo):
     r, _ = scram_login(moat_server, mech, "testuser1", "wrong", algo)
     assert r.status == "NO", r
     # The log line travels auth -> master's relay: it may trail the reply.
-    assert wait_for(lambda: "auth failed" in moat_server.logs(), 5), moat_server.logs()
+    assert wait_for(lambda: "auth failed" in moat_server.logs(), 30), moat_server.logs()
 
 
 @pytest.mark.moat_settings(auth_mechanisms=SCRAM_MECHS)
