@@ -24,7 +24,8 @@ PACKAGES=(build-essential autoconf automake pkg-config libssl-dev libcap-dev
 	unicode-data  # UnicodeData.txt: lib/unicode-gen builds i;unicode-casemap's tables
 	argon2 whois  # argon2, mkpasswd: hash vectors in auth/ tests
 	isync offlineimap3 neomutt  # real clients in tests/protocol/test_clients.py
-	postfix)  # a private instance delivers to moat in tests/protocol/test_postfix.py
+	postfix  # a private instance delivers to moat in tests/protocol/test_postfix.py
+	dovecot-imapd)  # reference for tests/protocol/test_mime_dovecot.py (private instance only)
 SYSTEM_USERS=(moat-login moat-auth moat-lmtp moat-vmail)
 
 say() { printf 'dev.sh: %s\n' "$*" >&2; }
@@ -57,7 +58,19 @@ install_deps() {
 	echo "postfix postfix/main_mailer_type select No configuration" |
 		debconf-set-selections
 	apt-get update -q
-	apt-get install -y -q --no-install-recommends "${missing[@]}"
+	# Dovecot must never run as the system service (the tests start a
+	# private one): while installing, a policy-rc.d keeps packages from
+	# starting services, unless the system already has one.
+	local policy=/usr/sbin/policy-rc.d own_policy=no
+	if [ ! -e "$policy" ]; then
+		printf '#!/bin/sh\nexit 101\n' >"$policy"
+		chmod 0755 "$policy"
+		own_policy=yes
+	fi
+	local rc=0
+	apt-get install -y -q --no-install-recommends "${missing[@]}" || rc=$?
+	[ "$own_policy" = yes ] && rm -f "$policy"
+	return "$rc"
 }
 
 create_system_users() {
