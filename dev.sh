@@ -16,18 +16,21 @@ TEST_BUILD=$ROOT/build/test
 TEST_PREFIX=$TEST_BUILD/local
 DEMO_PORT=1143
 DEMO_TLS_PORT=1993
+DEMO_LMTP_PORT=1024
 
 PACKAGES=(build-essential autoconf automake pkg-config libssl-dev libcap-dev
 	libpam0g-dev zlib1g-dev libcrypt-dev libargon2-dev openssl python3-pytest
 	clang libclang-rt-14-dev socat
 	unicode-data  # UnicodeData.txt: lib/unicode-gen builds i;unicode-casemap's tables
 	argon2 whois  # argon2, mkpasswd: hash vectors in auth/ tests
-	isync offlineimap3 neomutt)  # real clients in tests/protocol/test_clients.py
+	isync offlineimap3 neomutt  # real clients in tests/protocol/test_clients.py
+	postfix  # a private instance delivers to moat in tests/protocol/test_postfix.py
+	dovecot-imapd)  # reference for tests/protocol/test_mime_dovecot.py (private instance only)
 # node and npm for imapflow (tests/protocol/test_imapflow.py), from Debian
 # only where no node is installed: a node that bundles its own npm (such
 # as NodeSource's) conflicts with Debian's npm package.
 NODE_PACKAGES=(nodejs npm)
-SYSTEM_USERS=(moat-login moat-auth moat-vmail)
+SYSTEM_USERS=(moat-login moat-auth moat-lmtp moat-vmail)
 # The client library tests/protocol/test_imapflow.py drives (from npm,
 # into $TEST_BUILD/node; a pinned version, so runs compare).
 IMAPFLOW_VERSION=2.10.2
@@ -58,8 +61,24 @@ install_deps() {
 	is_root || die "missing packages (${missing[*]}); run as root to install them"
 	say "installing: ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
+	# Postfix without a system configuration: the tests run private
+	# instances, the machine's mail setup stays as it was
+	echo "postfix postfix/main_mailer_type select No configuration" |
+		debconf-set-selections
 	apt-get update -q
-	apt-get install -y -q --no-install-recommends "${missing[@]}"
+	# Dovecot must never run as the system service (the tests start a
+	# private one): while installing, a policy-rc.d keeps packages from
+	# starting services, unless the system already has one.
+	local policy=/usr/sbin/policy-rc.d own_policy=no
+	if [ ! -e "$policy" ]; then
+		printf '#!/bin/sh\nexit 101\n' >"$policy"
+		chmod 0755 "$policy"
+		own_policy=yes
+	fi
+	local rc=0
+	apt-get install -y -q --no-install-recommends "${missing[@]}" || rc=$?
+	[ "$own_policy" = yes ] && rm -f "$policy"
+	return "$rc"
 }
 
 create_system_users() {
@@ -173,6 +192,7 @@ write_config() {
 	cat >"$conf" <<EOF
 # moat.conf written by dev.sh for local development (see doc/configuration.md).
 base_dir = $PREFIX/var/run/moat
+protocols = imap lmtp
 # Empty: log to the terminal (moat runs in the foreground).
 log_path = ""
 default_login_user = moat-login
@@ -186,6 +206,19 @@ first_valid_uid = $first_uid
 # '<': master reads the files (the key stays readable by root only).
 ssl_cert = <$PREFIX/etc/moat/cert.pem
 ssl_key = <$PREFIX/etc/moat/key.pem
+
+# Mail delivery (doc/configuration.md shows the Postfix side). The
+# passwd-file names users without a domain: demo@localhost is "demo".
+lmtp_username_format = %Ln
+service lmtp {
+  unix_listener lmtp {
+    mode = 0666
+  }
+  inet_listener lmtp {
+    address = 127.0.0.1
+    port = $DEMO_LMTP_PORT
+  }
+}
 
 service imap-login {
   inet_listener imap {
@@ -275,6 +308,9 @@ Connect from another terminal:
   a LOGIN demo demo
   b SELECT INBOX
   c LOGOUT
+Deliver mail by LMTP (e.g. Postfix: mailbox_transport = lmtp:unix:$PREFIX/var/run/moat/lmtp):
+  LMTP on 127.0.0.1:$DEMO_LMTP_PORT and on $PREFIX/var/run/moat/lmtp
+  (with swaks: swaks --to demo@localhost --server 127.0.0.1:$DEMO_LMTP_PORT --protocol LMTP)
 
 EOF
 	exec "$PREFIX/sbin/moat" -F -c "$PREFIX/etc/moat/moat.conf"
@@ -316,6 +352,8 @@ cmd_test() {
 	"$ROOT/tests/crash/run.sh" "$TEST_BUILD" >&2 || die "a crash test failed"
 	say "crash test through the server (SIGKILL of the user's imap process)"
 	"$ROOT/tests/crash/run-imap.sh" "$TEST_PREFIX" >&2 || die "the imap crash test failed"
+	say "crash test of delivery (SIGKILL of lmtp and imap while an MTA retries)"
+	"$ROOT/tests/crash/run-lmtp.sh" "$TEST_PREFIX" >&2 || die "the delivery crash test failed"
 	say "benchmark smoke run (correctness of bench/, never speed)"
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		"$ROOT/bench/smoke.sh" "$TEST_PREFIX" "$TEST_BUILD/bench/imapload" >&2 ||

@@ -292,6 +292,14 @@ static void auth_client_cont(struct auth_client *client, const char *const *args
 		return;
 	}
 	request = auth_client_find_request(client, args[1]);
+	/* "*" cancels a request in any state (its client went away while
+	   it waited for its turn or its answer), and may cross our answer:
+	   for an id we no longer know it is no error. */
+	if (strcmp(args[2], "*") == 0) {
+		if (request != NULL)
+			auth_request_continue(request, args[2]);
+		return;
+	}
 	if (request == NULL || !request->waiting_response) {
 		auth_client_protocol_error(client,
 			"CONT for a request that is not waiting for one");

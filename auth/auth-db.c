@@ -8,6 +8,7 @@
 #include "passwd-file.h"
 #include "auth-oauth2-file.h"
 #include "auth-db.h"
+#include "config-parser.h"
 
 #include <grp.h>
 #include <pwd.h>
@@ -391,6 +392,33 @@ static const char *field_or(const struct auth_fields *fields, const char *key,
 		(def == NULL ? "" : def);
 }
 
+/* quota_storage and quota_messages: a bad value is the admin's mistake,
+   logged; the user then has the configured default. */
+static void auth_db_user_quota(const struct auth_fields *fields,
+			       struct auth_user_info *info)
+{
+	const char *storage = auth_fields_get(fields, "quota_storage");
+	const char *messages = auth_fields_get(fields, "quota_messages");
+	const char *error;
+
+	info->quota_storage_set = info->quota_messages_set = false;
+	if (storage != NULL) {
+		if (config_parse_size(storage, &info->quota_storage, &error) < 0)
+			i_error("user %s: quota_storage=%s: %s", info->user,
+				storage, error);
+		else
+			info->quota_storage_set = true;
+	}
+	if (messages != NULL) {
+		if (messages[0] < '0' || messages[0] > '9' ||
+		    str_to_uint64(messages, &info->quota_messages) < 0)
+			i_error("user %s: quota_messages=%s: not a number",
+				info->user, messages);
+		else
+			info->quota_messages_set = true;
+	}
+}
+
 /* uid, gid, home, mail from the userdb fields. Logs and returns -1. */
 static int auth_db_user_info(const struct auth_db *db,
 			     const struct auth_fields *fields,
@@ -415,6 +443,7 @@ static int auth_db_user_info(const struct auth_db *db,
 	}
 	info->home = field_or(fields, "home", NULL);
 	info->mail = field_or(fields, "mail", db->set->mail_location);
+	auth_db_user_quota(fields, info);
 	return 0;
 }
 
@@ -588,6 +617,39 @@ auth_db_login_verified(struct auth_db *db, pool_t pool, const char *user,
 	return auth_db_userdb(db, pool, &entry, info_r);
 }
 
+enum auth_db_result
+auth_db_userdb_lookup(struct auth_db *db, pool_t pool, const char *user,
+		      struct auth_user_info *info_r)
+{
+	struct auth_db_entry entry;
+	int ret;
+
+	if (db->userdb_count == 0 && db->worker_userdb_count == 0) {
+		ret = auth_db_lookup(db->passdbs, db->passdb_count, pool, user,
+				     &entry);
+		if (ret <= 0)
+			return ret < 0 ? AUTH_DB_TEMPFAIL : AUTH_DB_UNKNOWN_USER;
+		safe_memset((char *)entry.password, 0, strlen(entry.password));
+		return auth_db_userdb(db, pool, &entry, info_r);
+	}
+	if (db->userdb_count > 0) {
+		ret = auth_db_lookup(db->userdbs, db->userdb_count, pool, user,
+				     &entry);
+		if (ret < 0)
+			return AUTH_DB_TEMPFAIL;
+		if (ret == 0 && db->worker_userdb_count == 0)
+			return AUTH_DB_UNKNOWN_USER;
+		if (ret > 0)
+			safe_memset((char *)entry.password, 0,
+				    strlen(entry.password));
+	}
+	/* auth_db_userdb() reads the userdb entry again (from the cached
+	   file) or defers to the worker userdbs. */
+	memset(&entry, 0, sizeof(entry));
+	entry.user = p_strdup(pool, user);
+	return auth_db_userdb(db, pool, &entry, info_r);
+}
+
 const struct auth_db_worker_db *
 auth_db_worker_passdb(struct auth_db *db, unsigned int idx)
 {
@@ -655,6 +717,16 @@ int auth_db_lookup_token(struct auth_db *db, pool_t pool, const char *token,
 		return 0;
 	return auth_oauth2_file_lookup(db->oauth2_path, pool, token,
 				       time(NULL), user_r);
+}
+
+void auth_user_info_quota_str(const struct auth_user_info *info,
+			      char storage[32], char messages[32])
+{
+	storage[0] = messages[0] = '\0';
+	if (info->quota_storage_set)
+		snprintf(storage, 32, "%llu", (unsigned long long)info->quota_storage);
+	if (info->quota_messages_set)
+		snprintf(messages, 32, "%llu", (unsigned long long)info->quota_messages);
 }
 
 const char *auth_db_result_reason(enum auth_db_result result)

@@ -19,6 +19,10 @@ struct auth_user_info {
 	gid_t gid;
 	const char *home;    /* "" if none */
 	const char *mail;    /* mail location, "~" left unexpanded */
+	/* userdb fields quota_storage=<size>, quota_messages=<n>; without
+	   them the imap process uses the quota_* settings */
+	bool quota_storage_set, quota_messages_set;
+	uint64_t quota_storage, quota_messages;
 };
 
 enum auth_db_result {
@@ -73,6 +77,14 @@ auth_db_login_verified(struct auth_db *db, pool_t pool, const char *user,
 int auth_db_lookup_token(struct auth_db *db, pool_t pool, const char *token,
 			 const char **user_r);
 
+/* A mail recipient's userdb lookup (delivery, not login: no password and
+   no nologin). A user in no userdb is unknown; with no userdb blocks at
+   all the passwd-file passdbs list the users. May return
+   AUTH_DB_WORKER_USERDB (then info_r->user is set) like a login. */
+enum auth_db_result
+auth_db_userdb_lookup(struct auth_db *db, pool_t pool, const char *user,
+		      struct auth_user_info *info_r);
+
 /* The idx-th passdb (pam, shadow) or userdb (passwd) that auth-worker
    runs, in config order; NULL past the last. passwd-file passdbs and
    userdbs are always consulted before these. */
@@ -90,6 +102,10 @@ enum auth_db_result
 auth_db_worker_user(struct auth_db *db, pool_t pool, const char *user,
 		    unsigned int idx, uid_t uid, gid_t gid, const char *home,
 		    struct auth_user_info *info_r);
+
+/* The quota fields for the USER records: decimal, "" when not set. */
+void auth_user_info_quota_str(const struct auth_user_info *info,
+			      char storage[32], char messages[32]);
 
 /* Text for an auth_db_result in "auth failed" log lines. */
 const char *auth_db_result_reason(enum auth_db_result result);

@@ -5,6 +5,7 @@
 #include "auth-token.h"
 #include "auth-client.h"
 #include "auth-master.h"
+#include "auth-userdb.h"
 #include "auth-worker-client.h"
 
 static int parse_pid(const char *str, pid_t *pid_r)
@@ -56,12 +57,13 @@ static void auth_master_worker_conn(struct auth *auth, const char *const *args,
 static void auth_master_send_user(struct auth *auth, const char *id,
 				  const struct auth_user_info *user)
 {
-	char uid[32], gid[32];
+	char uid[32], gid[32], qs[32], qm[32];
 
 	snprintf(uid, sizeof(uid), "%lu", (unsigned long)user->uid);
 	snprintf(gid, sizeof(gid), "%lu", (unsigned long)user->gid);
+	auth_user_info_quota_str(user, qs, qm);
 	(void)ipc_sendv(auth->master_conn, -1, "USER", id, user->user, uid, gid,
-			user->home, user->mail, NULL);
+			user->home, user->mail, qs, qm, NULL);
 }
 
 /* REDEEM <id> <token> <login_pid> */
@@ -111,6 +113,8 @@ void auth_master_input(void *context, const char *const *args, int fd)
 	i_close_fd(&fd);
 	if (strcmp(args[0], "REDEEM") == 0) {
 		auth_master_redeem(auth, args);
+	} else if (strcmp(args[0], "USERDB") == 0) {
+		auth_userdb_lookup(auth, args);
 	} else {
 		pool_t pool = pool_create("master record", 256);
 		i_error("master: unknown record '%s' ignored",

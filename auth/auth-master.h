@@ -2,7 +2,8 @@
 #define AUTH_MASTER_H
 /* The channel to master (moat-auth-master protocol) on MASTER_CHANNEL_FD:
    LOGIN-CONN hands auth a new imap-login connection, REDEEM turns a
-   login token into the user's uid, gid, home and mail location. */
+   login token into the user's uid, gid, home and mail location, USERDB
+   looks a mail recipient up (auth-userdb.h). */
 
 #include "auth-common.h"
 

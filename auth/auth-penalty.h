@@ -1,36 +1,107 @@
 #ifndef AUTH_PENALTY_H
 #define AUTH_PENALTY_H
-/* Delaying failed logins per remote IP address. The first failure from
-   an address is answered after the base delay (auth_failure_delay), each
-   consecutive one after twice the previous delay, up to
-   AUTH_PENALTY_MAX_DELAY_MSECS. A success resets the address; a record
-   idle for AUTH_PENALTY_EXPIRE_MSECS is forgotten. The table holds at
-   most max_ips addresses; when full the least recently used one is
-   dropped (an attacker rotating addresses gains nothing he would not
-   gain from having that many addresses anyway). */
+/* Online guessing defence: every authentication from a remote address
+   (an IPv4 address, or the /64 of an IPv6 one) goes through this table
+   before its credentials are checked. auth is one process, so the count
+   covers every connection and every imap-login process.
+
+   The model (doc/security.md has the reasoning):
+   - failures: failed authentications of the address, at most
+     AUTH_PENALTY_MAX_FAILURES. One is forgotten per
+     AUTH_PENALTY_DECAY_MSECS without a new failure; a success forgets
+     nothing (else a guesser with one valid account could clear it).
+   - delay(f) = base * 2^(f-1), at most MAX(AUTH_PENALTY_MAX_DELAY_MSECS,
+     base); delay(0) = 0.
+   - An address with failures > 0 is checked one authentication at a
+     time, and each check starts no earlier than delay(failures) after
+     the previous authentication of the address was answered, whatever
+     its password: a right password waits like a wrong one.
+   - A failure is answered delay(failures) after its check (the next
+     check then waits one more delay; a client that hangs up before the
+     answer does not shorten that).
+   - An address without failures may have AUTH_PENALTY_CLEAN_ACTIVE
+     checks at once (several clients behind one NAT logging in).
+   - Authentications that may not start yet wait in a FIFO per address,
+     at most AUTH_PENALTY_MAX_WAITING; more are refused.
+
+   Pure: no I/O, no clock; the caller passes the time and starts what
+   auth_penalty_next_ready() admits. */
 
 #include "lib.h"
 
 #define AUTH_PENALTY_MAX_DELAY_MSECS (15 * 1000)
-#define AUTH_PENALTY_EXPIRE_MSECS (60 * 60 * 1000)
-/* Remote addresses tracked: ~100 bytes each. */
+/* A typo or two is forgotten within minutes; a guesser that keeps
+   going stays at the maximum delay. */
+#define AUTH_PENALTY_DECAY_MSECS (60 * 1000)
+/* Failures counted: past 4 or 5 the delay is at its maximum anyway; the
+   cap bounds how long an address stays penalised after an attack. */
+#define AUTH_PENALTY_MAX_FAILURES 32
+/* Concurrent checks of an address without failures: the free guesses a
+   parallel guesser gets before the penalty starts. */
+#define AUTH_PENALTY_CLEAN_ACTIVE 4
+/* Waiting authentications per address: at the maximum delay they are a
+   few minutes of guesses, longer than any client waits. */
+#define AUTH_PENALTY_MAX_WAITING 16
+/* Addresses tracked: ~150 bytes each. */
 #define AUTH_PENALTY_MAX_IPS 4096
 /* Longest address key: an IPv6 address with a zone fits in 64. */
 #define AUTH_PENALTY_MAX_IP_LEN 64
 
 struct auth_penalty;
+struct auth_penalty_entry;
 
+enum auth_penalty_slot_state {
+	AUTH_PENALTY_SLOT_NONE = 0,
+	AUTH_PENALTY_SLOT_WAITING,
+	AUTH_PENALTY_SLOT_ACTIVE,
+};
+
+/* One authentication's place in the table, embedded in the caller's
+   request (zero-filled = NONE). The fields are the table's. */
+struct auth_penalty_slot {
+	enum auth_penalty_slot_state state;
+	struct auth_penalty_entry *entry;
+	struct auth_penalty_slot *next;     /* in the address's queue */
+	void *context;                      /* the caller's */
+};
+
+/* base_delay_msecs > 0 (0 means no penalty: do not create a table). */
 struct auth_penalty *auth_penalty_create(unsigned int base_delay_msecs,
 					 unsigned int max_ips);
 void auth_penalty_destroy(struct auth_penalty **penalty);
 
-/* Record a failure from ip and return how long to delay its answer. */
-unsigned int auth_penalty_failure(struct auth_penalty *penalty, const char *ip,
+/* An authentication from ip wants to check its credentials. Returns 1
+   if it may start now (slot ACTIVE), 0 if it waits (slot WAITING: it is
+   returned by auth_penalty_next_ready() in turn), -1 if it is refused
+   (too many waiting for the address, or every tracked address is busy)
+   and the slot stays NONE. */
+int auth_penalty_begin(struct auth_penalty *penalty,
+		       struct auth_penalty_slot *slot, const char *ip,
+		       void *context, uint64_t now_msecs);
+/* The ACTIVE slot's credentials were wrong. Returns how long to wait
+   before answering the failure (end the slot when it is answered). */
+unsigned int auth_penalty_failure(struct auth_penalty *penalty,
+				  struct auth_penalty_slot *slot,
 				  uint64_t now_msecs);
-/* A successful login from ip: forget its failures. */
-void auth_penalty_success(struct auth_penalty *penalty, const char *ip);
-/* Consecutive failures recorded for ip (tests). */
+/* The authentication is over (answered, cancelled or freed): an ACTIVE
+   slot frees its place (and, for a penalised address, sets when the next
+   check may start), a WAITING one leaves the queue. NONE: no-op.
+   Others may now be ready: call auth_penalty_next_ready(). */
+void auth_penalty_end(struct auth_penalty *penalty,
+		      struct auth_penalty_slot *slot, uint64_t now_msecs);
+/* A waiting slot that may start now (made ACTIVE), or NULL. Call until
+   NULL. */
+struct auth_penalty_slot *
+auth_penalty_next_ready(struct auth_penalty *penalty, uint64_t now_msecs);
+/* When a waiting slot becomes ready with no other event (an end), or
+   UINT64_MAX if none will. */
+uint64_t auth_penalty_next_wakeup(struct auth_penalty *penalty);
+
+/* Failures counted for ip now (tests, logs). */
 unsigned int auth_penalty_get_failures(struct auth_penalty *penalty,
 				       const char *ip, uint64_t now_msecs);
+/* The table key of ip: IPv4 as text (IPv4-mapped IPv6 too), IPv6 as its
+   /64, anything else as given, cut to AUTH_PENALTY_MAX_IP_LEN. */
+void auth_penalty_key(const char *ip, char key_r[AUTH_PENALTY_MAX_IP_LEN + 1]);
 
 #endif

@@ -20,6 +20,7 @@
 #define AUTH_FAILED_TEXT "Authentication failed."
 #define AUTH_TEMPFAIL_TEXT "Temporary authentication failure."
 #define AUTH_ABORTED_TEXT "Authentication aborted."
+#define AUTH_LIMIT_TEXT "Too many authentications in progress from your address."
 
 static void auth_request_idle_timeout(void *context);
 
@@ -74,12 +75,31 @@ auth_request_create(struct auth *auth, struct auth_client *client,
 	return request;
 }
 
+static void auth_request_penalty_kick(struct auth *auth);
+
+static void auth_request_wipe_pending(struct auth_request *request)
+{
+	if (request->pending_b64 != NULL) {
+		safe_memset(request->pending_b64, 0,
+			    strlen(request->pending_b64));
+		request->pending_b64 = NULL;
+	}
+}
+
 void auth_request_free(struct auth_request **_request)
 {
 	struct auth_request *request = *_request;
 	pool_t pool = request->pool;
 
 	*_request = NULL;
+	if (request->penalty_slot.state != AUTH_PENALTY_SLOT_NONE) {
+		/* Its place goes to the next one of the address, from the
+		   loop (not from inside whatever freed this request). */
+		auth_penalty_end(request->auth->penalty, &request->penalty_slot,
+				 io_loop_time_ms(request->auth->ioloop));
+		auth_request_penalty_kick(request->auth);
+	}
+	auth_request_wipe_pending(request);
 	if (request->to_idle != NULL)
 		timeout_remove(&request->to_idle);
 	if (request->to_delay != NULL)
@@ -127,22 +147,21 @@ static void auth_request_delay_timeout(void *context)
 	auth_request_fail_now(request, request->fail_code, request->fail_text);
 }
 
-/* A credential failure: answer after the remote IP's penalty delay, with
-   the loop serving other requests meanwhile. */
+/* A credential failure: counted for the address, and answered after
+   the address's penalty delay, with the loop serving other requests
+   meanwhile. */
 static void auth_request_fail_delayed(struct auth_request *request,
 				      const char *reason)
 {
-	unsigned int delay;
+	unsigned int delay = 0;
 
 	auth_request_log_failure(request, reason);
-	/* A trusted proxy stands for many users; when it names its client
-	   (ID x-originating-ip) rip is that client's and is penalised. */
-	if (moat_settings_net_match(request->auth->set->login_trusted_networks,
-				    request->rip))
-		delay = 0;
-	else
-		delay = auth_penalty_failure(request->auth->penalty, request->rip,
+	/* No slot: a trusted address, or no penalty configured. */
+	if (request->penalty_slot.state == AUTH_PENALTY_SLOT_ACTIVE) {
+		delay = auth_penalty_failure(request->auth->penalty,
+					     &request->penalty_slot,
 					     io_loop_time_ms(request->auth->ioloop));
+	}
 	request->fail_code = "authfailed";
 	request->fail_text = AUTH_FAILED_TEXT;
 	request->waiting_response = false;
@@ -162,7 +181,7 @@ static void auth_request_success(struct auth_request *request,
 	struct auth *auth = request->auth;
 	char token[AUTH_TOKEN_HEX_LEN + 1];
 
-	auth_penalty_success(auth->penalty, request->rip);
+	/* A success forgets no failure of the address (auth-penalty.h). */
 	auth_token_issue(auth->tokens, info, auth_client_get_pid(request->client),
 			 io_loop_time_ms(auth->ioloop), token);
 	i_debug("auth ok: user=%s, method=%s, rip=%s", info->user,
@@ -439,6 +458,115 @@ void auth_request_set_cert_user(struct auth_request *request,
 	request->sasl.cert_user = p_strdup(request->pool, user);
 }
 
+/* The mechanism's first step, once the request's turn came. */
+static void auth_request_first_step(struct auth_request *request,
+				    const char *b64)
+{
+	if (b64[0] == '\0')
+		auth_request_step(request, NULL, 0);
+	else if (strcmp(b64, "=") == 0)   /* an empty initial response */
+		auth_request_input(request, "");
+	else
+		auth_request_input(request, b64);
+}
+
+/* ---- the penalty queue ---- */
+
+static void auth_request_penalty_run(void *context);
+
+/* Run the queue from the loop soon: something ended or failed. */
+static void auth_request_penalty_kick(struct auth *auth)
+{
+	if (auth->to_penalty != NULL)
+		timeout_remove(&auth->to_penalty);
+	auth->to_penalty = io_loop_defer(auth->ioloop, auth_request_penalty_run,
+					 auth);
+}
+
+/* Nothing can start now: wake up when the next address's delay ends. */
+static void auth_request_penalty_arm(struct auth *auth)
+{
+	uint64_t wakeup = auth_penalty_next_wakeup(auth->penalty);
+	uint64_t now = io_loop_time_ms(auth->ioloop);
+
+	if (auth->to_penalty != NULL || wakeup == UINT64_MAX)
+		return;
+	if (wakeup <= now) {
+		auth_request_penalty_kick(auth);
+		return;
+	}
+	auth->to_penalty = timeout_add(auth->ioloop,
+				       (unsigned int)MIN(wakeup - now, UINT_MAX),
+				       auth_request_penalty_run, auth);
+}
+
+static void auth_request_started(struct auth_request *request)
+{
+	char *b64 = request->pending_b64;
+
+	/* auth_request_first_step() may answer and free the request with
+	   its pool: wipe a heap copy afterwards. */
+	request->pending_b64 = NULL;
+	char *copy = i_strdup(b64);
+	safe_memset(b64, 0, strlen(b64));
+	auth_request_first_step(request, copy);
+	safe_memset(copy, 0, strlen(copy));
+	free(copy);
+}
+
+static void auth_request_penalty_run(void *context)
+{
+	struct auth *auth = context;
+	struct auth_penalty_slot *slot;
+
+	auth->to_penalty = NULL;
+	while ((slot = auth_penalty_next_ready(auth->penalty,
+					       io_loop_time_ms(auth->ioloop))) != NULL)
+		auth_request_started(slot->context);
+	auth_request_penalty_arm(auth);
+}
+
+void auth_request_penalty_deinit(struct auth *auth)
+{
+	if (auth->to_penalty != NULL)
+		timeout_remove(&auth->to_penalty);
+}
+
+/* Take a place in the address's queue. Returns true if the request may
+   run now; false if it waits or was refused (answered). */
+static bool auth_request_penalty_begin(struct auth_request *request,
+				       const char *b64)
+{
+	struct auth *auth = request->auth;
+	int ret;
+
+	/* A trusted proxy stands for many users; when it names its client
+	   (ID x-originating-ip) rip is that client's and is penalised. */
+	if (auth->penalty == NULL ||
+	    moat_settings_net_match(auth->set->login_trusted_networks,
+				    request->rip))
+		return true;
+	ret = auth_penalty_begin(auth->penalty, &request->penalty_slot,
+				 request->rip, request,
+				 io_loop_time_ms(auth->ioloop));
+	if (ret > 0)
+		return true;
+	if (ret < 0) {
+		/* Not a guess: nothing was checked. */
+		i_info("auth refused: too many authentications in progress: "
+		       "method=%s, rip=%s", request->mech_name,
+		       str_sanitize(request->pool, request->rip,
+				    AUTH_REQUEST_IP_MAX_LEN));
+		auth_request_fail_now(request, "limit", AUTH_LIMIT_TEXT);
+		return false;
+	}
+	request->pending_b64 = p_strdup(request->pool, b64);
+	/* The wait may end by time alone, maybe before the timer that is
+	   set for another address: let the queue run set it again. */
+	auth_request_penalty_kick(auth);
+	return false;
+}
+
 void auth_request_start(struct auth_request *request, const char *b64)
 {
 	const struct moat_settings *set = request->auth->set;
@@ -453,12 +581,10 @@ void auth_request_start(struct auth_request *request, const char *b64)
 			"(SSL/TLS) connections.");
 		return;
 	}
-	if (b64[0] == '\0')
-		auth_request_step(request, NULL, 0);
-	else if (strcmp(b64, "=") == 0)   /* an empty initial response */
-		auth_request_input(request, "");
-	else
-		auth_request_input(request, b64);
+	/* Before the mechanism sees anything: a right password waits for
+	   the address's penalty like a wrong one. */
+	if (auth_request_penalty_begin(request, b64))
+		auth_request_first_step(request, b64);
 }
 
 void auth_request_continue(struct auth_request *request, const char *b64)

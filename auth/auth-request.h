@@ -1,12 +1,15 @@
 #ifndef AUTH_REQUEST_H
 #define AUTH_REQUEST_H
-/* One AUTH exchange from an imap-login process: drives the SASL
-   mechanism, checks the credentials, answers OK with a token or FAIL
-   (after the per-IP penalty delay). A request removes itself from its
-   client with auth_client_request_done() once it has answered, so a
-   caller must not touch it after auth_request_start/continue(). */
+/* One AUTH exchange from an imap-login process: waits for its turn in
+   the per-address penalty queue (auth-penalty.h) before the mechanism
+   sees any credentials, drives the SASL mechanism, checks the
+   credentials, answers OK with a token or FAIL (a failure after the
+   address's penalty delay). A request removes itself from its client
+   with auth_client_request_done() once it has answered, so a caller
+   must not touch it after auth_request_start/continue(). */
 
 #include "sasl-mech.h"
+#include "auth-penalty.h"
 
 /* Longest request id imap-login may choose. */
 #define AUTH_REQUEST_ID_MAX_LEN 32
@@ -27,6 +30,13 @@ struct auth_request {
 	const char *rip, *lip;
 	bool secured;
 	struct sasl_exchange sasl;
+
+	/* Its place in the penalty table (NONE for trusted addresses and
+	   with auth_failure_delay = 0). */
+	struct auth_penalty_slot penalty_slot;
+	/* The initial response while the request waits for its turn
+	   (wiped when it starts or is freed). */
+	char *pending_b64;
 
 	bool waiting_response;              /* CONT sent, waiting */
 	struct timeout *to_idle;            /* the exchange's time limit */
@@ -58,8 +68,14 @@ void auth_request_set_cert_user(struct auth_request *request,
 				const char *user);
 /* First step: b64 is the initial response ("" = none, "=" = empty). */
 void auth_request_start(struct auth_request *request, const char *b64);
-/* A CONT response (base64, or "*" to cancel). */
+/* A CONT response (base64, or "*" to cancel: allowed in any state, so
+   imap-login can drop a request whose client went away while it waits
+   for its turn or its answer). */
 void auth_request_continue(struct auth_request *request, const char *b64);
+
+/* Stop the penalty queue's timer (auth's deinit, after every request
+   was freed). */
+void auth_request_penalty_deinit(struct auth *auth);
 
 /* Answer FAIL now without a penalty (used for refusals that are not
    credential failures). */

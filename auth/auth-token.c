@@ -112,6 +112,10 @@ void auth_token_issue(struct auth_token_table *table,
 	token->user.gid = user->gid;
 	token->user.home = i_strdup(user->home);
 	token->user.mail = i_strdup(user->mail);
+	token->user.quota_storage_set = user->quota_storage_set;
+	token->user.quota_storage = user->quota_storage;
+	token->user.quota_messages_set = user->quota_messages_set;
+	token->user.quota_messages = user->quota_messages;
 	hex_encode(token->token, sizeof(token->token), token_r);
 }
 
@@ -123,6 +127,10 @@ static void auth_token_copy_user(pool_t pool, const struct auth_user_info *src,
 	dest->gid = src->gid;
 	dest->home = p_strdup(pool, src->home);
 	dest->mail = p_strdup(pool, src->mail);
+	dest->quota_storage_set = src->quota_storage_set;
+	dest->quota_storage = src->quota_storage;
+	dest->quota_messages_set = src->quota_messages_set;
+	dest->quota_messages = src->quota_messages;
 }
 
 int auth_token_redeem(struct auth_token_table *table, const char *token_hex,

@@ -11,7 +11,10 @@
    imap-login's). Hash checks (crypt, argon2, PBKDF2, SCRAM) run in
    this process, their cost bounded by limits on the stored parameters.
    Credentials from imap-login are untrusted: sizes are bounded, a
-   malformed record closes that login connection only, failures are delayed per remote IP, and
+   malformed record closes that login connection only, every
+   authentication from an address with recent failures waits for the
+   address's penalty before its credentials are checked (without
+   blocking the event loop), and
    passwords are never logged and are wiped after use. Only master can
    redeem a login token, over a socket imap-login cannot reach. */
 #include "auth-common.h"
@@ -20,6 +23,8 @@
 #include "auth-token.h"
 #include "auth-client.h"
 #include "auth-master.h"
+#include "auth-userdb.h"
+#include "auth-request.h"
 #include "auth-worker-client.h"
 
 static void ATTR_NORETURN ATTR_FORMAT(1, 2)
@@ -47,8 +52,10 @@ static void auth_init(struct auth *auth)
 	/* Read the files now so that a permission problem shows at start. */
 	auth_db_preload(auth->db);
 	auth->tokens = auth_token_table_create(AUTH_TOKEN_MAX);
-	auth->penalty = auth_penalty_create(auth->set->auth_failure_delay * 1000,
-					    AUTH_PENALTY_MAX_IPS);
+	if (auth->set->auth_failure_delay > 0) {
+		auth->penalty = auth_penalty_create(auth->set->auth_failure_delay,
+						    AUTH_PENALTY_MAX_IPS);
+	}
 	auth->master_conn = master_service_connect_master(auth->service,
 		IPC_PROTO_AUTH_MASTER, auth_master_input, auth);
 }
@@ -56,10 +63,13 @@ static void auth_init(struct auth *auth)
 static void auth_deinit(struct auth *auth)
 {
 	auth_clients_destroy_all(auth);
+	auth_userdb_abort_all(auth);
+	auth_request_penalty_deinit(auth);
 	auth_workers_destroy_all(auth);
 	if (auth->master_conn != NULL)
 		ipc_conn_destroy(&auth->master_conn);
-	auth_penalty_destroy(&auth->penalty);
+	if (auth->penalty != NULL)
+		auth_penalty_destroy(&auth->penalty);
 	auth_token_table_destroy(&auth->tokens);
 	auth_db_deinit(&auth->db);
 }

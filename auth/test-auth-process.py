@@ -127,7 +127,8 @@ def main():
                 "bob:{SHA512-CRYPT}%s\n"
                 "carol:{PLAIN}secret::::::nologin reason=Moved\n"
                 "lowuid:{PLAIN}secret:100:100\n"
-                "dave:{PLAIN}secret::::::mail=mdbox:~/mdbox\n" % SHA512_SECRET)
+                "dave:{PLAIN}secret::::::mail=mdbox:~/mdbox quota_storage=2M "
+                "quota_messages=100\n" % SHA512_SECRET)
     conf = ("base_dir = %s\n"
             "first_valid_uid = 1000\n"
             "auth_failure_delay = 1 secs\n"
@@ -205,7 +206,7 @@ def main():
     send(master, "REDEEM", "8", token, "4242")
     check(recv(master) == ["USER", "8", "alice", str(vmail.pw_uid),
                            str(vmail.pw_gid), "/srv/mail/alice",
-                           "maildir:~/Maildir"], "REDEEM gives USER")
+                           "maildir:~/Maildir", "", ""], "REDEEM gives USER")
     send(master, "REDEEM", "9", token, "4242")
     check(recv(master) == ["NOTFOUND", "9"], "token is single-use")
     send(master, "REDEEM", "10", "zz", "4242")
@@ -224,14 +225,24 @@ def main():
           "sha512-crypt login answered while another waits: %s" % r1[:2])
     check(r2 == ["FAIL", "2", "authfailed", "Authentication failed."] and
           0.9 <= t1 < 3, "wrong password FAIL after ~1 s (%.2f s)" % t1)
-    # second failure from the same IP: 2 s
+    # second attempt from the same IP: it waits 1 s for its turn, then
+    # its failure is answered after the doubled delay, 2 s
     t0 = time.monotonic()
     send(login, "AUTH", "4", "PLAIN", "198.51.100.7", "127.0.0.1", "1",
          b64("\0nosuchuser\0wrong"))
-    r = recv(login)
+    r = recv(login, timeout=10)
     t1 = time.monotonic() - t0
     check(r == ["FAIL", "4", "authfailed", "Authentication failed."] and
-          1.9 <= t1 < 4, "unknown user: same answer, doubled delay (%.2f s)" % t1)
+          2.9 <= t1 < 8, "unknown user: same answer, waited and doubled "
+          "delay (%.2f s)" % t1)
+    # a right password from there waits too (2 s), and is accepted
+    t0 = time.monotonic()
+    send(login, "AUTH", "4b", "PLAIN", "198.51.100.7", "127.0.0.1", "1",
+         b64("\0alice\0secret"))
+    r = recv(login, timeout=10)
+    t1 = time.monotonic() - t0
+    check(r is not None and r[:3] == ["OK", "4b", "alice"] and t1 >= 1.9,
+          "right password after failures waits for the penalty (%.2f s)" % t1)
 
     # LOGIN mechanism, step by step
     send(login, "AUTH", "5", "LOGIN", "192.0.2.2", "127.0.0.1", "1", "")
@@ -257,7 +268,15 @@ def main():
     check(r is not None and r[:3] == ["OK", "7", "dave"], "PLAIN after CONT ok")
     send(master, "REDEEM", "11", r[3], "4242")
     r = recv(master)
-    check(r is not None and r[6:] == ["mdbox:~/mdbox"], "userdb mail= field")
+    check(r is not None and r[6:] == ["mdbox:~/mdbox", str(2 << 20), "100"],
+          "userdb mail= and quota fields")
+    # a mail recipient's lookup (LMTP): userdb only, no password
+    send(master, "USERDB", "12", "dave")
+    r = recv(master)
+    check(r is not None and r[:3] == ["USERDB-USER", "12", "dave"] and
+          r[6:] == ["mdbox:~/mdbox", str(2 << 20), "100"], "USERDB of a user")
+    send(master, "USERDB", "13", "nosuchuser")
+    check(recv(master) == ["USERDB-NOTFOUND", "13"], "USERDB of nobody")
 
     # nologin, uid out of range, unknown mechanism, plaintext on insecure
     send(login, "AUTH", "8", "PLAIN", "192.0.2.3", "127.0.0.1", "1",
@@ -294,9 +313,11 @@ def main():
     check(r is not None and r[:3] == ["FAIL", "14", "authfailed"],
           "response over 8 KiB fails")
 
-    # request cap per login connection
+    # request cap per login connection (from as many addresses: one
+    # address alone would hit its penalty queue's bounds first)
     for i in range(101):
-        send(login, "AUTH", "c%d" % i, "LOGIN", "192.0.2.4", "127.0.0.1", "1", "")
+        send(login, "AUTH", "c%d" % i, "LOGIN", "198.18.0.%d" % i,
+             "127.0.0.1", "1", "")
     answers = [recv(login) for _ in range(101)]
     conts = sum(1 for a in answers if a and a[0] == "CONT")
     tempfails = [a for a in answers if a and a[0] == "FAIL"]

@@ -67,6 +67,8 @@ EOF
 # bench_start_moat PREFIX DIR PORT: config in DIR, homes in DIR/mail.
 # Settings as tests/protocol/moatserver.py writes them, defaults otherwise
 # (fsync "optimized" = what an OK promises is on disk).
+# BENCH_LMTP_PORT set: the servers also take LMTP there (recipients are
+# "user@domain" for the users of the passwd-file).
 bench_start_moat() {
 	local prefix=$1 dir=$2 port=$3 first_uid=0 extra=""
 	mkdir -p "$dir/run" "$dir/mail"
@@ -81,6 +83,20 @@ default_internal_user = moat-auth
 	else
 		extra="mail_uid = $(id -u)
 mail_gid = $(id -g)
+"
+	fi
+	if [ -n "${BENCH_LMTP_PORT:-}" ]; then
+		extra+="protocols = imap lmtp
+lmtp_username_format = %Ln
+service lmtp {
+  vsz_limit = 0
+  unix_listener lmtp {
+  }
+  inet_listener lmtp {
+    address = 127.0.0.1
+    port = $BENCH_LMTP_PORT
+  }
+}
 "
 	fi
 	cat >"$dir/moat.conf" <<EOF
@@ -163,7 +179,18 @@ bench_start_dovecot() {
 "
 	fi
 	local users_line="default_login_user = dovenull
-default_internal_user = dovecot"
+default_internal_user = dovecot" protocols=imap lmtp_conf=""
+	if [ -n "${BENCH_LMTP_PORT:-}" ]; then
+		protocols="imap lmtp"
+		lmtp_conf="auth_username_format = %Ln
+service lmtp {
+  inet_listener lmtp {
+    address = 127.0.0.1
+    port = $BENCH_LMTP_PORT
+  }
+}
+"
+	fi
 	bench_is_root || users_line="default_login_user = $(id -un)
 default_internal_user = $(id -un)"
 	cat >"$dir/dovecot.conf" <<EOF
@@ -173,7 +200,7 @@ base_dir = $dir/run
 state_dir = $dir/state
 instance_name = moat-bench-$port
 log_path = $dir/dovecot.log
-protocols = imap
+protocols = $protocols
 listen = 127.0.0.1
 ssl = no
 disable_plaintext_auth = no
@@ -199,7 +226,7 @@ ${login_extra}  inet_listener imap {
     port = 0
   }
 }
-# 20 concurrent APPENDs by one user need more than the default 10
+${lmtp_conf}# 20 concurrent APPENDs by one user need more than the default 10
 protocol imap {
   mail_max_userip_connections = 100
 }

@@ -18,23 +18,32 @@
 
 #include "login-capability.h"
 
-/* 8 KiB of client input buffered per connection. The parser consumes
-   command lines incrementally, so this bounds only a SASL continuation
-   line (a PLAIN response is far smaller) and the pipelined bytes handed to
-   the imap process (their base64 must fit in one IPC record). */
-#define LOGIN_MAX_INBUF_SIZE 8192
+/* Client input buffered per connection. The parser consumes command
+   lines incrementally, so this bounds only a SASL continuation line (the
+   base64 of LOGIN_MAX_SASL_DATA: 10924 bytes and CRLF) and the pipelined
+   bytes handed to the imap process (their base64 must fit in one IPC
+   record). */
+#define LOGIN_MAX_INBUF_SIZE (12 * 1024)
 /* Every pre-auth response is short; 16 KiB leaves room for a burst of
    pipelined replies. A client that does not read is throttled first. */
 #define LOGIN_MAX_OUTBUF_SIZE 16384
 /* Stop reading commands while this much output is still unsent. */
 #define LOGIN_OUTBUF_THROTTLE 4096
 /* Pre-auth needs no big data: a literal carries at most a user name or a
-   password, so literals are capped far below imap_max_literal_size. */
+   password, so literals are capped far below imap_max_literal_size. All
+   literals of a command together, and its line, are bounded by
+   login_max_command_size. */
 #define LOGIN_MAX_LITERAL_SIZE 8192
 /* ID is the only command with a list, one level deep. */
 #define LOGIN_MAX_LIST_DEPTH 4
-/* Decoded size of a SASL initial response or LOGIN credentials. */
-#define LOGIN_MAX_SASL_DATA 4096
+/* Arguments of a pre-auth command: ID's 30 field-value pairs
+   (LOGIN_ID_MAX_PAIRS), its list, the tag and the command name fit; a
+   list of thousands of atoms would only cost memory. */
+#define LOGIN_MAX_ARGS 80
+/* Decoded size of a SASL initial response, a continuation response or
+   LOGIN credentials: auth's limit (SASL_MAX_RESPONSE_SIZE), which long
+   OAUTHBEARER tokens need. */
+#define LOGIN_MAX_SASL_DATA 8192
 /* Listening sockets master may hand one process. */
 #define LOGIN_MAX_LISTENERS 16
 /* User names are logged (sanitized) up to this length. */

@@ -12,6 +12,7 @@
 #define TEMPFAIL_TEXT "NO [UNAVAILABLE] Temporary authentication failure."
 #define AUTHFAILED_TEXT "NO [AUTHENTICATIONFAILED] Authentication failed."
 #define NOLOGIN_DEFAULT_TEXT "Login not allowed."
+#define LIMIT_DEFAULT_TEXT "Too many authentications in progress."
 /* Text from auth or master shown to the client: one short printable line. */
 #define LOGIN_MAX_REASON_LEN 200
 
@@ -38,7 +39,7 @@ void login_client_auth_begin(struct login_client *client, const char *tag,
 	}
 	client->auth_id = login_process_next_id(lp);
 	client->state = LOGIN_CLIENT_STATE_AUTH_WAIT;
-	/* Input stays unread until auth answers (client_update_io). */
+	/* Input is not parsed until auth answers (client_update_io). */
 	login_client_ref(client);
 	/* A trusted proxy is as safe as TLS for plaintext (auth spares
 	   trusted addresses the penalty by itself). */
@@ -82,8 +83,8 @@ int login_client_auth_input(struct login_client *client)
 		client_auth_cancel(client, "Authentication aborted");
 		return client->destroyed ? -1 : 1;
 	}
-	/* The bound is the input buffer; the line is at most that long. */
-	if (!login_base64_is_valid(line, LOGIN_MAX_INBUF_SIZE)) {
+	/* The input buffer bounds the line; auth takes at most this much. */
+	if (!login_base64_is_valid(line, LOGIN_MAX_SASL_DATA)) {
 		client_auth_cancel(client, "Invalid base64 data in continued response");
 		return client->destroyed ? -1 : 1;
 	}
@@ -143,6 +144,12 @@ static void client_auth_failed(struct login_client *client, const char *code,
 		i_free(reason);
 	} else if (strcmp(code, "aborted") == 0) {
 		login_client_send_bad(client, tag, "Authentication aborted");
+	} else if (strcmp(code, "limit") == 0) {
+		/* Too many authentications of this address at auth: nothing
+		   was checked, so it is no failure. */
+		char *reason = reason_sanitize(text, LIMIT_DEFAULT_TEXT);
+		login_client_send_tagline(client, tag, "NO [LIMIT] %s", reason);
+		i_free(reason);
 	} else {
 		if (strcmp(code, "tempfail") != 0)
 			i_error("auth sent unknown failure code, treating as tempfail");

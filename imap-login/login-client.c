@@ -4,6 +4,7 @@
 #include "imap-login-common.h"
 #include "login-client.h"
 #include "login-auth.h"
+#include "login-master.h"
 #include "login-ssl.h"
 
 #include <sys/socket.h>
@@ -95,9 +96,14 @@ static struct imap_parser *client_parser_create(const struct moat_settings *set)
 	struct imap_parser_settings pset;
 
 	memset(&pset, 0, sizeof(pset));
-	pset.max_line_length = set->imap_max_line_length;
+	/* The whole command (line and literals) is bounded before login:
+	   what a client that has not authenticated can make us hold. */
+	pset.max_command_size = set->login_max_command_size;
+	pset.max_line_length = MIN(set->imap_max_line_length,
+				   set->login_max_command_size);
 	pset.max_literal_size = LOGIN_MAX_LITERAL_SIZE;
 	pset.max_list_depth = LOGIN_MAX_LIST_DEPTH;
+	pset.max_args = LOGIN_MAX_ARGS;
 	/* LITERAL+ or LITERAL- as advertised; the literal cap applies to
 	   {n+} either way. */
 	pset.literal_minus = set->imap_literal_minus;
@@ -153,23 +159,68 @@ void login_client_streams_create(struct login_client *client)
 	o_stream_set_flush_callback(client->output, client_output_flushed, client);
 }
 
-/* login_max_connections_per_ip: pre-auth connections of one remote IP in
-   this process (each imap-login process counts its own clients; trusted
-   networks are exempt: a webmail proxy is many users). */
-static bool client_ip_limit_exceeded(struct login_client *client)
+/* login_max_connections_per_ip: pre-auth connections of one remote IP
+   over all imap-login processes, counted by master (login-limits.c in
+   master). Trusted networks (a webmail proxy is many users) and the
+   same host are exempt; we decide that, master only counts. */
+static bool client_ip_limit_applies(const struct login_client *client)
 {
-	unsigned int max = client->lp->set->login_max_connections_per_ip;
-	unsigned int count = 0;
+	/* "unknown": not an AF_INET/AF_INET6 peer, which our TCP listeners
+	   never accept; there is no address to count. */
+	return client->lp->set->login_max_connections_per_ip != 0 &&
+		!client->trusted && !client->local &&
+		strcmp(client->remote_ip, "unknown") != 0;
+}
 
-	if (max == 0 || client->trusted || client->local)
-		return false;
-	for (const struct login_client *c = client->lp->clients; c != NULL;
-	     c = c->next) {
-		if (c != client && !c->destroyed &&
-		    strcmp(c->remote_ip, client->remote_ip) == 0)
-			count++;
+#define CLIENT_IP_LIMIT_REASON \
+	"Too many connections from IP (login_max_connections_per_ip)"
+
+/* Allowed to be served: the greeting, or first the TLS handshake. */
+static void client_start(struct login_client *client)
+{
+	if (client->implicit_tls) {
+		/* The greeting follows the handshake (RFC 8314 3.2). */
+		client->state = LOGIN_CLIENT_STATE_TLS;
+		login_client_tls_start(client);
+		return;
 	}
-	return count >= max;
+	client->state = LOGIN_CLIENT_STATE_CMD;
+	login_client_streams_create(client);
+	login_client_send_greeting(client);
+	if (!client->destroyed)
+		client->io = io_add(client->lp->ioloop, client->fd, IO_READ,
+				    client_input, client);
+}
+
+void login_client_connect_reply(struct login_client *client, bool allowed)
+{
+	i_assert(client->state == LOGIN_CLIENT_STATE_CONNECTING);
+	login_client_ref(client);
+	if (allowed) {
+		client_start(client);
+	} else {
+		/* master did not count it: nothing to DISCONNECT */
+		client->limit_id = 0;
+		/* Said in plaintext only: a TLS port gets no answer. */
+		if (!client->implicit_tls) {
+			login_client_streams_create(client);
+			login_client_send_line(client, "* BYE [UNAVAILABLE] "
+				"Too many connections from your IP address.");
+		}
+		login_client_destroy(client, CLIENT_IP_LIMIT_REASON);
+	}
+	login_client_unref(&client);
+}
+
+struct login_client *login_client_find_connecting(struct login_process *lp,
+						  unsigned int id)
+{
+	for (struct login_client *c = lp->clients; c != NULL; c = c->next) {
+		if (c->limit_id == id &&
+		    c->state == LOGIN_CLIENT_STATE_CONNECTING)
+			return c;
+	}
+	return NULL;
 }
 
 struct login_client *
@@ -202,24 +253,18 @@ login_client_create(struct login_process *lp, int fd,
 
 	struct login_client *ref = client;
 	login_client_ref(ref);
-	if (client_ip_limit_exceeded(client)) {
-		/* Said in plaintext only: a TLS port gets no answer. */
-		if (!implicit_tls) {
-			login_client_streams_create(client);
-			login_client_send_line(client, "* BYE [UNAVAILABLE] "
-				"Too many connections from your IP address.");
-		}
-		login_client_destroy(client, "Too many connections from IP "
-				     "(login_max_connections_per_ip)");
-	} else if (implicit_tls) {
-		/* The greeting follows the handshake (RFC 8314 3.2). */
-		client->state = LOGIN_CLIENT_STATE_TLS;
-		login_client_tls_start(client);
+	if (!client_ip_limit_applies(client)) {
+		client_start(client);
 	} else {
-		login_client_streams_create(client);
-		login_client_send_greeting(client);
-		if (!client->destroyed)
-			client->io = io_add(lp->ioloop, fd, IO_READ, client_input, client);
+		/* Nothing is read or sent until master answers; the login
+		   timeout covers a master that does not. */
+		client->state = LOGIN_CLIENT_STATE_CONNECTING;
+		client->limit_id = login_process_next_id(lp);
+		if (login_master_connect_check(lp, client->limit_id,
+					       client->remote_ip) < 0) {
+			client->limit_id = 0;
+			login_client_destroy(client, "Master unavailable");
+		}
 	}
 	bool failed = client->destroyed;
 	login_client_unref(&ref);
@@ -266,8 +311,17 @@ void login_client_destroy(struct login_client *client, const char *reason)
 	if (!client->handed_off)
 		client_log_disconnect(client, reason);
 	client_unlink(client);
-	/* auth is waiting for our response line: let it drop the request. */
-	if (client->state == LOGIN_CLIENT_STATE_AUTH_CONT)
+	/* Logged in or gone: no longer a pre-auth connection of its IP. */
+	if (client->limit_id != 0) {
+		login_master_disconnect(lp, client->limit_id);
+		client->limit_id = 0;
+	}
+	/* auth is waiting for our response line, or the request waits
+	   there for its turn or its answer: let auth drop it, so it does
+	   not hold a place in its address's penalty queue. */
+	if (client->state == LOGIN_CLIENT_STATE_AUTH_CONT ||
+	    (client->state == LOGIN_CLIENT_STATE_AUTH_WAIT &&
+	     client->auth_cancel_reason == NULL))
 		(void)login_auth_continue(lp, client->auth_id, "*");
 	io_remove(&client->io);
 	login_client_timeout_stop(client);
@@ -353,7 +407,9 @@ static void client_timeout(void *context)
 	/* Disarmed during a handoff: the client no longer talks to us. */
 	i_assert(client->state != LOGIN_CLIENT_STATE_HANDOFF);
 	login_client_ref(client);
-	if (client->output == NULL)
+	if (client->state == LOGIN_CLIENT_STATE_CONNECTING)
+		login_client_destroy(client, "Login timeout waiting for master");
+	else if (client->output == NULL)
 		login_client_destroy(client, "Login timeout during TLS handshake");
 	else
 		login_client_bye(client, "Login timeout", "Login timeout");
@@ -413,7 +469,12 @@ static int client_parse_one(struct login_client *client)
 	case IMAP_PARSE_ERROR:
 		error = imap_parser_get_error(client->parser, &fatal);
 		if (fatal) {
-			login_client_bye(client, error, "Protocol error");
+			/* error is the parser's static text, never client
+			   data, so it may go into the log line */
+			pool_t pool = pool_create("parse error", 256);
+			login_client_bye(client, error, p_strdup_printf(pool,
+				"Protocol error: %s", error));
+			pool_unref(&pool);
 			return 0;
 		}
 		tag = imap_parser_get_tag(client->parser);
@@ -435,12 +496,26 @@ static bool client_output_is_throttled(struct login_client *client)
 	return true;
 }
 
+static bool client_input_full(struct login_client *client)
+{
+	size_t size;
+
+	(void)i_stream_get_data(client->input, &size);
+	return size >= LOGIN_MAX_INBUF_SIZE;
+}
+
 static void client_update_io(struct login_client *client)
 {
+	/* While auth has our request, input is read into the bounded
+	   buffer (not parsed: that waits for the answer) only so that a
+	   client that hangs up is noticed and its request, which may be
+	   waiting for its address's penalty, is dropped at auth. */
+	bool watch = client->state == LOGIN_CLIENT_STATE_AUTH_WAIT &&
+		client->input != NULL && !client_input_full(client);
 	bool want = !client->destroyed && !client->output_throttled &&
 		!client->input_eof &&
 		(client->state == LOGIN_CLIENT_STATE_CMD ||
-		 client->state == LOGIN_CLIENT_STATE_AUTH_CONT);
+		 client->state == LOGIN_CLIENT_STATE_AUTH_CONT || watch);
 
 	if (want && client->io == NULL) {
 		client->io = io_add(client->lp->ioloop, client->fd, IO_READ,
@@ -488,6 +563,10 @@ static void client_input_process(struct login_client *client)
 	    (client->state == LOGIN_CLIENT_STATE_CMD ||
 	     client->state == LOGIN_CLIENT_STATE_AUTH_CONT))
 		login_client_destroy(client, "Connection closed");
+	/* Gone while auth works on its request: nobody reads the answer. */
+	if (client->input_eof && !client->destroyed &&
+	    client->state == LOGIN_CLIENT_STATE_AUTH_WAIT)
+		login_client_destroy(client, "Connection closed during authentication");
 	client_update_io(client);
 }
 

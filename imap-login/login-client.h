@@ -10,10 +10,14 @@
    "destroyed": sends are no-ops, no callback of it runs again.
 
    States:
+     CONNECTING asked master whether login_max_connections_per_ip
+                allows this client (CONNECT); nothing is read or written
+                until it answers
      CMD        reading and running commands
      AUTH_WAIT  an AUTH or CONT record is at auth; client input is not
-                read (the kernel buffers it, and what was already read
-                stays in our bounded input buffer)
+                parsed, only read into our bounded input buffer (then the
+                kernel buffers it) so that a hangup is noticed: the
+                request is then cancelled at auth
      AUTH_CONT  "+ challenge" was sent; reading the client's response line
      HANDOFF    auth said OK; waiting for our output to drain and then for
                 master's HANDOFF-OK/-FAIL. Nothing is read or written.
@@ -29,6 +33,7 @@ enum login_client_state {
 	LOGIN_CLIENT_STATE_AUTH_CONT,
 	LOGIN_CLIENT_STATE_HANDOFF,
 	LOGIN_CLIENT_STATE_TLS,
+	LOGIN_CLIENT_STATE_CONNECTING,
 };
 
 struct login_ssl;
@@ -84,6 +89,9 @@ struct login_client {
 	int proxy_fd;
 
 	enum login_client_state state;
+	/* The id of our CONNECT to master while master counts this client
+	   (0 = not counted: exempt, refused, or DISCONNECT sent). */
+	unsigned int limit_id;
 	unsigned int bad_count;
 	unsigned int auth_attempts;
 	unsigned int auth_failures;
@@ -154,7 +162,13 @@ void login_client_input_resume(struct login_client *client);
 void login_client_timeout_arm(struct login_client *client);
 void login_client_timeout_stop(struct login_client *client);
 
+/* CONNECT-OK (allowed) or CONNECT-FAIL from master: greet the client
+   (or start its TLS handshake), or refuse it. */
+void login_client_connect_reply(struct login_client *client, bool allowed);
+
 /* Clients of this process waiting for an answer with this id. */
+struct login_client *login_client_find_connecting(struct login_process *lp,
+						  unsigned int id);
 struct login_client *login_client_find_auth(struct login_process *lp,
 					    unsigned int id);
 struct login_client *login_client_find_handoff(struct login_process *lp,

@@ -35,6 +35,13 @@ static bool master_handle_record(struct login_process *lp,
 		client = login_client_find_handoff(lp, id);
 		if (client != NULL)
 			login_client_handoff_fail(client, args[2]);
+	} else if ((strcmp(args[0], "CONNECT-OK") == 0 ||
+		    strcmp(args[0], "CONNECT-FAIL") == 0) && count == 2 &&
+		   master_parse_id(args[1], &id)) {
+		client = login_client_find_connecting(lp, id);
+		if (client != NULL)
+			login_client_connect_reply(client,
+				strcmp(args[0], "CONNECT-OK") == 0);
 	} else if (strcmp(args[0], "SHUTDOWN") == 0 && count == 1) {
 		login_process_stop_listening(lp, true);
 	} else {
@@ -95,6 +102,27 @@ int login_master_handoff(struct login_process *lp, unsigned int id,
 			mech, tls, p_base64_encode(pool, bytes, bytes_size), NULL);
 	pool_unref(&pool);
 	return ret;
+}
+
+int login_master_connect_check(struct login_process *lp, unsigned int id,
+			       const char *remote_ip)
+{
+	char id_str[16];
+
+	if (lp->master == NULL)
+		return -1;
+	snprintf(id_str, sizeof(id_str), "%u", id);
+	return ipc_sendv(lp->master, -1, "CONNECT", id_str, remote_ip, NULL);
+}
+
+void login_master_disconnect(struct login_process *lp, unsigned int id)
+{
+	char id_str[16];
+
+	if (lp->master == NULL)
+		return;
+	snprintf(id_str, sizeof(id_str), "%u", id);
+	(void)ipc_sendv(lp->master, -1, "DISCONNECT", id_str, NULL);
 }
 
 void login_master_auth_reconnect(struct login_process *lp)

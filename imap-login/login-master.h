@@ -1,8 +1,10 @@
 #ifndef LOGIN_MASTER_H
 #define LOGIN_MASTER_H
 /* The moat-login-master channel (fd 3, doc/architecture.md): HANDOFF of
-   authenticated clients, AUTH-RECONNECT, LISTEN-DONE; from master
-   HANDOFF-OK/-FAIL, AUTH-CONN and SHUTDOWN. A malformed record from
+   authenticated clients, AUTH-RECONNECT, LISTEN-DONE, CONNECT and
+   DISCONNECT (login_max_connections_per_ip, counted by master over all
+   imap-login processes); from master HANDOFF-OK/-FAIL, CONNECT-OK/-FAIL,
+   AUTH-CONN and SHUTDOWN. A malformed record from
    master is a bug in a trusted peer: the process exits. Losing master
    stops the process (no handoff is possible any more). */
 
@@ -21,6 +23,12 @@ int login_master_handoff(struct login_process *lp, unsigned int id,
 			 const char *local_ip, unsigned int local_port,
 			 bool secured, const char *mech, const char *tls,
 			 const void *bytes, size_t bytes_size, int client_fd);
+/* CONNECT <id> <remote_ip>: may this client be served (master answers
+   CONNECT-OK or CONNECT-FAIL with the id)? DISCONNECT <id>: a client
+   master allowed is logged in or gone. Return 0 or -1 (master gone). */
+int login_master_connect_check(struct login_process *lp, unsigned int id,
+			       const char *remote_ip);
+void login_master_disconnect(struct login_process *lp, unsigned int id);
 void login_master_auth_reconnect(struct login_process *lp);
 void login_master_listen_done(struct login_process *lp);
 /* LOAD <clients> <accepting:0|1>: sent when the process starts or stops

@@ -13,6 +13,15 @@
 /* Certificates in ssl_cert after the leaf (intermediates) or in ssl_ca:
    real chains have 1-3; the cap only stops a runaway file. */
 #define LOGIN_SSL_MAX_CHAIN 32
+/* Bytes of certificate chain a client may send (OpenSSL's default is
+   100 KiB per handshake): a client certificate and an intermediate or
+   two are a few KiB. */
+#define LOGIN_SSL_MAX_CLIENT_CHAIN (16 * 1024)
+/* TLS 1.2 sessions kept for resumption by session id (OpenSSL's default
+   is 20480 per process, each up to a few KiB): every full handshake adds
+   one, so the cap bounds what handshakes alone make a process hold.
+   TLS 1.3 and ticket resumption keep nothing here. */
+#define LOGIN_SSL_SESSION_CACHE_MAX 1024
 
 struct login_ssl_ctx {
 	SSL_CTX *ctx;
@@ -152,6 +161,8 @@ static void ssl_ctx_set_params(SSL_CTX *ctx, const struct moat_settings *set)
 	if (set->ssl_cipher_suites[0] != '\0' &&
 	    SSL_CTX_set_ciphersuites(ctx, set->ssl_cipher_suites) != 1)
 		ssl_ctx_fatal("ssl_cipher_suites");
+	SSL_CTX_set_max_cert_list(ctx, LOGIN_SSL_MAX_CLIENT_CHAIN);
+	(void)SSL_CTX_sess_set_cache_size(ctx, LOGIN_SSL_SESSION_CACHE_MAX);
 	SSL_CTX_set_dh_auto(ctx, 1);
 	if (SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1) != 1)
 		ssl_ctx_fatal("SSL_CTX_set_session_id_context");

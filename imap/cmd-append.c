@@ -9,6 +9,7 @@
 #include "imap-date.h"
 #include "imap-flags.h"
 #include "imap-mailbox.h"
+#include "imap-quota.h"
 #include "mailbox-append-multi.h"
 
 /* tag and "APPEND" come before the command's own arguments */
@@ -77,14 +78,20 @@ static int append_get_box(struct client *client, const char *name,
 static bool append_commit(struct client_command *cmd, struct append_ctx *ctx)
 {
 	unsigned int count = mailbox_append_multi_count(ctx->save);
+	uint64_t bytes = mailbox_append_multi_bytes(ctx->save);
 	const char *error;
 	uint32_t uid;
+
+	if (imap_quota_allows(cmd->client->user, bytes, count) == 0)
+		return append_fail(cmd, ctx, false,
+				   "NO [OVERQUOTA] Quota exceeded.");
 
 	if (mailbox_append_multi_commit(&ctx->save, &uid, &error) < 0) {
 		i_error("APPEND failed: %s", error);
 		client_send_tagline(cmd, "NO [SERVERBUG] Saving the message failed.");
 		return true;
 	}
+	imap_quota_saved(cmd->client->user, bytes, count);
 	if (count == 1) {
 		client_send_taglinef(cmd, "OK [APPENDUID %u %u] Append completed.",
 				     mailbox_get_uidvalidity(ctx->box), uid);

@@ -5,6 +5,7 @@
 #include "imap-common.h"
 #include "imap-mailbox.h"
 #include "imap-commands.h"
+#include "imap-quota.h"
 #include "imap-notify.h"
 #include "imap-search.h"
 #include "imap-seqset.h"
@@ -21,6 +22,8 @@ struct copy_ctx {
 	uint32_t *src_seqs;
 	unsigned int count;
 	uint32_t dest_uidvalidity, first_uid;
+	bool move;       /* within the one quota root: never over quota */
+	bool over_quota;
 	bool gone;
 };
 
@@ -122,10 +125,19 @@ static int copy_messages(struct client_command *cmd, struct copy_ctx *ctx,
 			ctx->src_seqs[ctx->count++] = seq;
 		}
 	}
+	uint64_t bytes = mailbox_copy_bytes(copy);
+	unsigned int count = mailbox_copy_count(copy);
+	if (!ctx->move && imap_quota_allows(cmd->client->user, bytes, count) == 0) {
+		mailbox_copy_abort(&copy);
+		ctx->over_quota = true;
+		return -1;
+	}
 	if (mailbox_copy_commit(&copy, &ctx->first_uid, &error) < 0) {
 		i_error("COPY failed: %s", error);
 		return -1;
 	}
+	if (!ctx->move)
+		imap_quota_saved(cmd->client->user, bytes, count);
 	return 0;
 }
 
@@ -135,7 +147,7 @@ static bool copy_to_target(struct client_command *cmd, struct copy_ctx *ctx)
 	struct client *client = cmd->client;
 	struct mailbox *dest;
 	const char *error;
-	enum mailbox_open_flags flags = 0;
+	enum mailbox_open_flags flags = MAILBOX_OPEN_QUOTA;
 
 	if (client->user->set->mail_fsync == MOAT_FSYNC_NEVER)
 		flags |= MAILBOX_OPEN_NO_FSYNC;
@@ -158,7 +170,9 @@ static bool copy_to_target(struct client_command *cmd, struct copy_ctx *ctx)
 	mailbox_close(&dest);
 	if (ret < 0) {
 		i_free(path);
-		client_send_tagline(cmd, "NO [SERVERBUG] Internal error occurred. "
+		client_send_tagline(cmd, ctx->over_quota ?
+				    "NO [OVERQUOTA] Quota exceeded." :
+				    "NO [SERVERBUG] Internal error occurred. "
 				    "Refer to server log for more information.");
 		return false;
 	}
@@ -203,6 +217,7 @@ static bool cmd_copy_full(struct client_command *cmd, bool move)
 {
 	struct copy_ctx *ctx = p_malloc(cmd->pool, sizeof(*ctx));
 
+	ctx->move = move;
 	if (!copy_parse(cmd, ctx))
 		return true;
 	if (move && mailbox_is_readonly(cmd->client->mailbox)) {

@@ -181,7 +181,7 @@ static bool cmd_select_full(struct client_command *cmd, bool readonly)
 	/* SELECT takes \Recent; EXAMINE leaves it (RFC 3501 6.3.2). Both
 	   keep reading what other sessions expunge until told (SESSION). */
 	enum mailbox_open_flags flags = (readonly ? MAILBOX_OPEN_READONLY :
-		MAILBOX_OPEN_SELECT) | MAILBOX_OPEN_SESSION;
+		MAILBOX_OPEN_SELECT) | MAILBOX_OPEN_SESSION | MAILBOX_OPEN_QUOTA;
 	if (client->user->set->mail_fsync == MOAT_FSYNC_NEVER)
 		flags |= MAILBOX_OPEN_NO_FSYNC;
 	char boxname[MAILBOX_NAME_MAX + 1];

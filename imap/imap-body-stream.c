@@ -206,6 +206,7 @@ static bool qp_step(struct imap_body_stream *s, unsigned char c)
 			s->state = QP_TEXT;      /* soft line break */
 		} else if (c == ' ' || c == '\t') {
 			s->state = QP_EQ_WS;
+			return false;    /* QP_EQ_WS holds it */
 		} else {
 			out_c(s, '=');
 			s->state = QP_TEXT;
@@ -223,13 +224,43 @@ static bool qp_step(struct imap_body_stream *s, unsigned char c)
 		out_c(s, s->qp_hi);
 		return false;
 	case QP_EQ_WS:
-		if (c == ' ' || c == '\t')
+		/* "=" and white space: a soft line break if the line ends
+		   here (transport padding, RFC 2045 6.7 rule 3); otherwise
+		   the "=" starts no escape and stays, with the white space */
+		if (c == ' ' || c == '\t') {
+			if (s->ws_len == sizeof(s->ws)) {
+				out_c(s, '=');
+				qp_flush_ws(s);
+				s->state = QP_TEXT;
+				return false;
+			}
+			s->ws[s->ws_len++] = c;
 			return true;
-		s->state = c == '\r' ? QP_EQ_CR : QP_TEXT;
-		return c == '\r' || c == '\n';
+		}
+		if (c == '\n') {
+			s->ws_len = 0;
+			s->state = QP_TEXT;
+			return true;
+		}
+		if (c == '\r') {
+			s->state = QP_EQ_CR;   /* the white space waits */
+			return true;
+		}
+		out_c(s, '=');
+		qp_flush_ws(s);
+		s->state = QP_TEXT;
+		return false;
 	case QP_EQ_CR:
 		s->state = QP_TEXT;
-		return c == '\n';
+		if (c == '\n') {
+			s->ws_len = 0;
+			return true;
+		}
+		/* "=" and a bare CR: no line break, so no soft break */
+		out_c(s, '=');
+		qp_flush_ws(s);
+		out_c(s, '\r');
+		return false;
 	}
 	i_unreached();
 }
@@ -238,10 +269,18 @@ static void qp_finish(struct imap_body_stream *s)
 {
 	switch ((enum qp_state)s->state) {
 	case QP_CR:
+		/* a bare CR is no line end: the white space before stays */
+		qp_flush_ws(s);
 		out_c(s, '\r');
 		break;
 	case QP_EQ:
+	case QP_EQ_WS:
+		/* the end of the data ends the last line: a soft break */
+		break;
+	case QP_EQ_CR:
 		out_c(s, '=');
+		qp_flush_ws(s);
+		out_c(s, '\r');
 		break;
 	case QP_EQ_HEX:
 		out_c(s, '=');

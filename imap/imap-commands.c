@@ -18,6 +18,8 @@ static const struct command imap_commands[] = {
 		CMD_FLAG_UID_ALLOWED },
 	{ "FETCH", cmd_fetch, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
 		CMD_FLAG_UID_ALLOWED },
+	{ "GETQUOTA", cmd_getquota, 0 },
+	{ "GETQUOTAROOT", cmd_getquotaroot, 0 },
 	{ "ID", cmd_id, 0 },
 	{ "IDLE", cmd_idle, 0 },
 	{ "LIST", cmd_list, 0 },
@@ -30,6 +32,7 @@ static const struct command imap_commands[] = {
 	{ "SEARCH", cmd_search, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
 		CMD_FLAG_UID_ALLOWED },
 	{ "SELECT", cmd_select, 0 },
+	{ "SETQUOTA", cmd_setquota, 0 },
 	{ "SORT", cmd_sort, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
 		CMD_FLAG_UID_ALLOWED },
 	{ "STATUS", cmd_status, 0 },

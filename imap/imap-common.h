@@ -12,6 +12,7 @@
 #include "imap-parser.h"
 #include "moat-settings.h"
 #include "mailbox.h"
+#include "mailbox-quota.h"
 
 /* Only what works is advertised. IMAP4rev2 mode is per session, after
    ENABLE IMAP4rev2 (doc/imap4rev2.md). APPENDLIMIT=<n> follows (the
@@ -22,11 +23,15 @@
 	" MOVE IDLE ENABLE CHILDREN NAMESPACE LIST-EXTENDED LIST-STATUS" \
 	" SPECIAL-USE STATUS=SIZE ESEARCH SEARCHRES WITHIN BINARY MULTIAPPEND" \
 	" SAVEDATE SORT SORT=DISPLAY ESORT THREAD=ORDEREDSUBJECT" \
-	" THREAD=REFERENCES CONDSTORE QRESYNC"
+	" THREAD=REFERENCES CONDSTORE QRESYNC QUOTA QUOTA=RES-STORAGE" \
+	" QUOTA=RES-MESSAGE"
 /* IMAP_CAPABILITY plus " APPENDLIMIT=" and a 64-bit number */
 #define IMAP_CAPABILITY_MAX (sizeof(IMAP_CAPABILITY) + 50)
 
 struct client;
+struct deliver_conn;
+struct imap_deliver_seen;
+struct deliver_req;
 
 /* The process: one user, all of the user's connections. Owned by main.c;
    clients get a pointer. */
@@ -42,6 +47,15 @@ struct imap_user {
 	/* the process's inotify fd, read while an IDLE listens (imap-notify.c) */
 	struct io *io_watch;
 	unsigned int watch_listeners;
+	/* lmtp's delivery connections (imap-deliver.c) */
+	struct deliver_conn *deliver_conns;
+	unsigned int deliver_conn_count;
+	struct imap_deliver_seen *deliver_seen;   /* NULL until a delivery */
+	/* DELIVERs waiting for this loop turn's group commit */
+	struct deliver_req *deliver_queue, *deliver_queue_tail;
+	struct timeout *to_deliver_batch;
+	/* the user's quota limits (imap-quota.h); 0 = none */
+	struct mailbox_quota_limits quota;
 };
 
 /* cmd-capability.c: the post-login capability list (RFC 7889
@@ -49,7 +63,8 @@ struct imap_user {
 void imap_capability_get(const struct moat_settings *set,
 			 char buf[IMAP_CAPABILITY_MAX]);
 
-/* main.c: a client was freed (linger / shutdown bookkeeping). */
+/* main.c: a client or a delivery connection was freed (linger /
+   shutdown bookkeeping). */
 void imap_user_client_gone(struct imap_user *user);
 
 #endif

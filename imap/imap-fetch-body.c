@@ -4,6 +4,7 @@
 #include "imap-fetch-body.h"
 #include "imap-fetch-cache.h"
 #include "message-parser.h"
+#include "rfc2231.h"
 
 #include <ctype.h>
 #include <strings.h>
@@ -223,33 +224,35 @@ static int cte_filter(const struct message_part *part,
 		      enum imap_body_filter *filter_r)
 {
 	const char *cte = part->fields[MPF_CONTENT_TRANSFER_ENCODING];
-	size_t len;
+	struct mime_value value;
+	pool_t pool;
+	int ret = 0;
 
 	*filter_r = IMAP_BODY_FILTER_NONE;
+	/* A multipart is not decoded (RFC 2045 6.4 allows it no encoding;
+	   its parts are what the client decodes). A message/rfc822 is: RFC
+	   2046 5.2.1 forbids encoding it too, but when it was encoded,
+	   BINARY is the only way to the encapsulated message. */
 	if (cte == NULL || (part->flags & MESSAGE_PART_FLAG_IS_MIME) == 0 ||
-	    (part->flags & (MESSAGE_PART_FLAG_MULTIPART |
-			    MESSAGE_PART_FLAG_MESSAGE_RFC822)) != 0)
+	    (part->flags & MESSAGE_PART_FLAG_MULTIPART) != 0)
 		return 0;
-	while (*cte == ' ' || *cte == '\t' || *cte == '\n' || *cte == '\r')
-		cte++;
-	len = strlen(cte);
-	while (len > 0 && strchr(" \t\r\n", cte[len - 1]) != NULL)
-		len--;
-	if (len == 0)
-		return 0;
-	if ((len == 4 && strncasecmp(cte, "7bit", 4) == 0) ||
-	    (len == 4 && strncasecmp(cte, "8bit", 4) == 0) ||
-	    (len == 6 && strncasecmp(cte, "binary", 6) == 0))
-		return 0;
-	if (len == 6 && strncasecmp(cte, "base64", 6) == 0) {
+	/* the mechanism is the value's first token: "quoted-printable;"
+	   is still quoted-printable (as Dovecot decodes it), though
+	   BODYSTRUCTURE reports only a lone token */
+	pool = pool_create("cte", 1024);
+	rfc2231_parse(pool, cte, false, &value);
+	const char *mech = value.value;
+	if (!value.value_valid || strcasecmp(mech, "7bit") == 0 ||
+	    strcasecmp(mech, "8bit") == 0 || strcasecmp(mech, "binary") == 0)
+		*filter_r = IMAP_BODY_FILTER_NONE;
+	else if (strcasecmp(mech, "base64") == 0)
 		*filter_r = IMAP_BODY_FILTER_BASE64;
-		return 0;
-	}
-	if (len == 16 && strncasecmp(cte, "quoted-printable", 16) == 0) {
+	else if (strcasecmp(mech, "quoted-printable") == 0)
 		*filter_r = IMAP_BODY_FILTER_QP;
-		return 0;
-	}
-	return -1;
+	else
+		ret = -1;
+	pool_unref(&pool);
+	return ret;
 }
 
 static enum message_section_kind section_kind(const struct imap_section *sec)
@@ -287,7 +290,8 @@ int imap_body_source_get(const struct message_part *root,
 		message_part_find_section((struct message_part *)root,
 					  sec->part);
 	if (part == NULL ||
-	    message_part_get_range(part, section_kind(sec), &range) < 0)
+	    message_section_get_range((struct message_part *)root, sec->part,
+				      section_kind(sec), &range) < 0)
 		return 0;   /* no such section: empty, as Dovecot answers */
 	if (sec->binary && sec->part[0] != '\0' &&
 	    cte_filter(part, &src_r->filter) < 0)

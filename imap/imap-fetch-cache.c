@@ -5,11 +5,14 @@
 #include "imap-envelope.h"
 #include "imap-bodystructure.h"
 
-/* Cache field names (mail-cache.h: short identifiers). */
+/* Cache field names (mail-cache.h: short identifiers). They carry the
+   writers' version, so a value cached by a moat whose texts differed is
+   never looked up (version 1 had no suffix). */
 static const char *const msg_text_fields[IMAP_MSG_TEXT_COUNT] = {
-	[IMAP_MSG_TEXT_ENVELOPE] = "imap.envelope",
-	[IMAP_MSG_TEXT_BODY] = "imap.body",
-	[IMAP_MSG_TEXT_BODYSTRUCTURE] = "imap.bodystructure",
+	[IMAP_MSG_TEXT_ENVELOPE] = "imap.envelope." IMAP_MSG_TEXT_VERSION,
+	[IMAP_MSG_TEXT_BODY] = "imap.body." IMAP_MSG_TEXT_VERSION,
+	[IMAP_MSG_TEXT_BODYSTRUCTURE] =
+		"imap.bodystructure." IMAP_MSG_TEXT_VERSION,
 };
 /* The stored form of a text: its tag and length add a few bytes. */
 #define PACKED_MAX (IMAP_CACHE_TEXT_MAX + 16)

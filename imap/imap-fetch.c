@@ -186,11 +186,10 @@ static int fetch_body_open(struct imap_fetch_ctx *ctx,
 	if (fetch_section_open(ctx, item, &size, &has_nul, error_r) < 0)
 		return -1;
 	/* RFC 3516: binary data with NULs goes as literal8; like Dovecot,
-	   so does every non-empty decoded part */
+	   so does every decoded part, an empty one too */
 	enum imap_body_filter filter = ctx->body->src.filter;
-	bool literal8 = has_nul || (size > 0 &&
-		(filter == IMAP_BODY_FILTER_BASE64 ||
-		 filter == IMAP_BODY_FILTER_QP));
+	bool literal8 = has_nul || filter == IMAP_BODY_FILTER_BASE64 ||
+		filter == IMAP_BODY_FILTER_QP;
 	uint64_t start = item->partial ? MIN(item->start, size) : 0;
 	size -= start;
 	if (item->partial)

@@ -120,7 +120,8 @@ void imap_mailbox_list_error(struct client_command *cmd,
 enum mailbox_open_flags imap_mailbox_open_flags(struct client *client,
 						bool readonly)
 {
-	enum mailbox_open_flags flags = readonly ? MAILBOX_OPEN_READONLY : 0;
+	enum mailbox_open_flags flags = MAILBOX_OPEN_QUOTA |
+		(readonly ? MAILBOX_OPEN_READONLY : 0);
 
 	if (client->user->set->mail_fsync == MOAT_FSYNC_NEVER)
 		flags |= MAILBOX_OPEN_NO_FSYNC;

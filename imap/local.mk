@@ -14,6 +14,7 @@ imap_imap_SOURCES = \
 	imap/imap-fetch.c imap/imap-fetch.h \
 	imap/imap-flags.c imap/imap-flags.h \
 	imap/imap-notify.c imap/imap-notify.h \
+	imap/imap-deliver.c imap/imap-deliver.h \
 	imap/imap-mailbox.c imap/imap-mailbox.h \
 	imap/imap-list.c imap/imap-list.h \
 	imap/imap-status.c imap/imap-status.h \
@@ -37,8 +38,13 @@ imap_imap_SOURCES = \
 	imap/cmd-id.c \
 	imap/cmd-logout.c \
 	imap/cmd-noop.c \
-	imap/cmd-select.c
+	imap/cmd-select.c \
+	imap/cmd-getquota.c imap/cmd-getquotaroot.c imap/cmd-setquota.c \
+	imap/imap-quota.c imap/imap-quota.h
 imap_imap_LDADD = index/libindex.a $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
+# SHA-256 of deliveries (imap-deliver.c)
+imap_imap_LDADD += $(SSL_LIBS)
+imap_imap_CFLAGS = $(AM_CFLAGS) $(SSL_CFLAGS)
 # SEARCH (cmd-search.c, imap-search.c: ESEARCH, SEARCHRES "$")
 imap_imap_SOURCES += imap/cmd-search.c imap/imap-search.c imap/imap-search.h
 imap_imap_LDADD += $(LIBMIME) $(LIBMOAT)

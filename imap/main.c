@@ -1,14 +1,17 @@
 /* imap: the post-login IMAP process of one user.
 
    SECURITY: talks to its user's IMAP clients (sockets master hands over
-   after authentication) and to master over its own socketpair (fd 3,
-   moat-imap-master). Runs as the user's uid/gid (MOAT_UID/MOAT_GID) with
+   after authentication), to lmtp over delivery sockets master hands over
+   (moat-deliver: lmtp can only add messages, imap-deliver.h) and to
+   master over its own socketpair (fd 3, moat-imap-master). Runs as the user's uid/gid (MOAT_UID/MOAT_GID) with
    no capabilities, no_new_privs and the service's vsz_limit; no chroot
    (it needs the user's mail files, which it owns). It parses client bytes
    only after dropping privileges, and can reach nothing of other users.
    One process serves all of the user's connections on one event loop. */
 #include "imap-common.h"
 #include "imap-client.h"
+#include "imap-deliver.h"
+#include "imap-quota.h"
 #include "master-service.h"
 #include "imap-mailbox.h"
 #include "imap-status.h"
@@ -31,6 +34,8 @@ struct imap_process {
 
 static struct imap_process imap_process;
 
+static void linger_start(struct imap_process *proc);
+
 static void linger_timeout(void *context)
 {
 	struct imap_process *proc = context;
@@ -38,6 +43,10 @@ static void linger_timeout(void *context)
 	proc->to_linger = NULL;
 	if (proc->user.client_count > 0 || proc->shutdown_requested)
 		return;
+	if (proc->user.deliver_conn_count > 0) {
+		linger_start(proc);   /* a delivery is under way */
+		return;
+	}
 	proc->shutdown_requested = true;
 	if (ipc_sendv(proc->master, -1, "SHUTDOWN-REQUEST", NULL) < 0)
 		master_service_stop(proc->service);
@@ -57,7 +66,7 @@ void imap_user_client_gone(struct imap_user *user)
 	struct imap_process *proc = &imap_process;
 
 	i_assert(user == &proc->user);
-	if (user->client_count > 0)
+	if (user->client_count > 0 || user->deliver_conn_count > 0)
 		return;
 	/* nobody polls now: give the index handles back */
 	imap_status_cache_free(&user->status_cache);
@@ -172,11 +181,19 @@ static void master_input(void *context, const char *const *args, int fd)
 		master_conn(proc, args, fd);
 		return;
 	}
+	if (strcmp(args[0], "DELIVER-CONN") == 0) {
+		if (fd == -1 || str_array_length(args) != 1)
+			i_fatal("master sent an invalid DELIVER-CONN record");
+		timeout_remove(&proc->to_linger);
+		imap_deliver_conn_create(&proc->user, fd);
+		return;
+	}
 	if (fd != -1)
 		i_close_fd(&fd);
 	if (strcmp(args[0], "SHUTDOWN-OK") == 0) {
 		proc->shutdown_ok = true;
-		if (proc->user.client_count == 0)
+		if (proc->user.client_count == 0 &&
+		    proc->user.deliver_conn_count == 0)
 			master_service_stop(proc->service);
 		return;
 	}
@@ -222,6 +239,7 @@ int main(void)
 	imap_mailbox_specials_get(proc->user.set, &specials);
 	if (mailbox_list_autocreate(root, &specials.names, &error) < 0)
 		i_error("Creating the default mailboxes failed: %s", error);
+	imap_quota_init(&proc->user);
 	proc->master = master_service_connect_master(proc->service,
 		IPC_PROTO_IMAP_MASTER, master_input, proc);
 	linger_start(proc);
@@ -229,6 +247,7 @@ int main(void)
 	master_service_run(proc->service);
 
 	imap_deinit_clients(proc, "Server shutting down.");
+	imap_deliver_conns_destroy_all(&proc->user);
 	imap_status_cache_free(&proc->user.status_cache);
 	timeout_remove(&proc->to_linger);
 	if (proc->master != NULL)

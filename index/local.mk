@@ -21,7 +21,13 @@ index_libindex_a_SOURCES = \
 	index/mailbox-list-ops.c index/mailbox-subscriptions.c \
 	index/maildir-watch.c index/maildir-watch.h \
 	index/maildir-ghost.c index/maildir-ghost.h \
-	index/maildir-staged.c
+	index/maildir-staged.c \
+	index/maildir-import.c index/maildir-import.h \
+	index/maildir-import-dovecot.c index/maildir-import-courier.c \
+	index/mailbox-import.c \
+	index/mailbox-delivery.c \
+	index/mailbox-quota.c index/mailbox-quota.h \
+	index/mailbox-quota-account.c index/mailbox-quota-warning.c
 LIBINDEX = index/libindex.a
 
 INDEX_TEST_LDADD = $(LIBINDEX) $(LIBMAILINDEX) tests/unit/libtest.a $(LIBMOAT) \
@@ -33,7 +39,8 @@ INDEX_TESTS = \
 	index/test-maildir-keywords \
 	index/test-mailbox-copy \
 	index/test-mailbox-append-multi \
-	index/test-maildir-watch
+	index/test-maildir-watch \
+	index/test-mailbox-quota
 check_PROGRAMS += $(INDEX_TESTS)
 TESTS += $(INDEX_TESTS)
 index_test_maildir_filename_LDADD = $(INDEX_TEST_LDADD)
@@ -49,7 +56,14 @@ index_test_mailbox_copy_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_mailbox_append_multi_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_append_multi_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_maildir_watch_LDADD = $(INDEX_TEST_LDADD)
+# taking over Dovecot's and Courier's files (maildir-import.h)
+check_PROGRAMS += index/test-maildir-import
+TESTS += index/test-maildir-import
+index_test_maildir_import_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_import_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_maildir_watch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+index_test_mailbox_quota_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_quota_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 
 # mailbox names and the mailbox list (LIST, CREATE, DELETE, RENAME)
 INDEX_TESTS_LIST = index/test-mailbox-name index/test-mailbox-list
@@ -89,6 +103,12 @@ check_PROGRAMS += index/test-maildir-ghost
 TESTS += index/test-maildir-ghost
 index_test_maildir_ghost_LDADD = $(INDEX_TEST_LDADD)
 index_test_maildir_ghost_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+# a directory scan racing another process's STORE or EXPUNGE between its
+# readdir and its lock (two processes, the race order forced)
+check_PROGRAMS += index/test-maildir-sync-race
+TESTS += index/test-maildir-sync-race
+index_test_maildir_sync_race_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_sync_race_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 noinst_PROGRAMS += index/bench-mailbox
 index_bench_mailbox_SOURCES = index/bench-mailbox.c
 index_bench_mailbox_LDADD = $(LIBINDEX) $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)

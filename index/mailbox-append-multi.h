@@ -12,11 +12,20 @@
 struct mailbox_append_multi;
 
 struct mailbox_append_multi *mailbox_append_multi_begin(struct mailbox *box);
+/* The same for a group commit of messages from several sources (LMTP
+   deliveries that arrived together): the messages are not fsynced one by
+   one; commit makes them all durable with one syncfs(2) (an fsync for a
+   single one) before publishing them. */
+struct mailbox_append_multi *
+mailbox_append_multi_begin_group(struct mailbox *box);
 /* Start the next message. internal_date (time_t)-1 = now; keywords are
    indexes of mailbox_keyword_get(). Returns 0 or -1. */
 int mailbox_append_multi_next(struct mailbox_append_multi *ctx,
 			      enum mail_flags flags, uint32_t keywords,
 			      time_t internal_date, const char **error_r);
+/* The next message is a delivery with an id (mailbox_append_begin_delivery()). */
+int mailbox_append_multi_next_delivery(struct mailbox_append_multi *ctx,
+				       const char *id, const char **error_r);
 /* Write the next part of the current message. Returns 0 or -1; after -1
    the context only accepts mailbox_append_multi_abort(). */
 int mailbox_append_multi_write(struct mailbox_append_multi *ctx,
@@ -27,6 +36,8 @@ int mailbox_append_multi_end(struct mailbox_append_multi *ctx,
 			     const char **error_r);
 /* Messages staged (ended) so far. */
 unsigned int mailbox_append_multi_count(struct mailbox_append_multi *ctx);
+/* Bytes written so far (for the quota). */
+uint64_t mailbox_append_multi_bytes(struct mailbox_append_multi *ctx);
 /* Publish every staged message: UIDs *first_uid_r .. + count - 1 in
    staging order. Frees the context either way. */
 int mailbox_append_multi_commit(struct mailbox_append_multi **ctx,

@@ -4,6 +4,7 @@
 #include "lib.h"
 #include "log.h"
 #include "mailbox-private.h"
+#include "maildir-import.h"
 
 #include <sys/stat.h>
 
@@ -43,6 +44,13 @@ int mailbox_keyword_get(struct mailbox *box, const char *name, bool create,
 	if (maildir_uidlist_lock_append(box->uidlist, error_r) < 0)
 		return -1;
 	int ret = maildir_keywords_add(box->keywords, name, idx_r, error_r);
+	if (ret > 0) {
+		/* a folder that came from Dovecot: its letters stay Dovecot's
+		   too (maildir-import.h) */
+		maildir_dovecot_keywords_mirror(box->path,
+			maildir_uidlist_get_uidvalidity(box->uidlist),
+			box->keywords);
+	}
 	maildir_uidlist_unlock(box->uidlist);
 	return ret;
 }

@@ -4,6 +4,7 @@
 #include "log.h"
 #include "strfuncs.h"
 #include "mailbox-list-private.h"
+#include "mailbox-quota.h"
 #include "maildir-uidlist.h"
 
 #include <dirent.h>
@@ -334,8 +335,17 @@ int mailbox_list_delete(const char *root, const char *name,
 		*error_r = "Mailbox has children, delete them first";
 		return -1;
 	}
+	/* what the folder held leaves the user's quota (when it has one) */
+	struct mailbox_quota_usage gone = { 0, 0 };
+	bool counted = mailbox_quota_folder_usage(root, path, &gone) == 0;
 	ret = children ? folder_empty(path, error_r) :
 		folder_remove(root, path, error_r);
+	if (ret == 0 && counted) {
+		const char *quota_error;
+		if (mailbox_quota_update(root, -gone.storage, -gone.messages,
+					 &quota_error) < 0)
+			i_error("quota: %s", quota_error);
+	}
 	mailbox_list_cache_invalidate(root);
 	return ret < 0 ? internal_error(code_r, error_r, *error_r) : 0;
 }

@@ -55,6 +55,9 @@ struct mailbox_fname_cache {
 struct mailbox {
 	char *name;
 	char *path;              /* the Maildir folder */
+	/* the mail root whose maildirsize counts this folder's messages,
+	   or NULL (mailbox_set_quota_root()) */
+	char *quota_root;
 	char *cur_dir, *new_dir, *tmp_dir;
 	int cur_fd;              /* O_PATH of cur/ for opening messages, or -1 */
 	enum mailbox_open_flags flags;
@@ -105,6 +108,9 @@ struct mailbox {
 	bool stamp_saved;        /* MAILBOX_DIRSTAMP_NAME holds the mtimes */
 	bool unlinks_unsynced;   /* expunges since mailbox_expunge_sync() */
 	time_t stamp_checked_at; /* last sync_stamp_refresh() look */
+	/* Set by mailbox_import_foreign(): the first index commit makes
+	   the messages below this uid not \Recent (0 = nothing to do). */
+	uint32_t import_first_recent;
 	char error[MAILBOX_ERROR_MAX];
 };
 
@@ -160,6 +166,18 @@ void mailbox_index_replace_flags(struct mail_index_transaction *t,
    (maildir-save.c). */
 void mailbox_index_add_savedate(struct mail_index_transaction *t,
 				uint32_t uid, time_t save_date);
+
+/* mailbox-import.c: a folder moat never indexed that another server
+   served gets its moat.uidlist (and keywords) from that server's files
+   (maildir-import.h). Called by a full sync before it scans. Returns 0
+   (also when there is nothing to import) or -1. */
+int mailbox_import_foreign(struct mailbox *box, const char **error_r);
+
+/* mailbox-quota-account.c: a change of the folder's messages, counted in
+   its quota root's maildirsize (if it has one); a failure is logged (the
+   next recalc fixes the count). */
+void mailbox_quota_account(struct mailbox *box, int64_t storage,
+			   int64_t messages);
 
 /* Publish staged messages (COPY, MULTIAPPEND): publish() gives them UIDs
    and moves them into box's cur/ while the uidlist lock is held; then

@@ -259,6 +259,8 @@ int mailbox_open(const char *root, const char *name,
 	if (mailbox_list_find_folder(root, name, norm, path) <= 0)
 		return 0;
 	struct mailbox *box = mailbox_alloc(path, norm, flags);
+	if ((flags & MAILBOX_OPEN_QUOTA) != 0)
+		mailbox_set_quota_root(box, root);
 	if (mailbox_create_dirs(box, error_r) < 0 ||
 	    mailbox_index_open(box, error_r) < 0 ||
 	    mailbox_sync(box, true, NULL, NULL, error_r) < 0) {
@@ -278,6 +280,7 @@ void mailbox_close(struct mailbox **_box)
 	const char *error;
 
 	*_box = NULL;
+	i_free(box->quota_root);
 	if (box->cache_trans != NULL)
 		(void)mailbox_cache_flush(box, &error);
 	if ((box->flags & MAILBOX_OPEN_SESSION) != 0)
@@ -1004,6 +1007,21 @@ static unsigned int ghost_holders(struct mailbox *box, uint32_t uid,
 	return n;
 }
 
+/* The bytes of the file that is about to go, for the quota: its S= or,
+   without one, its size on disk (0 if even that is gone). */
+static uint64_t msg_quota_size(struct mailbox *box, const char *fname,
+			       const char *path)
+{
+	struct maildir_filename fn;
+	struct stat st;
+
+	if (box->quota_root == NULL)
+		return 0;
+	if (maildir_filename_parse(fname, &fn) && fn.size != MAILDIR_SIZE_UNKNOWN)
+		return fn.size;
+	return lstat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
 /* Under the uidlist lock, so a directory scan's commit and ours are
    ordered: unlink, then tell the others through the log. With want_fd,
    the file is opened first and *fd_r is its descriptor (-1 if that
@@ -1038,12 +1056,14 @@ static int mailbox_msg_unlink_locked(struct mailbox *box, uint32_t seq,
 				want_fd = false;
 			}
 		}
+		uint64_t size = msg_quota_size(box, fname, path);
 		maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR, fname);
 		int ret = unlink(path);
 		int saved_errno = errno;
 		maildir_watch_settle(box->watch);
 		errno = saved_errno;
 		if (ret == 0) {
+			mailbox_quota_account(box, -(int64_t)size, -1);
 			box->unlinks_unsynced = true;
 			return 0;
 		}

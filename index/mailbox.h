@@ -35,6 +35,10 @@ enum mailbox_open_flags {
 	   (mailbox_msg_open() etc.) until this view's sync reports the
 	   expunge (RFC 2180 4.1.1; maildir-ghost.h). */
 	MAILBOX_OPEN_SESSION = 0x08,
+	/* The handle's saves, copies and expunges are counted in the mail
+	   root's quota file (mailbox-quota.h): what the user's own
+	   processes open. */
+	MAILBOX_OPEN_QUOTA = 0x10,
 };
 
 /* Names longer than this are refused (file system limits). */
@@ -54,6 +58,9 @@ int mailbox_open(const char *root, const char *name,
 		 enum mailbox_open_flags flags, struct mailbox **box_r,
 		 const char **error_r);
 void mailbox_close(struct mailbox **box);
+/* From now on the messages this handle saves (append, copy) and expunges
+   are counted in root's quota file (mailbox-quota.h). */
+void mailbox_set_quota_root(struct mailbox *box, const char *root);
 /* Whether the name refers to an existing mailbox (INBOX always does). */
 bool mailbox_name_is_inbox(const char *name);
 
@@ -259,6 +266,8 @@ int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
 		     uint32_t seq, const char **error_r);
 /* Number of messages staged. */
 unsigned int mailbox_copy_count(struct mailbox_copy_ctx *ctx);
+/* Bytes of the staged copies (for the quota). */
+uint64_t mailbox_copy_bytes(struct mailbox_copy_ctx *ctx);
 /* Publish the staged messages under the target's lock. They get the
    consecutive UIDs *first_uid_r .. + count - 1 in staging order. Frees
    the context either way; on failure nothing stays in the target. */
@@ -274,6 +283,20 @@ struct mailbox_append_ctx;
 int mailbox_append_begin(struct mailbox *box, enum mail_flags flags,
 			 time_t internal_date, struct mailbox_append_ctx **ctx_r,
 			 const char **error_r);
+/* mailbox_append_begin() for a delivery with an id (MAILDIR_DELIVERY_ID_LEN
+   lowercase hex digits, a digest of what was delivered): the file's name
+   carries it, so mailbox_find_delivery() can tell a retry from new mail. */
+int mailbox_append_begin_delivery(struct mailbox *box, const char *id,
+				  struct mailbox_append_ctx **ctx_r,
+				  const char **error_r);
+/* The delivery ids among the newest window messages, newest first: the
+   callback gets each id (NUL-terminated) with the message's uid. Returns
+   0, or -1 on error. */
+typedef void mailbox_delivery_callback_t(const char *id, uint32_t uid,
+					 void *context);
+int mailbox_scan_deliveries(struct mailbox *box, unsigned int window,
+			    mailbox_delivery_callback_t *callback,
+			    void *context, const char **error_r);
 /* Keywords (indexes of mailbox_keyword_get()) for the new message. */
 void mailbox_append_set_keywords(struct mailbox_append_ctx *ctx,
 				 uint32_t keywords);

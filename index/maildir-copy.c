@@ -50,6 +50,15 @@ unsigned int mailbox_copy_count(struct mailbox_copy_ctx *ctx)
 	return ctx->count;
 }
 
+uint64_t mailbox_copy_bytes(struct mailbox_copy_ctx *ctx)
+{
+	uint64_t size = 0;
+
+	for (unsigned int i = 0; i < ctx->count; i++)
+		size += ctx->items[i].size;
+	return size;
+}
+
 static struct copy_item *copy_new_item(struct mailbox_copy_ctx *ctx)
 {
 	if (ctx->count == ctx->alloc) {
@@ -455,6 +464,9 @@ int mailbox_copy_commit(struct mailbox_copy_ctx **_ctx, uint32_t *first_uid_r,
 	}
 	int ret = mailbox_publish_staged(dest, copy_publish_cb, ctx,
 					 first_uid_r, error_r);
+	if (ret == 0)
+		mailbox_quota_account(dest, (int64_t)mailbox_copy_bytes(ctx),
+				      ctx->count);
 	copy_free(_ctx, ret < 0);
 	return ret;
 }

@@ -192,6 +192,40 @@ void maildir_unique_init(struct maildir_unique *u)
 	maildir_hostname_sanitize(host, u->hostname, sizeof(u->hostname));
 }
 
+int maildir_unique_next_delivery(struct maildir_unique *u, const char *id,
+				 char *buf, size_t size)
+{
+	struct timeval tv;
+
+	i_assert(strlen(id) == MAILDIR_DELIVERY_ID_LEN &&
+		 strspn(id, "0123456789abcdef") == MAILDIR_DELIVERY_ID_LEN);
+	if (gettimeofday(&tv, NULL) < 0)
+		i_panic("gettimeofday() failed: %m");
+	int ret = snprintf(buf, size, "%lld.M%06ldP%ldQ%uD%s.%s",
+			   (long long)tv.tv_sec, (long)tv.tv_usec,
+			   (long)u->pid, ++u->counter, id, u->hostname);
+	return ret < 0 || (size_t)ret >= size ? -1 : 0;
+}
+
+bool maildir_base_get_delivery(const char *base, char *id_r)
+{
+	/* at the end of the second field: "<sec>.M..Q<n>D<id>.<host>" */
+	const char *dot = strchr(base, '.');
+	if (dot == NULL)
+		return false;
+	const char *end = strchr(dot + 1, '.');
+	size_t field = end == NULL ? strlen(dot + 1) : (size_t)(end - dot - 1);
+	if (field < MAILDIR_DELIVERY_ID_LEN + 1)
+		return false;
+	const char *d = dot + 1 + field - MAILDIR_DELIVERY_ID_LEN - 1;
+	if (d[0] != 'D' || strspn(d + 1, "0123456789abcdef") <
+	    MAILDIR_DELIVERY_ID_LEN)
+		return false;
+	memcpy(id_r, d + 1, MAILDIR_DELIVERY_ID_LEN);
+	id_r[MAILDIR_DELIVERY_ID_LEN] = '\0';
+	return true;
+}
+
 int maildir_unique_next(struct maildir_unique *u, char *buf, size_t size)
 {
 	struct timeval tv;

@@ -57,6 +57,15 @@ void maildir_hostname_sanitize(const char *host, char *buf, size_t size);
 /* "<sec>.M<usec>P<pid>Q<counter>.<host>" into buf. Returns 0 or -1 if it
    does not fit. */
 int maildir_unique_next(struct maildir_unique *u, char *buf, size_t size);
+/* The same with "D<id>" after the counter, for a delivery whose id
+   (lowercase hex, MAILDIR_DELIVERY_ID_LEN) names it, so that the name
+   itself, committed with the file, says it was delivered. */
+#define MAILDIR_DELIVERY_ID_LEN 32
+int maildir_unique_next_delivery(struct maildir_unique *u, const char *id,
+				 char *buf, size_t size);
+/* The delivery id base carries into id_r (MAILDIR_DELIVERY_ID_LEN + 1
+   bytes): true, or false if it has none. */
+bool maildir_base_get_delivery(const char *base, char *id_r);
 
 /* Flag letter <-> flag. */
 char maildir_flag_char(enum mail_flags flag);

@@ -21,11 +21,17 @@ struct maildir_keywords {
 
 struct maildir_keywords *maildir_keywords_init(const char *dir, bool fsync)
 {
+	return maildir_keywords_init_file(dir, MAILDIR_KEYWORDS_NAME, fsync);
+}
+
+struct maildir_keywords *
+maildir_keywords_init_file(const char *dir, const char *file_name, bool fsync)
+{
 	struct maildir_keywords *kw = i_malloc(sizeof(*kw));
 
 	kw->dir = i_strdup(dir);
-	kw->path = i_strdup_printf("%s/" MAILDIR_KEYWORDS_NAME, dir);
-	kw->tmp_path = i_strdup_printf("%s/" MAILDIR_KEYWORDS_NAME ".tmp", dir);
+	kw->path = i_strdup_printf("%s/%s", dir, file_name);
+	kw->tmp_path = i_strdup_printf("%s/%s.tmp", dir, file_name);
 	kw->fsync = fsync;
 	return kw;
 }
@@ -261,6 +267,24 @@ int maildir_keywords_add(struct maildir_keywords *kw, const char *name,
 	kw->have_stat = stat(kw->path, &kw->st) == 0;
 	*idx_r = i;
 	return 1;
+}
+
+int maildir_keywords_replace(struct maildir_keywords *kw,
+			     const char *const names[MAILDIR_KEYWORDS_MAX],
+			     const char **error_r)
+{
+	keywords_clear(kw);
+	for (unsigned int i = 0; i < MAILDIR_KEYWORDS_MAX; i++) {
+		if (names[i] != NULL && maildir_keyword_is_valid(names[i]) &&
+		    maildir_keywords_lookup(kw, names[i]) == -1)
+			kw->names[i] = i_strdup(names[i]);
+	}
+	if (keywords_write(kw, error_r) < 0) {
+		kw->have_stat = false;   /* read the file again */
+		return -1;
+	}
+	kw->have_stat = stat(kw->path, &kw->st) == 0;
+	return 0;
 }
 
 uint32_t maildir_keywords_from_letters(const char *letters)

@@ -25,6 +25,10 @@
 struct maildir_keywords;
 
 struct maildir_keywords *maildir_keywords_init(const char *dir, bool fsync);
+/* The same for a file of this format with another name in dir (Dovecot's
+   dovecot-keywords has it too: maildir-import.h). */
+struct maildir_keywords *
+maildir_keywords_init_file(const char *dir, const char *file_name, bool fsync);
 void maildir_keywords_deinit(struct maildir_keywords **kw);
 
 /* Re-read the file if it changed. Returns 1 if the names changed, 0 if
@@ -47,6 +51,13 @@ uint32_t maildir_keywords_defined(struct maildir_keywords *kw);
    error. */
 int maildir_keywords_add(struct maildir_keywords *kw, const char *name,
 			 unsigned int *idx_r, const char **error_r);
+
+/* Make the names exactly these (names[i] is letter 'a' + i; NULL, invalid
+   and repeated ones are left out) and replace the file. The caller holds
+   the uidlist lock. Returns 0 or -1. */
+int maildir_keywords_replace(struct maildir_keywords *kw,
+			     const char *const names[MAILDIR_KEYWORDS_MAX],
+			     const char **error_r);
 
 /* RFC 9051 flag-keyword: a non-empty atom (no SP, CTL, 8-bit, "(){%*\"\\]")
    of at most MAILDIR_KEYWORD_NAME_MAX bytes. */

@@ -35,6 +35,11 @@ struct mailbox_append_multi {
 	struct multi_item *cur;     /* being written, or NULL */
 	int fd;
 	bool failed;
+	/* group commit: the messages' data reaches the disk with one
+	   syncfs() at commit instead of an fsync() each (sync_fd: an fd on
+	   the file system, the first message's) */
+	bool group;
+	int sync_fd;
 };
 
 struct mailbox_append_multi *mailbox_append_multi_begin(struct mailbox *box)
@@ -45,12 +50,31 @@ struct mailbox_append_multi *mailbox_append_multi_begin(struct mailbox *box)
 	ctx->box = box;
 	ctx->pool = pool;
 	ctx->fd = -1;
+	ctx->sync_fd = -1;
+	return ctx;
+}
+
+struct mailbox_append_multi *
+mailbox_append_multi_begin_group(struct mailbox *box)
+{
+	struct mailbox_append_multi *ctx = mailbox_append_multi_begin(box);
+
+	ctx->group = true;
 	return ctx;
 }
 
 unsigned int mailbox_append_multi_count(struct mailbox_append_multi *ctx)
 {
 	return ctx->cur == NULL ? ctx->count : ctx->count - 1;
+}
+
+uint64_t mailbox_append_multi_bytes(struct mailbox_append_multi *ctx)
+{
+	uint64_t size = 0;
+
+	for (unsigned int i = 0; i < ctx->count; i++)
+		size += ctx->items[i].size;
+	return size;
 }
 
 static struct multi_item *multi_new_item(struct mailbox_append_multi *ctx)
@@ -65,9 +89,9 @@ static struct multi_item *multi_new_item(struct mailbox_append_multi *ctx)
 	return item;
 }
 
-int mailbox_append_multi_next(struct mailbox_append_multi *ctx,
-			      enum mail_flags flags, uint32_t keywords,
-			      time_t internal_date, const char **error_r)
+static int multi_next(struct mailbox_append_multi *ctx, enum mail_flags flags,
+		      uint32_t keywords, time_t internal_date,
+		      const char *delivery_id, const char **error_r)
 {
 	struct mailbox *box = ctx->box;
 
@@ -77,8 +101,10 @@ int mailbox_append_multi_next(struct mailbox_append_multi *ctx,
 	item->internal_date = internal_date;
 	item->keywords = keywords;
 	maildir_keywords_to_letters(keywords, item->kw_letters);
-	if (maildir_unique_next(&box->unique, item->base,
-				sizeof(item->base)) < 0) {
+	if ((delivery_id == NULL ?
+	     maildir_unique_next(&box->unique, item->base, sizeof(item->base)) :
+	     maildir_unique_next_delivery(&box->unique, delivery_id, item->base,
+					  sizeof(item->base))) < 0) {
 		ctx->count--;
 		ctx->failed = true;
 		*error_r = "Can't generate a file name";
@@ -97,6 +123,19 @@ int mailbox_append_multi_next(struct mailbox_append_multi *ctx,
 	}
 	ctx->cur = item;
 	return 0;
+}
+
+int mailbox_append_multi_next(struct mailbox_append_multi *ctx,
+			      enum mail_flags flags, uint32_t keywords,
+			      time_t internal_date, const char **error_r)
+{
+	return multi_next(ctx, flags, keywords, internal_date, NULL, error_r);
+}
+
+int mailbox_append_multi_next_delivery(struct mailbox_append_multi *ctx,
+				       const char *id, const char **error_r)
+{
+	return multi_next(ctx, 0, 0, (time_t)-1, id, error_r);
 }
 
 int mailbox_append_multi_write(struct mailbox_append_multi *ctx,
@@ -156,7 +195,8 @@ int mailbox_append_multi_end(struct mailbox_append_multi *ctx,
 	int ret = 0;
 
 	i_assert(item != NULL && !ctx->failed);
-	if ((box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 && fsync(ctx->fd) < 0) {
+	if ((box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 && !ctx->group &&
+	    fsync(ctx->fd) < 0) {
 		*error_r = mailbox_set_error(box, "fsync(%s) failed: %m",
 					     item->tmp_path);
 		ret = -1;
@@ -183,6 +223,10 @@ int mailbox_append_multi_end(struct mailbox_append_multi *ctx,
 		*error_r = "File name too long";
 		ret = -1;
 	}
+	if (ctx->group && ctx->sync_fd == -1) {
+		ctx->sync_fd = ctx->fd;   /* kept for the one syncfs() */
+		ctx->fd = -1;
+	}
 	i_close_fd(&ctx->fd);
 	ctx->cur = NULL;
 	if (ret < 0)
@@ -197,6 +241,7 @@ static void multi_free(struct mailbox_append_multi **_ctx, bool failed)
 	*_ctx = NULL;
 	if (ctx->fd != -1)
 		i_close_fd(&ctx->fd);
+	i_close_fd(&ctx->sync_fd);
 	unsigned int announced = 0;
 	for (unsigned int i = 0; i < ctx->count && failed; i++) {
 		const char *path = ctx->items[i].cur_path != NULL ?
@@ -311,8 +356,20 @@ int mailbox_append_multi_commit(struct mailbox_append_multi **_ctx,
 		multi_free(_ctx, false);
 		return 0;
 	}
+	/* group commit: every staged file's data and inode in one go, before
+	   any of them becomes visible */
+	if (ctx->group && (box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 &&
+	    (ctx->count == 1 ? fsync(ctx->sync_fd) : syncfs(ctx->sync_fd)) < 0) {
+		*error_r = mailbox_set_error(box, "syncfs(%s) failed: %m",
+					     box->tmp_dir);
+		multi_free(_ctx, true);
+		return -1;
+	}
 	int ret = mailbox_publish_staged(box, multi_publish_cb, ctx,
 					 first_uid_r, error_r);
+	if (ret == 0)
+		mailbox_quota_account(box, (int64_t)mailbox_append_multi_bytes(ctx),
+				      ctx->count);
 	multi_free(_ctx, ret < 0);
 	return ret;
 }

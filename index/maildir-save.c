@@ -23,9 +23,9 @@ struct mailbox_append_ctx {
 	bool last_cr, failed;
 };
 
-int mailbox_append_begin(struct mailbox *box, enum mail_flags flags,
-			 time_t internal_date, struct mailbox_append_ctx **ctx_r,
-			 const char **error_r)
+static int append_begin(struct mailbox *box, enum mail_flags flags,
+			time_t internal_date, const char *delivery_id,
+			struct mailbox_append_ctx **ctx_r, const char **error_r)
 {
 	struct mailbox_append_ctx *ctx = i_malloc(sizeof(*ctx));
 
@@ -33,7 +33,10 @@ int mailbox_append_begin(struct mailbox *box, enum mail_flags flags,
 	ctx->flags = flags & MAIL_FLAGS_PERMANENT;
 	ctx->internal_date = internal_date;
 	ctx->fd = -1;
-	if (maildir_unique_next(&box->unique, ctx->base, sizeof(ctx->base)) < 0) {
+	if ((delivery_id == NULL ?
+	     maildir_unique_next(&box->unique, ctx->base, sizeof(ctx->base)) :
+	     maildir_unique_next_delivery(&box->unique, delivery_id, ctx->base,
+					  sizeof(ctx->base))) < 0) {
 		*error_r = "Can't generate a file name";
 		i_free(ctx);
 		return -1;
@@ -50,6 +53,20 @@ int mailbox_append_begin(struct mailbox *box, enum mail_flags flags,
 	}
 	*ctx_r = ctx;
 	return 0;
+}
+
+int mailbox_append_begin(struct mailbox *box, enum mail_flags flags,
+			 time_t internal_date, struct mailbox_append_ctx **ctx_r,
+			 const char **error_r)
+{
+	return append_begin(box, flags, internal_date, NULL, ctx_r, error_r);
+}
+
+int mailbox_append_begin_delivery(struct mailbox *box, const char *id,
+				  struct mailbox_append_ctx **ctx_r,
+				  const char **error_r)
+{
+	return append_begin(box, 0, (time_t)-1, id, ctx_r, error_r);
 }
 
 int mailbox_append_write(struct mailbox_append_ctx *ctx, const void *data,
@@ -247,6 +264,7 @@ int mailbox_append_finish(struct mailbox_append_ctx **_ctx, uint32_t *uid_r,
 		append_free(_ctx, true);
 		return -1;
 	}
+	mailbox_quota_account(box, (int64_t)ctx->size, 1);
 	append_free(_ctx, false);
 	if ((box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 &&
 	    maildir_fsync_dir(box->cur_dir) < 0) {

@@ -702,6 +702,13 @@ static unsigned int sync_index_fill(struct mailbox *box,
 			    (r->fname_flags == (x->flags & MAIL_FLAGS_PERMANENT) &&
 			     r->fname_keywords == x->keywords))
 				continue;   /* a name read in a race may be stale */
+			/* The readdir ran before the lock: another process may
+			   have renamed the file since and committed its flags
+			   (x has them). Our writers rename only under this
+			   lock, so a name still there now is the file's own;
+			   one that is not would revert an acknowledged STORE. */
+			if (!sync_stat_file(box, r->fname, &st))
+				continue;
 			mailbox_index_replace_flags(t, x->uid, r->fname_flags,
 						    r->fname_keywords);
 			changes++;
@@ -794,6 +801,12 @@ static int sync_index(struct mailbox *box, uint32_t scan_next_uid,
 			new_from = first_new_uid;
 			continue;
 		}
+		if (box->import_first_recent > 1) {
+			/* imported: the other server's messages are old */
+			mail_index_update_first_recent(t,
+						       box->import_first_recent);
+			changes++;
+		}
 		uint32_t next_uid = maildir_uidlist_get_next_uid(ul);
 		if (next_uid > status.next_uid) {
 			mail_index_update_header(t, 0, next_uid);
@@ -805,6 +818,7 @@ static int sync_index(struct mailbox *box, uint32_t scan_next_uid,
 		}
 		if (mailbox_index_commit(box, &t, error_r) < 0)
 			return -1;
+		box->import_first_recent = 0;
 		if (index_view_sync(box, error_r) < 0)
 			return -1;
 		sync_index_checkpoint(box, changes);
@@ -981,6 +995,10 @@ static int sync_full(struct sync_ctx *ctx, const char **error_r)
 		return -1;
 	if (!mailbox_is_readonly(box))
 		sync_clean_tmp(box);
+	/* a Dovecot or Courier folder keeps its UIDs (before the scan:
+	   Courier's keywords rename files) */
+	if (mailbox_import_foreign(box, error_r) < 0)
+		return -1;
 	/* mtimes before the scan: a change during it shows up next time */
 	if (!dir_mtime_get(box->cur_dir, &cur) ||
 	    !dir_mtime_get(box->new_dir, &new)) {

@@ -3,6 +3,7 @@
 #include "log.h"
 #include "maildir-filename.h"
 #include "maildir-uidlist.h"
+#include "maildir-import.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -29,6 +30,10 @@ struct maildir_uidlist {
 	   is known, records before valid_end are not in memory. */
 	bool partial;
 	unsigned int written_count;
+	/* Records from this uid on are not in a dovecot-uidlist that shares
+	   our UIDVALIDITY yet: the next write appends them there too
+	   (maildir-import.h, switching back to Dovecot). */
+	uint32_t mirror_next_uid;
 	/* End of the last complete, valid line: a torn tail after it (a
 	   crash during an append) is ignored and cut by the next append. */
 	uint64_t valid_end;
@@ -282,6 +287,7 @@ static void uidlist_reset_new(struct maildir_uidlist *ul)
 	if (ul->uid_validity <= old_validity)
 		ul->uid_validity = old_validity + 1;
 	ul->next_uid = 1;
+	ul->mirror_next_uid = 1;
 	ul->dirty = true;
 	ul->was_reset = true;
 }
@@ -324,6 +330,7 @@ static int uidlist_read_fd(struct maildir_uidlist *ul, int fd,
 		ul->dirty = false;
 		ul->written_count = ul->count;
 	}
+	ul->mirror_next_uid = ul->next_uid;
 	free(data);
 	return 0;
 }
@@ -455,6 +462,7 @@ static int uidlist_read_tail(struct maildir_uidlist *ul, int fd,
 	uidlist_clear(ul);
 	ul->uid_validity = hdr_validity;
 	ul->next_uid = MAX(hdr_next, last_uid + 1);
+	ul->mirror_next_uid = ul->next_uid;
 	ul->partial = true;
 	ul->valid_end = valid_end;
 	ul->dirty = false;
@@ -638,6 +646,44 @@ maildir_uidlist_add(struct maildir_uidlist *ul, const char *base,
 	rec->vsize = vsize;
 	/* appended at the next write (no rewrite needed) */
 	return rec;
+}
+
+void maildir_uidlist_import_begin(struct maildir_uidlist *ul,
+				  uint32_t uidvalidity, uint32_t next_uid)
+{
+	i_assert(ul->lock_fd != -1 && !ul->partial);
+	i_assert(uidvalidity != 0 && next_uid != 0);
+	uidlist_clear(ul);
+	ul->uid_validity = uidvalidity;
+	ul->next_uid = next_uid;
+	ul->dirty = true;
+	/* the UIDs persist: no reset for the caller to handle */
+	ul->was_reset = false;
+	/* the other server's list already holds every record added here */
+	ul->mirror_next_uid = next_uid;
+}
+
+int maildir_uidlist_add_uid(struct maildir_uidlist *ul, uint32_t uid,
+			    const char *base, size_t base_len, uint64_t size,
+			    uint64_t vsize)
+{
+	i_assert(ul->lock_fd != -1 && !ul->partial);
+	i_assert(maildir_uidlist_base_is_valid(base, base_len));
+	if (uid == 0 || uid == UINT32_MAX ||
+	    (ul->count > 0 && uid <= ul->recs[ul->count - 1].uid))
+		return -1;
+	struct maildir_uidlist_rec *rec = uidlist_new_rec(ul);
+	rec->uid = uid;
+	char *copy = p_malloc(ul->pool, base_len + 1);   /* zero-filled */
+	memcpy(copy, base, base_len);
+	rec->base = copy;
+	rec->size = size;
+	rec->vsize = vsize;
+	if (uid >= ul->next_uid)
+		ul->next_uid = uid + 1;
+	if (uid >= ul->mirror_next_uid)
+		ul->mirror_next_uid = uid + 1;
+	return 0;
 }
 
 void maildir_uidlist_set_dirty(struct maildir_uidlist *ul)
@@ -839,7 +885,52 @@ int maildir_fsync_dir(const char *dir)
 	return ret;
 }
 
-int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r)
+/* After a write: append the records Dovecot's list lacks to the
+   folder's dovecot-uidlist, when it numbers the messages as we do (the
+   same UIDVALIDITY: the folder came from Dovecot). Dovecot reads lines
+   appended after its header's next UID and raises it past them, so a
+   switch back keeps every UID. Failures only log: our own list is
+   written and right. */
+static void uidlist_mirror_dovecot(struct maildir_uidlist *ul)
+{
+	char path[PATH_MAX], line[UIDLIST_LINE_SIZE];
+	uint32_t from = ul->mirror_next_uid;
+	int fd;
+
+	ul->mirror_next_uid = ul->next_uid;
+	if (ul->count == 0 || ul->recs[ul->count - 1].uid < from ||
+	    snprintf(path, sizeof(path), "%s/" MAILDIR_DOVECOT_UIDLIST_NAME,
+		     ul->dir) >= (int)sizeof(path))
+		return;
+	int ret = maildir_dovecot_uidlist_open_append(path, ul->uid_validity,
+						      &fd);
+	if (ret <= 0)
+		return;
+	struct uidlist_writer *w = i_malloc(sizeof(*w));
+	w->fd = fd;
+	struct stat st;
+	w->offset = fstat(fd, &st) < 0 ? 0 : (uint64_t)st.st_size;
+	w->failed = w->offset == 0;
+	for (unsigned int i = 0; i < ul->count && !w->failed; i++) {
+		const struct maildir_uidlist_rec *rec = &ul->recs[i];
+		if (rec->uid < from || rec->expunged)
+			continue;
+		int n = snprintf(line, sizeof(line), "%u :%s\n", rec->uid,
+				 rec->base);
+		i_assert(n > 0 && (size_t)n < sizeof(line));
+		writer_add(w, line, (size_t)n);
+	}
+	writer_flush(w);
+	if (w->failed || (ul->fsync && fdatasync(fd) < 0))
+		i_warning("%s: keeping it in step with %s failed: %m "
+			  "(a switch back to Dovecot gives the missing "
+			  "messages new UIDs)", path, ul->path);
+	i_free(w);
+	i_close_fd(&fd);
+}
+
+static int maildir_uidlist_write_own(struct maildir_uidlist *ul,
+				     const char **error_r)
 {
 	i_assert(ul->lock_fd != -1);
 
@@ -889,6 +980,14 @@ int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r)
 	ul->was_reset = false;
 	ul->written_count = ul->count;
 	ul->valid_end = (uint64_t)ul->file_st.st_size;
+	return 0;
+}
+
+int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r)
+{
+	if (maildir_uidlist_write_own(ul, error_r) < 0)
+		return -1;
+	uidlist_mirror_dovecot(ul);
 	return 0;
 }
 

@@ -30,6 +30,10 @@
    same way; rewrites write V2. An appender reads only the header and the
    last UIDLIST_TAIL_READ_SIZE bytes (maildir_uidlist_lock_append()).
 
+   A folder that came from Dovecot (maildir-import.h) starts as a copy of
+   its dovecot-uidlist; while that file has our UIDVALIDITY, every write
+   also appends the new records to it in Dovecot's format.
+
    The uidlist owns its records; pointers returned stay valid until the
    next refresh, lock or write. */
 
@@ -129,6 +133,19 @@ int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r);
    records (expunged ones): the next write replaces the file. */
 void maildir_uidlist_set_dirty(struct maildir_uidlist *ul);
 bool maildir_uidlist_is_dirty(struct maildir_uidlist *ul);
+
+/* Locked only. Start the list over as a copy of another server's (a
+   Maildir that Dovecot or Courier served, maildir-import.h): no records,
+   these UIDVALIDITY and next_uid; the next write replaces the file. */
+void maildir_uidlist_import_begin(struct maildir_uidlist *ul,
+				  uint32_t uidvalidity, uint32_t next_uid);
+/* Locked only, after import_begin(). Add base (valid for
+   maildir_uidlist_base_is_valid()) with exactly this uid. Returns 0, or
+   -1 (nothing added) if uid is not above the last record's. next_uid is
+   raised past uid. */
+int maildir_uidlist_add_uid(struct maildir_uidlist *ul, uint32_t uid,
+			    const char *base, size_t base_len, uint64_t size,
+			    uint64_t vsize);
 
 /* fsync a directory (after a rename into it). Returns 0 or -1 (errno). */
 int maildir_fsync_dir(const char *dir);

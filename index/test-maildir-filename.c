@@ -87,6 +87,27 @@ static void test_unique(void)
 	test_assert_str(host, "a\\057b\\072c");
 }
 
+static void test_delivery_id(void)
+{
+	struct maildir_unique u;
+	char a[MAILDIR_FILENAME_MAX], id[MAILDIR_DELIVERY_ID_LEN + 1];
+	const char *want = "0123456789abcdef0123456789abcdef";
+
+	maildir_unique_init(&u);
+	test_assert(maildir_unique_next_delivery(&u, want, a, sizeof(a)) == 0);
+	test_assert(strstr(a, "Q1D0123456789abcdef") != NULL);
+	test_assert(maildir_base_get_delivery(a, id));
+	test_assert_str(id, want);
+	test_assert(maildir_unique_next(&u, a, sizeof(a)) == 0);
+	test_assert(!maildir_base_get_delivery(a, id));
+	/* other writers' names: no id, whatever they look like */
+	test_assert(!maildir_base_get_delivery("1234.M1P2Q3.host", id));
+	test_assert(!maildir_base_get_delivery("1234", id));
+	test_assert(!maildir_base_get_delivery("1234.xD0123456789abcdef0123456789abcdeX.h", id));
+	test_assert(!maildir_base_get_delivery("1.D0123456789ABCDEF0123456789ABCDEF.h", id));
+	test_assert(maildir_base_get_delivery("1.D0123456789abcdef0123456789abcdef", id));
+}
+
 static int write_file(const char *path, const char *data)
 {
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -129,4 +150,5 @@ static void test_crlf(void)
 }
 
 TEST_MAIN(TEST(test_parse), TEST(test_make), TEST(test_unique),
+	  TEST(test_delivery_id),
 	  TEST(test_crlf))

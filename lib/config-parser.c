@@ -26,6 +26,7 @@ struct config_parser {
 	unsigned int files_opened;
 	unsigned int section_depth;
 	const char *error;      /* set once, on the first failure */
+	enum config_parse_flags flags;
 };
 
 struct config_file {
@@ -229,6 +230,11 @@ static int read_value_file(struct config_file *file, const char *path,
 {
 	const char *full = resolve_path(file, path);
 	int fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES &&
+	    (file->parser->flags & CONFIG_PARSE_FLAG_UNREADABLE_EMPTY) != 0) {
+		*value_r = i_strdup("");
+		return 0;
+	}
 	if (fd < 0) {
 		return file_error(file, "open(%s) failed: %s", full,
 				  strerror(errno));
@@ -491,9 +497,17 @@ static int parse_finish(struct config_parser *parser, int ret, pool_t pool,
 int config_parse_file(const char *path, config_callback_t *callback,
 		      void *context, pool_t pool, const char **error_r)
 {
+	return config_parse_file_flags(path, 0, callback, context, pool,
+				       error_r);
+}
+
+int config_parse_file_flags(const char *path, enum config_parse_flags flags,
+			    config_callback_t *callback, void *context,
+			    pool_t pool, const char **error_r)
+{
 	struct config_parser parser = {
 		.callback = callback, .context = context,
-		.pool = pool_create("config parser", 4096),
+		.pool = pool_create("config parser", 4096), .flags = flags,
 	};
 
 	int ret = parse_path(&parser, NULL, path, false);
@@ -556,34 +570,76 @@ int config_parse_size(const char *str, uint64_t *size_r, const char **error_r)
 	return 0;
 }
 
-int config_parse_time(const char *str, unsigned int *secs_r,
-		      const char **error_r)
-{
-	static const struct { const char *name; unsigned int secs; } units[] = {
-		{ "", 1 }, { "s", 1 }, { "sec", 1 }, { "secs", 1 },
-		{ "m", 60 }, { "min", 60 }, { "mins", 60 },
-		{ "h", 3600 }, { "hour", 3600 }, { "hours", 3600 },
-		{ "d", 86400 }, { "day", 86400 }, { "days", 86400 },
-	};
-	const char *p = str;
-	uint64_t num;
+struct time_unit {
+	const char *name;
+	unsigned int msecs;
+};
 
-	if (parse_number(&p, &num) == 0) {
-		p = skip_ws(p);
-		for (size_t i = 0; i < N_ELEMENTS(units); i++) {
-			if (strcmp(p, units[i].name) != 0)
-				continue;
-			if (num > UINT_MAX / units[i].secs) {
-				*error_r = "time too large";
-				return -1;
-			}
-			*secs_r = (unsigned int)num * units[i].secs;
+/* The first entry is what a bare number means. */
+static const struct time_unit time_units[] = {
+	{ "", 1000 }, { "s", 1000 }, { "sec", 1000 }, { "secs", 1000 },
+	{ "m", 60000 }, { "min", 60000 }, { "mins", 60000 },
+	{ "h", 3600000 }, { "hour", 3600000 }, { "hours", 3600000 },
+	{ "d", 86400000 }, { "day", 86400000 }, { "days", 86400000 },
+};
+/* Only for settings kept in milliseconds. */
+static const struct time_unit msec_units[] = {
+	{ "ms", 1 }, { "msec", 1 }, { "msecs", 1 },
+};
+
+static int time_find_unit(const char *p, bool msecs, unsigned int *unit_r)
+{
+	for (size_t i = 0; i < N_ELEMENTS(time_units); i++) {
+		if (strcmp(p, time_units[i].name) == 0) {
+			*unit_r = time_units[i].msecs;
 			return 0;
 		}
 	}
-	*error_r = "invalid time (use a number with an optional unit: secs, "
+	for (size_t i = 0; msecs && i < N_ELEMENTS(msec_units); i++) {
+		if (strcmp(p, msec_units[i].name) == 0) {
+			*unit_r = msec_units[i].msecs;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* result_unit: 1000 to get seconds, 1 to get milliseconds. */
+static int parse_time_in(const char *str, unsigned int result_unit,
+			 unsigned int *value_r, const char **error_r)
+{
+	const char *p = str;
+	unsigned int unit;
+	uint64_t num;
+
+	if (parse_number(&p, &num) == 0 &&
+	    time_find_unit(skip_ws(p), result_unit == 1, &unit) == 0) {
+		unit /= result_unit;
+		if (num > UINT_MAX / unit) {
+			*error_r = "time too large";
+			return -1;
+		}
+		*value_r = (unsigned int)num * unit;
+		return 0;
+	}
+	*error_r = result_unit == 1 ?
+		"invalid time (use a number with an optional unit: ms, secs, "
+		"mins, hours or days)" :
+		"invalid time (use a number with an optional unit: secs, "
 		"mins, hours or days)";
 	return -1;
+}
+
+int config_parse_time(const char *str, unsigned int *secs_r,
+		      const char **error_r)
+{
+	return parse_time_in(str, 1000, secs_r, error_r);
+}
+
+int config_parse_time_msecs(const char *str, unsigned int *msecs_r,
+			    const char **error_r)
+{
+	return parse_time_in(str, 1, msecs_r, error_r);
 }
 
 int config_parse_bool(const char *str, bool *value_r, const char **error_r)
@@ -650,6 +706,13 @@ int config_append_size(buffer_t *out, uint64_t size)
 		return buffer_printf(out, "%llu", (unsigned long long)size);
 	return buffer_printf(out, "%llu%c", (unsigned long long)size,
 			     units[i - 1]);
+}
+
+int config_append_time_msecs(buffer_t *out, unsigned int msecs)
+{
+	if (msecs % 1000 == 0)
+		return config_append_time(out, msecs / 1000);
+	return buffer_printf(out, "%u ms", msecs);
 }
 
 int config_append_time(buffer_t *out, unsigned int secs)

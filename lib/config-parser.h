@@ -15,8 +15,9 @@
      # comment              anywhere outside quotes
 
    Each file must close the sections it opens. Errors come back as
-   "FILE:LINE: message". The parser runs in master only, on root-owned
-   files, but every line, file and nesting level is still bounded. */
+   "FILE:LINE: message". The parser runs in master and in tools an admin
+   or the MTA runs (moat-lda), on the admin's files; every line, file and
+   nesting level is bounded. */
 
 #include "mempool.h"
 #include "buffer.h"
@@ -56,9 +57,18 @@ struct config_event {
 typedef int config_callback_t(const struct config_event *event, void *context,
 			      const char **error_r);
 
+enum config_parse_flags {
+	/* A <file value the process may not read (EACCES: the TLS key, for
+	   a tool running as a mail user) is the empty string. */
+	CONFIG_PARSE_FLAG_UNREADABLE_EMPTY = 0x01,
+};
+
 /* Parse path. Returns 0, or -1 with *error_r allocated from pool. */
 int config_parse_file(const char *path, config_callback_t *callback,
 		      void *context, pool_t pool, const char **error_r);
+int config_parse_file_flags(const char *path, enum config_parse_flags flags,
+			    config_callback_t *callback, void *context,
+			    pool_t pool, const char **error_r);
 /* The same from fd, read from offset 0 with pread (the fd's own offset is
    left alone, so a memfd can be read again). name is used in messages and
    its directory for relative !include paths. fd stays open. */
@@ -68,11 +78,14 @@ int config_parse_fd(int fd, const char *name, config_callback_t *callback,
 /* Value parsers for the typed settings; *error_r is a static string.
    size: a number with an optional B/k/M/G/T suffix (any case, powers of
    1024, a space allowed before it). time: a number with an optional unit
-   s/sec/secs/m/min/mins/h/hour/hours/d/day/days (default seconds).
-   bool: exactly "yes" or "no". */
+   s/sec/secs/m/min/mins/h/hour/hours/d/day/days (default seconds);
+   time_msecs: the same in milliseconds, and ms/msec/msecs are units
+   too. bool: exactly "yes" or "no". */
 int config_parse_size(const char *str, uint64_t *size_r, const char **error_r);
 int config_parse_time(const char *str, unsigned int *secs_r,
 		      const char **error_r);
+int config_parse_time_msecs(const char *str, unsigned int *msecs_r,
+			    const char **error_r);
 int config_parse_bool(const char *str, bool *value_r, const char **error_r);
 
 /* The writing side: each appends text the parser reads back to the same
@@ -81,5 +94,7 @@ bool config_value_needs_quotes(const char *value);
 int config_append_value(buffer_t *out, const char *value) ATTR_WARN_UNUSED;
 int config_append_size(buffer_t *out, uint64_t size) ATTR_WARN_UNUSED;
 int config_append_time(buffer_t *out, unsigned int secs) ATTR_WARN_UNUSED;
+/* Whole seconds as config_append_time() does, else "N ms". */
+int config_append_time_msecs(buffer_t *out, unsigned int msecs) ATTR_WARN_UNUSED;
 
 #endif

@@ -18,6 +18,11 @@
 /* Scratch buffers grown past this are freed at reset, so one long line
    does not pin memory for the connection's lifetime. */
 #define IMAP_PARSER_SCRATCH_KEEP 4096
+/* Likewise for the argument array: a command with more arguments than
+   this gives its array back at reset. */
+#define IMAP_PARSER_FLAT_KEEP 64
+/* ... and for the list of grown literal buffers. */
+#define IMAP_PARSER_BIG_KEEP 4
 
 enum parser_state {
 	PS_ARG_START,	/* an argument may start; arg_ctx says what preceded */
@@ -76,7 +81,7 @@ struct build_level {
 
 struct imap_parser {
 	pool_t pool;
-	struct imap_parser_settings set;
+	struct imap_parser_settings set;   /* 0s replaced by the defaults */
 	enum imap_parser_flags flags;
 	enum parser_state state;
 	enum arg_ctx arg_ctx;
@@ -89,6 +94,9 @@ struct imap_parser {
 	struct build_level *build_stack;
 	const struct imap_arg *args;
 	size_t line_len;
+	/* literal bytes the parser holds for this command (announced ones
+	   included): with line_len bounded by max_command_size */
+	uint64_t literal_total;
 
 	/* the atom or quoted string being parsed */
 	char *tok;
@@ -104,6 +112,7 @@ struct imap_parser {
 	/* grown literal buffers (i_malloc), freed at reset */
 	char **big_bufs;
 	unsigned int big_count, big_alloc;
+	size_t big_total;		/* bytes in big_bufs and a big lit_buf */
 
 	const char *tag;
 	const char *error;
@@ -122,7 +131,17 @@ static void parser_line_start(struct imap_parser *parser)
 	parser->root_count = 0;
 	parser->depth = 0;
 	parser->line_len = 0;
+	parser->literal_total = 0;
 	parser->tok_len = 0;
+}
+
+/* max_command_size 0: the line and one literal of the maximum size. */
+static uint64_t default_command_size(const struct imap_parser_settings *set)
+{
+	uint64_t line = set->max_line_length;
+
+	return set->max_literal_size > UINT64_MAX - line ? UINT64_MAX :
+		line + set->max_literal_size;
 }
 
 struct imap_parser *imap_parser_create(const struct imap_parser_settings *set)
@@ -132,6 +151,11 @@ struct imap_parser *imap_parser_create(const struct imap_parser_settings *set)
 	i_assert(set->max_line_length > 0);
 	parser = i_malloc(sizeof(*parser));
 	parser->set = *set;
+	if (parser->set.max_command_size == 0)
+		parser->set.max_command_size = default_command_size(set);
+	if (parser->set.max_args == 0 ||
+	    parser->set.max_args > IMAP_PARSER_MAX_ARGS)
+		parser->set.max_args = IMAP_PARSER_MAX_ARGS;
 	parser->pool = pool_create("imap parser", IMAP_PARSER_POOL_SIZE);
 	parser->open_lists = i_malloc(i_mul_size(set->max_list_depth + 1,
 						 sizeof(unsigned int)));
@@ -150,6 +174,25 @@ static void parser_free_buffers(struct imap_parser *parser)
 		i_free(parser->lit_buf);
 	parser->lit_buf = NULL;
 	parser->lit_big = false;
+	parser->big_total = 0;
+}
+
+/* What one command made grow goes back to the allocator, so a
+   connection keeps only the small buffers of a typical command. */
+static void parser_shrink(struct imap_parser *parser)
+{
+	if (parser->tok_alloc > IMAP_PARSER_SCRATCH_KEEP) {
+		i_free(parser->tok);
+		parser->tok_alloc = 0;
+	}
+	if (parser->flat_alloc > IMAP_PARSER_FLAT_KEEP) {
+		i_free(parser->flat);
+		parser->flat_alloc = 0;
+	}
+	if (parser->big_alloc > IMAP_PARSER_BIG_KEEP) {
+		i_free(parser->big_bufs);
+		parser->big_alloc = 0;
+	}
 }
 
 void imap_parser_destroy(struct imap_parser **_parser)
@@ -201,13 +244,10 @@ void imap_parser_reset(struct imap_parser *parser)
 	bool fresh;
 
 	parser_free_buffers(parser);
+	/* pool_clear() frees every block but the first one */
 	pool_clear(parser->pool);
 	parser->args = NULL;
 	parser->tag = NULL;
-	if (parser->tok_alloc > IMAP_PARSER_SCRATCH_KEEP) {
-		i_free(parser->tok);
-		parser->tok_alloc = 0;
-	}
 	if (old_state == PS_FATAL)
 		return;
 	parser->error = NULL;
@@ -242,9 +282,19 @@ void imap_parser_reset(struct imap_parser *parser)
 		parser->skip_literal_left = 0;
 		break;
 	}
+	/* after the flat array is no longer referenced (line start) */
 	parser_line_start(parser);
+	parser_shrink(parser);
 	if (!fresh)
 		parser->state = PS_SKIP_SILENT;
+}
+
+size_t imap_parser_get_memory_size(const struct imap_parser *parser)
+{
+	return pool_get_used_size(parser->pool) + parser->tok_alloc +
+		parser->flat_alloc * sizeof(*parser->flat) +
+		parser->big_alloc * sizeof(*parser->big_bufs) +
+		parser->big_total;
 }
 
 const char *imap_parser_get_tag(struct imap_parser *parser)
@@ -381,10 +431,10 @@ static struct parser_arg *parser_add_arg(struct imap_parser *parser,
 {
 	struct parser_arg *arg;
 
-	/* parser_arg_start() checked the IMAP_PARSER_MAX_ARGS limit */
+	/* parser_arg_start() checked the max_args limit */
 	if (parser->flat_count == parser->flat_alloc) {
 		parser->flat_alloc = parser->flat_alloc == 0 ? 16 :
-			MIN(parser->flat_alloc * 2, IMAP_PARSER_MAX_ARGS);
+			MIN(parser->flat_alloc * 2, parser->set.max_args);
 		parser->flat = i_realloc(parser->flat,
 			i_mul_size(parser->flat_alloc, sizeof(*arg)));
 	}
@@ -527,7 +577,7 @@ parser_arg_start(struct imap_parser *parser, unsigned char c)
 		return parser_error(parser, "NUL byte in command");
 	if (c < 0x20 || c == 0x7f)
 		return parser_error(parser, "Invalid characters in atom");
-	if (parser->flat_count >= IMAP_PARSER_MAX_ARGS)
+	if (parser->flat_count >= parser->set.max_args)
 		return parser_error(parser, "Too many arguments");
 
 	parser->tok_len = 0;
@@ -674,25 +724,39 @@ parser_quoted_esc(struct imap_parser *parser, unsigned char c)
 
 /* ---- literals ---- */
 
+/* Would the announced literal's data take the command past
+   max_command_size? */
+static bool parser_lit_exceeds_command(const struct imap_parser *parser)
+{
+	uint64_t used = parser->line_len + parser->literal_total;
+
+	return used > parser->set.max_command_size ||
+		parser->lit_size > parser->set.max_command_size - used;
+}
+
 static enum imap_parse_result
 parser_lit_check_size(struct imap_parser *parser)
 {
 	/* A literal the caller streams itself (LITERAL_SIZE) is bounded by
 	   the caller (APPEND has its own, larger limit). */
-	bool too_big = parser->lit_size > parser->set.max_literal_size &&
-		(parser->flags & IMAP_PARSE_FLAG_LITERAL_SIZE) == 0;
+	bool kept = (parser->flags & IMAP_PARSE_FLAG_LITERAL_SIZE) == 0;
+	const char *error = NULL;
 
-	if (parser->lit_nonsync && parser->set.literal_minus &&
-	    parser->lit_size > IMAP_PARSER_LITERAL_MINUS_MAX)
-		too_big = true;
-	if (!too_big) {
+	if (kept && parser->lit_size > parser->set.max_literal_size)
+		error = "Literal too large";
+	else if (parser->lit_nonsync && parser->set.literal_minus &&
+		 parser->lit_size > IMAP_PARSER_LITERAL_MINUS_MAX)
+		error = "Literal too large";
+	else if (kept && parser_lit_exceeds_command(parser))
+		error = "Command too large";
+	if (error == NULL) {
 		parser->state = PS_LIT_CLOSE;
 		return IMAP_PARSE_MORE;
 	}
 	/* a {n+} literal's data is already on its way: no way to resync */
 	if (parser->lit_nonsync)
-		return parser_fatal(parser, "Literal too large");
-	return parser_error(parser, "Literal too large");
+		return parser_fatal(parser, error);
+	return parser_error(parser, error);
 }
 
 static enum imap_parse_result
@@ -745,6 +809,8 @@ static enum imap_parse_result parser_lit_announced(struct imap_parser *parser)
 		parser->state = PS_LITERAL_SIZE_WAIT;
 		return IMAP_PARSE_LITERAL_SIZE;
 	}
+	/* parser_lit_check_size() made sure this stays in the bound */
+	parser->literal_total += parser->lit_size;
 	parser_lit_alloc(parser);
 	parser->state = PS_LIT_DATA;
 	return parser->lit_nonsync ? IMAP_PARSE_MORE :
@@ -771,7 +837,9 @@ static void parser_lit_grow(struct imap_parser *parser, size_t need)
 
 	while (new_alloc < need)
 		new_alloc = i_mul_size(new_alloc, 2);
-	parser->lit_alloc = MIN(new_alloc, max);
+	new_alloc = MIN(new_alloc, max);
+	parser->big_total += new_alloc - parser->lit_alloc;
+	parser->lit_alloc = new_alloc;
 	parser->lit_buf = i_realloc(parser->lit_buf, parser->lit_alloc);
 }
 
@@ -919,9 +987,13 @@ parser_skip(struct imap_parser *parser, const unsigned char *data,
 static enum imap_parse_result
 parser_byte(struct imap_parser *parser, unsigned char c)
 {
-	if (c != '\r' && c != '\n' &&
-	    ++parser->line_len > parser->set.max_line_length)
-		return parser_error(parser, "Too long line");
+	if (c != '\r' && c != '\n') {
+		if (++parser->line_len > parser->set.max_line_length)
+			return parser_error(parser, "Too long line");
+		if (parser->line_len + parser->literal_total >
+		    parser->set.max_command_size)
+			return parser_error(parser, "Command too large");
+	}
 
 	switch (parser->state) {
 	case PS_ARG_START:

@@ -44,9 +44,14 @@
    Limits: max_line_length bounds the bytes of the line outside literals
    (CR and LF not counted, literal announcements counted; an APPEND line
    continued by imap_parser_continue_line() is one line), max_literal_size
-   bounds each literal, max_list_depth the nesting, and
-   IMAP_PARSER_MAX_ARGS the total number of arguments of a command (a list
-   counts as one argument besides its elements).
+   bounds each literal, max_command_size the line and the data of all its
+   literals together (so the memory one command can make the parser hold:
+   a command of many small literals is refused as "Command too large"),
+   max_list_depth the nesting, and max_args the total number of arguments
+   of a command (a list counts as one argument besides its elements).
+   Literals the caller streams itself (IMAP_PARSE_FLAG_LITERAL_SIZE) count
+   toward neither literal limit. What a command made the parser allocate
+   beyond small scratch buffers is freed at imap_parser_reset().
 
    Errors: IMAP_PARSE_ERROR does not consume the offending byte. After a
    non-fatal error the parser discards the rest of the line by itself (and
@@ -59,7 +64,8 @@
 
 #include "mempool.h"
 
-/* Enough for FETCH/SEARCH/STORE with long lists; stops argument bombs. */
+/* Enough for FETCH/SEARCH/STORE with long lists; stops argument bombs.
+   The default and the ceiling of max_args. */
 #define IMAP_PARSER_MAX_ARGS 10000
 /* RFC 7888 section 5: with LITERAL- a {n+} literal may hold at most this
    many bytes. */
@@ -95,7 +101,13 @@ struct imap_arg {
 
 struct imap_parser_settings {
 	size_t max_line_length;          /* e.g. 65536; must be > 0 */
-	uint64_t max_literal_size;       /* e.g. 64 MiB */
+	uint64_t max_literal_size;       /* each literal, e.g. 64 KiB */
+	/* The line and all its literals' data; 0 = max_line_length +
+	   max_literal_size. */
+	uint64_t max_command_size;
+	/* Arguments per command; 0 (or more than IMAP_PARSER_MAX_ARGS) =
+	   IMAP_PARSER_MAX_ARGS. */
+	unsigned int max_args;
 	unsigned int max_list_depth;     /* e.g. 32; 0 forbids lists */
 	/* LITERAL- (RFC 7888): {n+} allowed only for
 	   n <= IMAP_PARSER_LITERAL_MINUS_MAX. When false, LITERAL+ rules
@@ -186,6 +198,11 @@ const char *imap_parser_get_tag(struct imap_parser *parser);
    IMAP_PARSE_ERROR for every later feed. Returns NULL (and *fatal_r =
    false) when there was no error since the last reset. */
 const char *imap_parser_get_error(struct imap_parser *parser, bool *fatal_r);
+
+/* Bytes the parser holds now for the current command: its arguments'
+   pool, argument array, scratch and literal buffers (for limits and
+   tests; fixed-size parts are not counted). */
+size_t imap_parser_get_memory_size(const struct imap_parser *parser);
 
 /* ASTRING-CHAR except '+' (a tag character). */
 bool imap_is_tag_char(unsigned char c);

@@ -27,8 +27,21 @@ struct ipc_conn {
 	bool destroyed;
 	ipc_input_callback_t *callback;
 	void *context;
-	char *recv_buf;       /* IPC_MAX_RECORD_SIZE + 1 */
+	char *recv_buf;       /* ipc_recv_buf() */
 };
+
+/* One receive buffer for every connection of the process: a record is
+   handled completely (its callback returns) before the next is read, and
+   no callback reads another connection, so they never overlap. Keeps a
+   connection small (lmtp holds one per recipient, master one per child). */
+static char *ipc_recv_buf(void)
+{
+	static char *buf = NULL;
+
+	if (buf == NULL)
+		buf = i_malloc(IPC_MAX_RECORD_SIZE + 1);
+	return buf;
+}
 
 int ipc_socketpair(int fds[2])
 {
@@ -182,7 +195,6 @@ static void ipc_conn_free(struct ipc_conn *conn)
 {
 	free(conn->name);
 	free(conn->protocol);
-	free(conn->recv_buf);
 	free(conn);
 }
 
@@ -302,7 +314,7 @@ struct ipc_conn *ipc_conn_create(struct ioloop *ioloop, int fd, const char *name
 	conn->major = major;
 	conn->callback = callback;
 	conn->context = context;
-	conn->recv_buf = i_malloc(IPC_MAX_RECORD_SIZE + 1);
+	conn->recv_buf = ipc_recv_buf();
 	(void)fd_set_nonblock(fd, true);
 	(void)fd_set_cloexec(fd, true);
 	conn->io = io_add(ioloop, fd, IO_READ, ipc_conn_input, conn);

@@ -11,8 +11,10 @@
      4      MASTER_CONFIG_FD: a sealed memfd with every setting, in
             moat.conf syntax, as master validated it (moat -a output)
      5      MASTER_AUTH_FD: imap-login and auth-worker: its socket to auth
-     6..    MASTER_LISTEN_FD_FIRST: imap-login only: listening sockets, in
+     6..    MASTER_LISTEN_FD_FIRST: imap-login: listening sockets, in
             the order named by MOAT_LISTENERS
+     5..    lmtp: its listening sockets from fd 5 (it has no auth socket),
+            in the order named by MOAT_LISTENERS
    Environment: MOAT_SERVICE (service name), MOAT_UID/MOAT_GID (what to
    become), MOAT_CHROOT (or unset), MOAT_LISTENERS ("name:ssl,name:ssl"),
    MOAT_USER/MOAT_HOME/MOAT_MAIL for imap. Master is trusted; the values
@@ -26,6 +28,7 @@
 #define MASTER_CONFIG_FD 4
 #define MASTER_AUTH_FD 5
 #define MASTER_LISTEN_FD_FIRST 6
+#define MASTER_LMTP_LISTEN_FD_FIRST 5
 
 /* Protocol names and versions of the internal sockets (ipc.h). Records:
    see doc/architecture.md "Internal protocols". */
@@ -35,6 +38,8 @@
 #define IPC_PROTO_IMAP_MASTER "moat-imap-master"     /* master <-> imap */
 #define IPC_PROTO_AUTH_WORKER "moat-auth-worker"     /* auth <-> auth-worker */
 #define IPC_PROTO_WORKER_MASTER "moat-worker-master" /* auth-worker <-> master */
+#define IPC_PROTO_LMTP_MASTER "moat-lmtp-master"     /* lmtp <-> master */
+#define IPC_PROTO_DELIVER "moat-deliver"             /* lmtp <-> imap */
 #define IPC_PROTO_MAJOR 1
 #define IPC_PROTO_MINOR 0
 

@@ -36,6 +36,14 @@ static int check_networks(pool_t pool, const char *value,
 			  const char **error_r);
 static int check_mailbox_name(pool_t pool, const char *value,
 			      const char **error_r);
+static int check_username_format(pool_t pool, const char *value,
+				 const char **error_r);
+static int check_mode(pool_t pool, const char *value, const char **error_r);
+static int check_delimiter(pool_t pool, const char *value,
+			   const char **error_r);
+static int check_grace(pool_t pool, const char *value, const char **error_r);
+static int check_percents(pool_t pool, const char *value,
+			  const char **error_r);
 
 static const char *const fsync_values[] = {
 	"optimized", "always", "never", NULL
@@ -90,11 +98,32 @@ static const struct setting_def global_defs[] = {
 	/* clients poll STATUS of every folder; each handle is a log fd
 	   and a small mapping (MAILBOX_STATUS_CACHE_MAX_HANDLES) */
 	GLOBAL(imap_status_cache_mailboxes, SET_UINT, "64", .max = 1024),
+	/* as imap_max_append_size: what a mailbox takes in one message */
+	GLOBAL(message_size_limit, SET_SIZE, "64M"),
+	GLOBAL(recipient_delimiter, SET_STRING, "+", .check = check_delimiter),
+	GLOBAL(lmtp_save_to_detail_mailbox, SET_BOOL, "no"),
+	GLOBAL(lmtp_username_format, SET_STRING, "%Lu",
+	       .flags = SET_FLAG_NONEMPTY, .check = check_username_format),
+	GLOBAL(lmtp_hostname, SET_STRING, ""),
+	/* RFC 5321 4.5.3.1.8: at least 100 recipients must be accepted */
+	GLOBAL(lmtp_max_recipients, SET_UINT, "1000", .min = 100,
+	       .max = 100000),
+	GLOBAL(quota_storage, SET_SIZE, "0"),
+	GLOBAL(quota_messages, SET_UINT, "0"),
+	/* Dovecot's default: a big message to a nearly full mailbox fits */
+	GLOBAL(quota_grace, SET_STRING, "10%", .check = check_grace),
+	GLOBAL(quota_warning, SET_STRING, "", .check = check_percents),
+	GLOBAL(quota_full_tempfail, SET_BOOL, "no"),
 	GLOBAL(login_timeout, SET_TIME, "60 secs", .min = 1),
+	/* A pre-auth command's line and literals together: an OAUTHBEARER
+	   initial response of 8 KiB (SASL's limit in auth) is 11 KiB of
+	   base64; LOGIN and ID need far less. Below 1k not even LOGIN with
+	   a long password fits. */
+	GLOBAL(login_max_command_size, SET_SIZE, "16k", .min = 1024),
 	GLOBAL(disable_plaintext_auth, SET_BOOL, "yes"),
 	GLOBAL(auth_mechanisms, SET_STRING, "plain login",
 	       .flags = SET_FLAG_NONEMPTY, .check = check_mechanisms),
-	GLOBAL(auth_failure_delay, SET_TIME, "2 secs"),
+	GLOBAL(auth_failure_delay, SET_TIME_MSECS, "2 secs"),
 	/* A household or office behind one NAT: phones, desktops and webmail
 	   of one user share an address; 0 = unlimited. */
 	GLOBAL(mail_max_userip_connections, SET_UINT, "50"),
@@ -140,6 +169,11 @@ static const struct setting_def listener_defs[] = {
 	LISTENER(port, SET_UINT, .max = 65535),
 	LISTENER(ssl, SET_BOOL),
 };
+static const struct setting_def unix_listener_defs[] = {
+	LISTENER(mode, SET_STRING, .check = check_mode),
+	LISTENER(user, SET_STRING),
+	LISTENER(group, SET_STRING),
+};
 
 #define DB(n) { .name = #n, .type = SET_STRING, \
 	.offset = offsetof(struct moat_db_settings, n) }
@@ -166,8 +200,16 @@ static const char *const userdb_drivers[] = {
 #define VSZ_DEFAULT (256ULL * 1024 * 1024)
 /* The listeners array is never written through: defaults are copied. */
 static const struct moat_listener_settings login_listener_defaults[] = {
-	{ .name = "imap", .address = "*", .port = 143, .ssl = false },
-	{ .name = "imaps", .address = "*", .port = 993, .ssl = true },
+	{ .name = "imap", .address = "*", .port = 143, .ssl = false,
+	  .mode = "", .user = "", .group = "" },
+	{ .name = "imaps", .address = "*", .port = 993, .ssl = true,
+	  .mode = "", .user = "", .group = "" },
+};
+/* $base_dir/lmtp, writable by anyone as Dovecot's: LMTP does not
+   authenticate the MTA, so who may deliver is the socket's mode. */
+static const struct moat_listener_settings lmtp_listener_defaults[] = {
+	{ .name = "lmtp", .unix_socket = true, .address = "", .mode = "0666",
+	  .user = "", .group = "" },
 };
 static const struct moat_service_settings service_defaults[] = {
 	{ .name = MOAT_SERVICE_LOGIN, .user = "", .chroot = "empty",
@@ -185,6 +227,13 @@ static const struct moat_service_settings service_defaults[] = {
 	   time each; only started when such a passdb/userdb exists */
 	{ .name = "auth-worker", .user = "", .chroot = "", .process_limit = 4,
 	  .client_limit = 1, .vsz_limit = VSZ_DEFAULT },
+	/* runs only with "lmtp" in protocols; holds no files, so its own
+	   uid and the empty chroot (doc/security.md) */
+	{ .name = "lmtp", .user = "moat-lmtp", .chroot = "empty",
+	  .process_limit = 16, .process_min_avail = 1, .client_limit = 100,
+	  .vsz_limit = VSZ_DEFAULT,
+	  .listeners = (struct moat_listener_settings *)lmtp_listener_defaults,
+	  .listener_count = N_ELEMENTS(lmtp_listener_defaults) },
 };
 #define SERVICE_COUNT N_ELEMENTS(service_defaults)
 
@@ -237,7 +286,7 @@ static int check_words(pool_t pool, const char *value,
 
 static int check_protocols(pool_t pool, const char *value, const char **error_r)
 {
-	static const char *const protocols[] = { "imap", NULL };
+	static const char *const protocols[] = { "imap", "lmtp", NULL };
 	return check_words(pool, value, protocols, error_r);
 }
 
@@ -304,6 +353,107 @@ static int check_mailbox_name(pool_t pool ATTR_UNUSED, const char *value,
 	    (p - value >= 3 && strcmp(p - 3, "/..") == 0)) {
 		*error_r = "not a valid mailbox name";
 		return -1;
+	}
+	return 0;
+}
+
+/* %u %n %d and %L before any of them, %% for a '%'. */
+static int check_username_format(pool_t pool ATTR_UNUSED, const char *value,
+				 const char **error_r)
+{
+	for (const char *p = value; *p != '\0'; p++) {
+		if (*p != '%')
+			continue;
+		if (p[1] == 'L')
+			p++;
+		if (p[1] != 'u' && p[1] != 'n' && p[1] != 'd' &&
+		    (p[1] != '%' || p[0] == 'L')) {
+			*error_r = "unknown variable (known: %u %n %d, %Lu ...)";
+			return -1;
+		}
+		p++;
+	}
+	return 0;
+}
+
+static int check_mode(pool_t pool ATTR_UNUSED, const char *value,
+		      const char **error_r)
+{
+	size_t len = strlen(value);
+
+	if (len < 3 || len > 4 || strspn(value, "01234567") != len ||
+	    (len == 4 && value[0] != '0')) {
+		*error_r = "not an octal mode such as 0660";
+		return -1;
+	}
+	return 0;
+}
+
+/* One byte (RFC 5233's usual '+' or '-'), or "" for none. */
+static int check_delimiter(pool_t pool ATTR_UNUSED, const char *value,
+			   const char **error_r)
+{
+	if (value[0] == '\0')
+		return 0;
+	if (value[1] != '\0' || strchr("@<>\\\" \t", value[0]) != NULL ||
+	    (unsigned char)value[0] < 0x20 || (unsigned char)value[0] >= 0x7f) {
+		*error_r = "must be one character other than @ < > \\ \" and space";
+		return -1;
+	}
+	return 0;
+}
+
+/* "N%" (0..100) or a size. */
+static int check_grace(pool_t pool ATTR_UNUSED, const char *value,
+		       const char **error_r)
+{
+	size_t len = strlen(value);
+	uint64_t num;
+
+	if (len > 0 && value[len - 1] == '%') {
+		char num_str[8];
+		if (len < 2 || len > 4 || strspn(value, "0123456789") != len - 1) {
+			*error_r = "not a percentage (0%..100%) or a size";
+			return -1;
+		}
+		memcpy(num_str, value, len - 1);
+		num_str[len - 1] = '\0';
+		if (str_to_uint64(num_str, &num) < 0 || num > 100) {
+			*error_r = "not a percentage (0%..100%) or a size";
+			return -1;
+		}
+		return 0;
+	}
+	return config_parse_size(value, &num, error_r);
+}
+
+/* Words of 1..100, at most MOAT_SETTINGS_QUOTA_WARNINGS_MAX. */
+static int check_percents(pool_t pool ATTR_UNUSED, const char *value,
+			  const char **error_r)
+{
+	const char *p = value;
+	unsigned int count = 0;
+
+	while (*p != '\0') {
+		size_t len = strcspn(p, " \t");
+		char word[8];
+		unsigned int num;
+		if (len > 0) {
+			if (len >= sizeof(word) ||
+			    ++count > MOAT_SETTINGS_QUOTA_WARNINGS_MAX) {
+				*error_r = "too many or too long percentages";
+				return -1;
+			}
+			memcpy(word, p, len);
+			word[len] = '\0';
+			if (word[len - 1] == '%')
+				word[len - 1] = '\0';
+			if (str_to_uint(word, &num) < 0 || num < 1 || num > 100) {
+				*error_r = "percentages must be 1..100";
+				return -1;
+			}
+		}
+		p += len + (p[len] != '\0' ? 1 : 0);
 	}
 	return 0;
 }
@@ -442,10 +592,12 @@ static void service_copy(pool_t pool, struct moat_service_settings *dest,
 	for (unsigned int i = 0; i < src->listener_count; i++) {
 		struct moat_listener_settings *l = array_append(pool,
 			&dest->listeners, &dest->listener_count, sizeof(*l));
+		*l = src->listeners[i];
 		l->name = p_strdup(pool, src->listeners[i].name);
 		l->address = p_strdup(pool, src->listeners[i].address);
-		l->port = src->listeners[i].port;
-		l->ssl = src->listeners[i].ssl;
+		l->mode = p_strdup(pool, src->listeners[i].mode);
+		l->user = p_strdup(pool, src->listeners[i].user);
+		l->group = p_strdup(pool, src->listeners[i].group);
 	}
 }
 
@@ -485,7 +637,8 @@ static int service_begin(struct settings_parser *ctx, const char *name,
 	unsigned int i;
 
 	if (name == NULL) {
-		*error_r = "service needs a name (imap-login, auth, imap or auth-worker)";
+		*error_r = "service needs a name (imap-login, auth, imap, "
+			"auth-worker or lmtp)";
 		return -1;
 	}
 	for (i = 0; i < SERVICE_COUNT; i++) {
@@ -494,7 +647,8 @@ static int service_begin(struct settings_parser *ctx, const char *name,
 	}
 	if (i == SERVICE_COUNT) {
 		*error_r = p_strdup_printf(pool, "unknown service '%s' "
-			"(known: imap-login, auth, imap, auth-worker)", name);
+			"(known: imap-login, auth, imap, auth-worker, lmtp)",
+			name);
 		return -1;
 	}
 	if (ctx->services_seen[i]) {
@@ -521,46 +675,81 @@ static bool listener_name_valid(const char *name)
 	return true;
 }
 
-static int listener_begin(struct settings_parser *ctx, const char *name,
-			  const char **error_r)
+/* A unix_listener's path: relative to base_dir or absolute, no "..",
+   no control bytes, short enough for sun_path. */
+static bool unix_listener_name_valid(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > MOAT_SETTINGS_UNIX_PATH_MAX ||
+	    name[len - 1] == '/' || strstr(name, "//") != NULL ||
+	    strcmp(name, "..") == 0 || strncmp(name, "../", 3) == 0 ||
+	    strstr(name, "/../") != NULL ||
+	    (len >= 3 && strcmp(name + len - 3, "/..") == 0))
+		return false;
+	for (const char *p = name; *p != '\0'; p++) {
+		if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == ',' ||
+		    *p == ':')
+			return false;
+	}
+	return true;
+}
+
+static int listener_begin(struct settings_parser *ctx, const char *type,
+			  const char *name, const char **error_r)
 {
 	struct moat_service_settings *service = ctx->service;
 	pool_t pool = ctx->set->pool;
+	bool unix_socket = strcmp(type, "unix_listener") == 0;
 	unsigned int i;
 
-	if (strcmp(service->name, MOAT_SERVICE_LOGIN) != 0) {
-		*error_r = "inet_listener is only allowed in service imap-login";
+	if (unix_socket ? strcmp(service->name, "lmtp") != 0 :
+	    strcmp(service->name, MOAT_SERVICE_LOGIN) != 0 &&
+	    strcmp(service->name, "lmtp") != 0) {
+		*error_r = unix_socket ?
+			"unix_listener is only allowed in service lmtp" :
+			"inet_listener is only allowed in services imap-login and lmtp";
 		return -1;
 	}
-	if (name == NULL || !listener_name_valid(name)) {
-		*error_r = "inet_listener needs a name of letters, digits, "
+	if (name == NULL || !(unix_socket ? unix_listener_name_valid(name) :
+			      listener_name_valid(name))) {
+		*error_r = unix_socket ?
+			"unix_listener needs a path (relative to base_dir or "
+			"absolute, at most 100 bytes, no spaces, ',' or ':')" :
+			"inet_listener needs a name of letters, digits, "
 			"'-' and '_'";
 		return -1;
 	}
+	/* Dovecot's "unix_listener lmtp" and "inet_listener lmtp" are two */
 	for (i = 0; i < service->listener_count; i++) {
-		if (strcmp(service->listeners[i].name, name) == 0)
+		if (strcmp(service->listeners[i].name, name) == 0 &&
+		    service->listeners[i].unix_socket == unix_socket)
 			break;
 	}
 	ctx->listener_new = i == service->listener_count;
 	if (!ctx->listener_new && (ctx->listeners_seen & (1U << i)) != 0) {
-		*error_r = p_strdup_printf(pool, "duplicate inet_listener '%s'",
+		*error_r = p_strdup_printf(pool, "duplicate %s '%s'", type,
 					   name);
 		return -1;
 	}
 	if (ctx->listener_new) {
 		if (i >= MOAT_SETTINGS_LISTENERS_MAX) {
-			*error_r = "too many inet_listeners (max 16)";
+			*error_r = "too many listeners (max 16)";
 			return -1;
 		}
 		struct moat_listener_settings *l = array_append(pool,
 			&service->listeners, &service->listener_count,
 			sizeof(*l));
 		l->name = p_strdup(pool, name);
-		l->address = "*";
+		l->unix_socket = unix_socket;
+		l->address = unix_socket ? "" : "*";
+		l->mode = unix_socket ? "0666" : "";
+		l->user = l->group = "";
 	}
 	ctx->listeners_seen |= 1U << i;
 	ctx->listener_idx = i;
-	ctx->listener_port_set = false;
+	/* a unix_listener needs no setting: its name is the path */
+	ctx->listener_port_set = unix_socket;
 	ctx->stack[ctx->depth++] = SECTION_LISTENER;
 	return 0;
 }
@@ -600,8 +789,9 @@ static int section_begin(struct settings_parser *ctx, const char *type,
 	if (ctx->depth == 0 && strcmp(type, "userdb") == 0)
 		return db_begin(ctx, SECTION_USERDB, type, name, error_r);
 	if (ctx->depth == 1 && ctx->stack[0] == SECTION_SERVICE &&
-	    strcmp(type, "inet_listener") == 0)
-		return listener_begin(ctx, name, error_r);
+	    (strcmp(type, "inet_listener") == 0 ||
+	     strcmp(type, "unix_listener") == 0))
+		return listener_begin(ctx, type, name, error_r);
 	*error_r = p_strdup_printf(ctx->set->pool, ctx->depth == 0 ?
 		"unknown section type '%s'" :
 		"section '%s' is not allowed here", type);
@@ -638,7 +828,8 @@ static int db_check(pool_t pool, const char *type,
 static bool listeners_clash(const struct moat_listener_settings *a,
 			    const struct moat_listener_settings *b)
 {
-	return a->port != 0 && a->port == b->port &&
+	return !a->unix_socket && !b->unix_socket &&
+		a->port != 0 && a->port == b->port &&
 		(strcmp(a->address, b->address) == 0 ||
 		 strcmp(a->address, "*") == 0 || strcmp(b->address, "*") == 0);
 }
@@ -706,9 +897,15 @@ static int settings_key(struct settings_parser *ctx, const char *key,
 		where = " in a service block";
 		break;
 	case SECTION_LISTENER:
+		base = &ctx->service->listeners[ctx->listener_idx];
+		if (((struct moat_listener_settings *)base)->unix_socket) {
+			defs = unix_listener_defs;
+			count = N_ELEMENTS(unix_listener_defs);
+			where = " in a unix_listener block";
+			break;
+		}
 		defs = listener_defs;
 		count = N_ELEMENTS(listener_defs);
-		base = &ctx->service->listeners[ctx->listener_idx];
 		where = " in an inet_listener block";
 		if (strcmp(key, "port") == 0)
 			ctx->listener_port_set = true;
@@ -791,7 +988,7 @@ static int settings_check(const struct moat_settings *set, bool full,
 }
 
 /* fd < 0: parse path. */
-static int settings_parse(int fd, const char *path,
+static int settings_parse(int fd, const char *path, enum config_parse_flags flags,
 			  struct moat_settings **set_r, const char **error_r)
 {
 	struct moat_settings *set = moat_settings_defaults();
@@ -800,8 +997,8 @@ static int settings_parse(int fd, const char *path,
 	int ret;
 
 	if (fd < 0) {
-		ret = config_parse_file(path, settings_event, &ctx, set->pool,
-					&error);
+		ret = config_parse_file_flags(path, flags, settings_event, &ctx,
+					      set->pool, &error);
 	} else {
 		ret = config_parse_fd(fd, path, settings_event, &ctx, set->pool,
 				      &error);
@@ -822,14 +1019,22 @@ static int settings_parse(int fd, const char *path,
 int moat_settings_parse(const char *path, struct moat_settings **set_r,
 			const char **error_r)
 {
-	return settings_parse(-1, path, set_r, error_r);
+	return settings_parse(-1, path, 0, set_r, error_r);
+}
+
+int moat_settings_parse_unprivileged(const char *path,
+				     struct moat_settings **set_r,
+				     const char **error_r)
+{
+	return settings_parse(-1, path, CONFIG_PARSE_FLAG_UNREADABLE_EMPTY,
+			      set_r, error_r);
 }
 
 int moat_settings_read_fd(int fd, const char *name,
 			  struct moat_settings **set_r, const char **error_r)
 {
 	i_assert(fd >= 0);
-	return settings_parse(fd, name, set_r, error_r);
+	return settings_parse(fd, name, 0, set_r, error_r);
 }
 
 int moat_settings_validate(const struct moat_settings *set,
@@ -863,13 +1068,27 @@ int moat_settings_read(const char *path, struct moat_settings **set_r,
 }
 
 static const struct moat_listener_settings *
-listener_find(const struct moat_service_settings *service, const char *name)
+listener_find(const struct moat_service_settings *service,
+	      const struct moat_listener_settings *l)
 {
 	for (unsigned int i = 0; i < service->listener_count; i++) {
-		if (strcmp(service->listeners[i].name, name) == 0)
+		if (strcmp(service->listeners[i].name, l->name) == 0 &&
+		    service->listeners[i].unix_socket == l->unix_socket)
 			return &service->listeners[i];
 	}
 	return NULL;
+}
+
+static bool listener_equal(const struct moat_listener_settings *a,
+			   const struct moat_listener_settings *b)
+{
+	return strcmp(a->name, b->name) == 0 &&
+		a->unix_socket == b->unix_socket &&
+		(a->unix_socket ?
+		 settings_defs_equal(unix_listener_defs,
+				     N_ELEMENTS(unix_listener_defs), a, b) :
+		 settings_defs_equal(listener_defs, N_ELEMENTS(listener_defs),
+				     a, b));
 }
 
 static bool service_equal(const struct moat_service_settings *a,
@@ -880,9 +1099,7 @@ static bool service_equal(const struct moat_service_settings *a,
 	    a->listener_count != b->listener_count)
 		return false;
 	for (unsigned int i = 0; i < a->listener_count; i++) {
-		if (strcmp(a->listeners[i].name, b->listeners[i].name) != 0 ||
-		    !settings_defs_equal(listener_defs, N_ELEMENTS(listener_defs),
-				&a->listeners[i], &b->listeners[i]))
+		if (!listener_equal(&a->listeners[i], &b->listeners[i]))
 			return false;
 	}
 	return true;
@@ -903,15 +1120,18 @@ static int write_service(buffer_t *out, const struct moat_service_settings *s,
 	for (unsigned int i = 0; i < s->listener_count; i++) {
 		const struct moat_listener_settings *l = &s->listeners[i];
 		const struct moat_listener_settings *dl =
-			def == NULL ? NULL : listener_find(def, l->name);
-		if (dl != NULL && settings_defs_equal(listener_defs,
-					     N_ELEMENTS(listener_defs), l, dl))
+			def == NULL ? NULL : listener_find(def, l);
+		if (dl != NULL && listener_equal(l, dl))
 			continue;
-		if (buffer_append_str(out, "  inet_listener ") < 0 ||
+		if (buffer_append_str(out, l->unix_socket ? "  unix_listener " :
+				      "  inet_listener ") < 0 ||
 		    config_append_value(out, l->name) < 0 ||
 		    buffer_append_str(out, " {\n") < 0 ||
-		    settings_defs_write(out, "    ", listener_defs,
-			       N_ELEMENTS(listener_defs), l, dl) < 0 ||
+		    (l->unix_socket ?
+		     settings_defs_write(out, "    ", unix_listener_defs,
+				N_ELEMENTS(unix_listener_defs), l, dl) :
+		     settings_defs_write(out, "    ", listener_defs,
+				N_ELEMENTS(listener_defs), l, dl)) < 0 ||
 		    buffer_append_str(out, "  }\n") < 0)
 			return -1;
 	}
@@ -1021,4 +1241,68 @@ const char *moat_settings_service_user(const struct moat_settings *set,
 	if (strcmp(service->name, "auth") == 0)
 		return set->default_internal_user;
 	return "";
+}
+
+bool moat_settings_has_protocol(const struct moat_settings *set,
+				const char *name)
+{
+	size_t name_len = strlen(name);
+	const char *p = set->protocols;
+
+	while (*p != '\0') {
+		size_t len = strcspn(p, " \t");
+		if (len == name_len && strncasecmp(p, name, len) == 0)
+			return true;
+		p += len + (p[len] != '\0' ? 1 : 0);
+	}
+	return false;
+}
+
+uint64_t moat_settings_quota_grace(const struct moat_settings *set,
+				   uint64_t storage_limit)
+{
+	const char *value = set->quota_grace;
+	size_t len = strlen(value);
+	uint64_t num = 0;
+	const char *error;
+
+	if (len > 0 && value[len - 1] == '%') {
+		for (size_t i = 0; i + 1 < len; i++)
+			num = num * 10 + (uint64_t)(value[i] - '0');
+		return storage_limit / 100 * num + storage_limit % 100 * num / 100;
+	}
+	return config_parse_size(value, &num, &error) < 0 ? 0 : num;
+}
+
+unsigned int moat_settings_quota_warnings(const struct moat_settings *set,
+					  unsigned int *percents,
+					  unsigned int max)
+{
+	const char *p = set->quota_warning;
+	unsigned int count = 0;
+
+	while (*p != '\0' && count < max) {
+		size_t len = strcspn(p, " \t");
+		unsigned int num = 0;
+		for (size_t i = 0; i < len && p[i] >= '0' && p[i] <= '9'; i++)
+			num = num * 10 + (unsigned int)(p[i] - '0');
+		if (len > 0 && num >= 1 && num <= 100) {
+			/* insertion keeps them ascending */
+			unsigned int i = count++;
+			for (; i > 0 && percents[i - 1] > num; i--)
+				percents[i] = percents[i - 1];
+			percents[i] = num;
+		}
+		p += len + (p[len] != '\0' ? 1 : 0);
+	}
+	return count;
+}
+
+unsigned int moat_listener_mode(const struct moat_listener_settings *l)
+{
+	unsigned int mode = 0;
+
+	for (const char *p = l->mode; *p >= '0' && *p <= '7'; p++)
+		mode = mode * 8 + (unsigned int)(*p - '0');
+	return mode;
 }

@@ -37,11 +37,19 @@ enum moat_ssl_cert_username_field {
 	MOAT_SSL_CERT_USERNAME_X500UNIQUEIDENTIFIER,
 };
 
+/* An inet_listener (TCP) or, with unix set, a unix_listener: a socket
+   whose name is its path, relative to base_dir unless absolute. */
 struct moat_listener_settings {
-	const char *name;          /* "imap", "imaps" */
+	const char *name;          /* "imap", "imaps"; unix: the path */
+	bool unix_socket;          /* unix_listener */
 	const char *address;       /* "127.0.0.1", "*", "::" */
 	unsigned int port;         /* 0 = disabled */
 	bool ssl;                  /* implicit TLS (issue: TLS) */
+	/* unix_listener: the socket's mode (octal text) and owner; ""
+	   user/group = the master's (root) */
+	const char *mode;
+	const char *user;
+	const char *group;
 };
 
 struct moat_service_settings {
@@ -106,11 +114,40 @@ struct moat_settings {
 	/* Index handles kept open for STATUS per imap process (0 = none). */
 	unsigned int imap_status_cache_mailboxes;
 
+	/* delivery (lmtp, moat-lda) */
+	uint64_t message_size_limit;        /* bytes; 0 = unlimited */
+	const char *recipient_delimiter;    /* "+": user+detail@domain */
+	bool lmtp_save_to_detail_mailbox;
+	/* The userdb key of a recipient address, after the detail is
+	   removed: %u the address, %n its local part, %d its domain; %L
+	   lowercases (Dovecot's auth_username_format syntax). */
+	const char *lmtp_username_format;
+	const char *lmtp_hostname;          /* "" = the system's name */
+	/* Most recipients one LMTP transaction accepts (452 4.5.3 after). */
+	unsigned int lmtp_max_recipients;
+
+	/* quota (RFC 9208): defaults for users whose userdb entry has no
+	   quota_storage / quota_messages field; 0 = no limit */
+	uint64_t quota_storage;
+	unsigned int quota_messages;
+	/* "10%" of the storage limit, or a size: how far one save may go
+	   over the limit from below it */
+	const char *quota_grace;
+	/* "80 95": percentages of a limit whose crossing sends the user a
+	   warning message */
+	const char *quota_warning;
+	/* a full mailbox is a temporary failure for LMTP (452 4.2.2) and
+	   moat-lda (75) instead of a bounce (552 5.2.2, 77) */
+	bool quota_full_tempfail;
+
 	/* login / auth */
 	unsigned int login_timeout;         /* seconds to authenticate */
+	/* Bytes of one pre-auth command, its literals included. */
+	uint64_t login_max_command_size;
 	bool disable_plaintext_auth;        /* loopback counts as secured */
 	const char *auth_mechanisms;        /* "plain login" */
-	unsigned int auth_failure_delay;    /* seconds, first failure */
+	/* Milliseconds: the penalty after the first failure (auth). */
+	unsigned int auth_failure_delay;
 	/* Connection limits (0 = unlimited, except imap_max_auth_attempts):
 	   per user and remote IP, per user (both in the user's imap
 	   process), pre-auth per remote IP in each imap-login process, and
@@ -151,7 +188,12 @@ struct moat_settings {
 };
 
 /* Bounds on the lists a file can create. */
-#define MOAT_SETTINGS_LISTENERS_MAX 16  /* inet_listeners per service */
+#define MOAT_SETTINGS_LISTENERS_MAX 16  /* listeners per service */
+/* A unix_listener path (relative or absolute): sun_path is 108 bytes,
+   and base_dir comes in front of a relative one. */
+#define MOAT_SETTINGS_UNIX_PATH_MAX 100
+/* quota_warning percentages */
+#define MOAT_SETTINGS_QUOTA_WARNINGS_MAX 8
 #define MOAT_SETTINGS_DBS_MAX 16        /* passdb blocks, and userdb blocks */
 /* Error strings returned by the functions below live in one thread-local
    buffer of this size: valid until the next failing moat_settings_*()
@@ -171,6 +213,12 @@ int moat_settings_read(const char *path, struct moat_settings **set_r,
    have (see moat_settings_validate()): for tests and partial files. */
 int moat_settings_parse(const char *path, struct moat_settings **set_r,
 			const char **error_r);
+/* moat_settings_parse() for a tool that runs as a mail user (moat-lda):
+   a "<file" value it may not read (ssl_key) is empty instead of an error.
+   Such settings are for the servers only. */
+int moat_settings_parse_unprivileged(const char *path,
+				     struct moat_settings **set_r,
+				     const char **error_r);
 /* The same as moat_settings_parse() from an open fd (the memfd master
    hands a child), read with pread from offset 0; the fd's offset is left
    alone. name is used in messages. Master validated the settings before
@@ -204,7 +252,8 @@ const struct moat_service_settings *
 moat_settings_get_service(const struct moat_settings *set, const char *name);
 /* The user a service runs as: its own user setting, else
    default_login_user (imap-login) or default_internal_user (auth); "" for
-   imap, which runs as the mail user. */
+   imap, which runs as the mail user. lmtp's default is its own user,
+   moat-lmtp. */
 const char *moat_settings_service_user(const struct moat_settings *set,
 				       const struct moat_service_settings *service);
 
@@ -212,5 +261,19 @@ const char *moat_settings_service_user(const struct moat_settings *set,
    networks, a list in login_trusted_networks' syntax (space or comma
    separated ADDRESS or ADDRESS/BITS; malformed words never match). */
 bool moat_settings_net_match(const char *networks, const char *ip);
+
+/* True if protocols (the setting) lists name ("imap", "lmtp"). */
+bool moat_settings_has_protocol(const struct moat_settings *set,
+				const char *name);
+/* quota_grace for a storage limit: bytes. Its text was checked. */
+uint64_t moat_settings_quota_grace(const struct moat_settings *set,
+				   uint64_t storage_limit);
+/* quota_warning as percentages (1..100), ascending; returns how many (at
+   most max). */
+unsigned int moat_settings_quota_warnings(const struct moat_settings *set,
+					  unsigned int *percents,
+					  unsigned int max);
+/* A unix_listener's mode as a number; its text was checked. */
+unsigned int moat_listener_mode(const struct moat_listener_settings *l);
 
 #endif

@@ -50,7 +50,8 @@ static const char *range_check(pool_t pool, const struct setting_def *def,
 	uint64_t max = def->max != 0 ? def->max :
 		def->type == SET_SIZE ? UINT64_MAX : UINT_MAX;
 	const char *unit = def->type == SET_SIZE ? " bytes" :
-		def->type == SET_TIME ? " secs" : "";
+		def->type == SET_TIME ? " secs" :
+		def->type == SET_TIME_MSECS ? " ms" : "";
 
 	if (num < def->min) {
 		return p_strdup_printf(pool, "must be at least %llu%s",
@@ -102,6 +103,10 @@ int settings_def_set(pool_t pool, const struct setting_def *def, void *base,
 		if (config_parse_time(value, &secs, &error) == 0)
 			num = secs;
 		break;
+	case SET_TIME_MSECS:
+		if (config_parse_time_msecs(value, &secs, &error) == 0)
+			num = secs;
+		break;
 	}
 	if (error == NULL)
 		error = range_check(pool, def, num);
@@ -129,6 +134,7 @@ bool settings_def_equal(const struct setting_def *def, const void *a,
 			      str_or_empty(*(const char *const *)pb)) == 0;
 	case SET_UINT:
 	case SET_TIME:
+	case SET_TIME_MSECS:
 	case SET_ENUM:
 		return *(const unsigned int *)pa == *(const unsigned int *)pb;
 	case SET_SIZE:
@@ -165,6 +171,8 @@ int settings_def_append(buffer_t *out, const struct setting_def *def,
 		return config_append_size(out, *(const uint64_t *)ptr);
 	case SET_TIME:
 		return config_append_time(out, *(const unsigned int *)ptr);
+	case SET_TIME_MSECS:
+		return config_append_time_msecs(out, *(const unsigned int *)ptr);
 	case SET_BOOL:
 		return buffer_append_str(out, *(const bool *)ptr ? "yes" : "no");
 	case SET_ENUM:

@@ -13,6 +13,7 @@ enum setting_type {
 	SET_UINT,       /* unsigned int */
 	SET_SIZE,       /* uint64_t bytes */
 	SET_TIME,       /* unsigned int seconds */
+	SET_TIME_MSECS, /* unsigned int milliseconds ("ms" is a unit) */
 	SET_BOOL,       /* bool */
 	SET_ENUM,       /* unsigned int index into enum_values */
 };

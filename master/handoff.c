@@ -109,70 +109,22 @@ void handoff_start(struct child *login, const char *const *args, int fd)
 	}
 }
 
-static bool user_field_ok(const char *value)
-{
-	/* Values from auth become env vars and paths: bound and no controls. */
-	size_t len = strlen(value);
-	if (len == 0 || len > 1024)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		if ((unsigned char)value[i] < 0x20)
-			return false;
-	}
-	return true;
-}
-
-static const char *handoff_check_user(struct master *master, const char *const *args,
-				      uid_t *uid_r, gid_t *gid_r)
-{
-	unsigned int uid, gid;
-
-	if (str_array_length(args) != 7 || !user_field_ok(args[2]) ||
-	    !user_field_ok(args[5]) || !user_field_ok(args[6]) ||
-	    str_to_uint(args[3], &uid) < 0 || str_to_uint(args[4], &gid) < 0)
-		return "Internal error: invalid user data";
-	if (!master->root) {
-		*uid_r = (uid_t)-1;
-		*gid_r = (gid_t)-1;
-		return NULL;
-	}
-	/* auth checks this too; master does not spawn root mail processes
-	   whatever auth says. */
-	if (uid == 0 || gid == 0)
-		return "Mail access as root is not allowed";
-	if (uid < master->set->first_valid_uid ||
-	    (master->set->last_valid_uid != 0 && uid > master->set->last_valid_uid))
-		return "User's uid is not allowed";
-	*uid_r = uid;
-	*gid_r = gid;
-	return NULL;
-}
-
 static void handoff_route(struct master *master, struct handoff *handoff,
 			  const char *const *args)
 {
-	uid_t uid;
-	gid_t gid;
-	const char *error = handoff_check_user(master, args, &uid, &gid);
-	if (error != NULL) {
-		i_error("login of user %s refused: %s", args[2], error);
+	/* USER <id> <user> <uid> <gid> <home> <mail> <quota storage>
+	   <quota messages> */
+	const char *error = "Internal error: invalid user data";
+	struct child *imap = str_array_length(args) != 9 ? NULL :
+		imap_get_user(master, args + 2, &error);
+	if (imap == NULL) {
+		i_error("login of user %s refused: %s",
+			args[1] != NULL && args[2] != NULL ? args[2] : "?",
+			error);
 		handoff_reply(handoff, "HANDOFF-FAIL", error);
 		return;
 	}
-	struct child *imap = imap_find_user(master, args[2]);
-	if (imap == NULL) {
-		struct service *service = &master->services[SERVICE_IMAP];
-		if (service->process_count >= service->set->process_limit) {
-			i_warning("service(imap): process_limit (%u) reached, refusing %s",
-				  service->set->process_limit, args[2]);
-			handoff_reply(handoff, "HANDOFF-FAIL",
-				      "Maximum number of users logged in");
-			return;
-		}
-		imap = imap_spawn(master, args[2], uid, gid, args[5], args[6]);
-	}
-	if (imap == NULL ||
-	    ipc_sendv(imap->conn, handoff->fd, "CONN", handoff->fields[HF_ID],
+	if (ipc_sendv(imap->conn, handoff->fd, "CONN", handoff->fields[HF_ID],
 		      handoff->fields[HF_TAG], handoff->fields[HF_RIP],
 		      handoff->fields[HF_RPORT], handoff->fields[HF_LIP],
 		      handoff->fields[HF_LPORT], handoff->fields[HF_SECURED],

@@ -7,8 +7,10 @@ master_moat_SOURCES = \
 	master/listener.c \
 	master/service.c \
 	master/service-login.c \
+	master/login-limits.c \
 	master/service-auth.c \
 	master/service-auth-worker.c \
 	master/service-imap.c \
+	master/service-lmtp.c \
 	master/handoff.c
 master_moat_LDADD = $(LIBMOAT)

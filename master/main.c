@@ -50,10 +50,35 @@ static void mkdir_checked(const char *path, mode_t mode)
 		i_fatal("mkdir(%s) failed: %s", path, strerror(errno));
 }
 
-static void prepare_dirs(struct master *master)
+/* A service's chroot directory (relative names live under base_dir),
+   created and checked; NULL for none (warned). */
+static char *chroot_prepare(struct master *master, enum service_kind kind)
 {
+	const struct service *service = &master->services[kind];
+	const char *chroot_dir = service->set->chroot;
 	struct stat st;
 
+	if (chroot_dir[0] == '\0') {
+		i_warning("service %s has no chroot: it can read whatever its "
+			  "user can", service->name);
+		return NULL;
+	}
+	char *dir = chroot_dir[0] == '/' ? i_strdup(chroot_dir) :
+		i_strdup_printf("%s/%s", master->set->base_dir, chroot_dir);
+	mkdir_checked(dir, 0755);
+	if (stat(dir, &st) < 0)
+		i_fatal("stat(%s) failed: %s", dir, strerror(errno));
+	/* The chroot must give the process nothing: root-owned, not
+	   writable by anyone else, and empty. */
+	if (master->root && (st.st_uid != 0 || (st.st_mode & 022) != 0))
+		i_fatal("%s must be owned by root and writable only by root", dir);
+	if (st.st_nlink > 2)
+		i_fatal("%s must be empty (it is %s's chroot)", dir, service->name);
+	return dir;
+}
+
+static void prepare_dirs(struct master *master)
+{
 	/* base_dir may be nested below a prefix that does not exist yet. */
 	char *path = i_strdup(master->set->base_dir);
 	for (char *p = path + 1; *p != '\0'; p++) {
@@ -66,27 +91,11 @@ static void prepare_dirs(struct master *master)
 	mkdir_checked(path, 0755);
 	free(path);
 
-	/* imap-login's chroot: relative names live under base_dir. */
-	const char *chroot_dir = master->services[SERVICE_LOGIN].set->chroot;
 	free(master->empty_dir);
-	master->empty_dir = NULL;
-	if (chroot_dir[0] == '\0') {
-		i_warning("service imap-login has no chroot: it can read whatever "
-			  "moat-login can");
-		return;
-	}
-	master->empty_dir = chroot_dir[0] == '/' ? i_strdup(chroot_dir) :
-		i_strdup_printf("%s/%s", master->set->base_dir, chroot_dir);
-	mkdir_checked(master->empty_dir, 0755);
-	if (stat(master->empty_dir, &st) < 0)
-		i_fatal("stat(%s) failed: %s", master->empty_dir, strerror(errno));
-	/* imap-login's chroot must give it nothing: root-owned, not writable
-	   by anyone else, and empty. */
-	if (master->root && (st.st_uid != 0 || (st.st_mode & 022) != 0))
-		i_fatal("%s must be owned by root and writable only by root",
-			master->empty_dir);
-	if (st.st_nlink > 2)
-		i_fatal("%s must be empty (it is imap-login's chroot)", master->empty_dir);
+	master->empty_dir = chroot_prepare(master, SERVICE_LOGIN);
+	free(master->lmtp_chroot_dir);
+	master->lmtp_chroot_dir = !master_lmtp_enabled(master) ? NULL :
+		chroot_prepare(master, SERVICE_LMTP);
 }
 
 static void pidfile_write(struct master *master)
@@ -254,6 +263,7 @@ int main(int argc, char *argv[])
 	signal(SIGPIPE, SIG_IGN);
 
 	master.ioloop = io_loop_create();
+	login_limits_init(&master);
 	io_loop_add_signal(master.ioloop, SIGCHLD, sig_chld, &master);
 	io_loop_add_signal(master.ioloop, SIGTERM, sig_term, &master);
 	io_loop_add_signal(master.ioloop, SIGINT, sig_term, &master);
@@ -264,6 +274,7 @@ int main(int argc, char *argv[])
 	io_loop_run(master.ioloop);
 
 	i_info("stopped");
+	login_limits_deinit(&master);
 	master_listeners_close(&master);
 	(void)unlink(master.pid_path);
 	io_loop_destroy(&master.ioloop);
@@ -272,6 +283,7 @@ int main(int argc, char *argv[])
 	moat_settings_free(&master.set);
 	free(master.pid_path);
 	free(master.empty_dir);
+	free(master.lmtp_chroot_dir);
 	free(master.binary_dir);
 	return 0;
 }

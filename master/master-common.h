@@ -15,6 +15,7 @@ enum service_kind {
 	SERVICE_AUTH,
 	SERVICE_IMAP,
 	SERVICE_AUTH_WORKER,
+	SERVICE_LMTP,
 	SERVICE_KIND_COUNT
 };
 
@@ -49,12 +50,15 @@ struct child {
 
 	struct ipc_conn *conn;
 
-	/* imap-login */
+	/* imap-login and lmtp */
 	bool listening;           /* accepting new clients */
 	bool shutting_down;       /* told to stop (reload/stop) */
 	bool wants_auth;          /* asked for a new auth socket */
 	unsigned int clients;     /* from its last LOAD record */
 	uint64_t idle_since_ms;   /* 0 while it has clients */
+	unsigned int client_limit;   /* of the settings it was started with */
+	/* its clients counted for login_max_connections_per_ip */
+	struct login_child_conns *ip_conns;
 
 	/* imap: the user it serves */
 	char *user;
@@ -64,9 +68,11 @@ struct child {
 };
 
 struct listener {
-	char *key;                /* "name address port" */
+	enum service_kind kind;   /* SERVICE_LOGIN or SERVICE_LMTP */
+	char *key;                /* "service name address port" */
 	char *name;
 	bool ssl;
+	char *unix_path;          /* a unix_listener's socket, else NULL */
 	int fd;
 };
 
@@ -84,8 +90,9 @@ struct master {
 	char *empty_dir;
 	char *pid_path;
 
-	uid_t login_uid, auth_uid;
-	gid_t login_gid, auth_gid;
+	uid_t login_uid, auth_uid, lmtp_uid;
+	gid_t login_gid, auth_gid, lmtp_gid;
+	char *lmtp_chroot_dir;    /* NULL: none (or lmtp not enabled) */
 
 	struct listener *listeners;
 	unsigned int listener_count;
@@ -95,7 +102,11 @@ struct master {
 	struct child *auth;       /* the running auth process, or NULL */
 
 	struct handoff *handoffs; /* waiting for auth to redeem a token */
+	/* pre-auth connections per remote address, all imap-logins */
+	struct login_limits *login_limits;
 	unsigned int next_handoff_id;
+	struct lmtp_rcpt *lmtp_rcpts;  /* waiting for auth's userdb */
+	unsigned int next_lmtp_rcpt_id;
 	struct timeout *stop_timeout;
 	struct timeout *idle_check_timeout;   /* idle_kill of imap-login */
 };
@@ -136,6 +147,14 @@ unsigned int login_count_listening(struct master *master);
 /* Start the periodic idle_kill check (no-op when idle_kill is 0). */
 void login_idle_check_start(struct master *master);
 
+/* login-limits.c: login_max_connections_per_ip over all processes */
+void login_limits_init(struct master *master);
+void login_limits_deinit(struct master *master);
+/* CONNECT / DISCONNECT of an imap-login; false if args is neither. */
+bool login_limits_input(struct child *child, const char *const *args);
+/* The process exited: its connections are no longer counted. */
+void login_limits_child_gone(struct child *child);
+
 /* service-auth.c */
 struct child *auth_spawn(struct master *master);
 void auth_input(void *context, const char *const *args, int fd);
@@ -155,10 +174,31 @@ void handoff_auth_reply(struct master *master, const char *const *args);
 void handoff_fail_all(struct master *master, const char *reason);
 void handoff_login_gone(struct master *master, struct child *login);
 
+/* service-lmtp.c */
+/* True if protocols names lmtp: only then do lmtp processes run. */
+bool master_lmtp_enabled(const struct master *master);
+struct child *lmtp_spawn(struct master *master);
+void lmtp_input(void *context, const char *const *args, int fd);
+void lmtp_shutdown_all(struct master *master);
+/* Keep process_min_avail accepting lmtp processes (start, restart). */
+void lmtp_ensure_available(struct master *master);
+/* Answers of auth to USERDB (USERDB-USER / USERDB-NOTFOUND / -FAIL). */
+void lmtp_rcpt_auth_reply(struct master *master, const char *const *args);
+/* auth went away or an lmtp process did: fail what waits for it. */
+void lmtp_rcpt_fail_all(struct master *master, const char *reason);
+void lmtp_rcpt_lmtp_gone(struct master *master, struct child *lmtp);
+
 /* service-imap.c */
 struct child *imap_find_user(struct master *master, const char *user);
 struct child *imap_spawn(struct master *master, const char *user, uid_t uid,
-			 gid_t gid, const char *home, const char *mail);
+			 gid_t gid, const char *home, const char *mail,
+			 const char *quota_storage, const char *quota_messages);
+/* The running imap process of a user, spawned when there is none (within
+   process_limit). fields: user, uid, gid, home, mail, quota storage,
+   quota messages of auth's USER record (checked here, uid/gid as for
+   logins). NULL with *error_r. */
+struct child *imap_get_user(struct master *master, const char *const *fields,
+			    const char **error_r);
 void imap_input(void *context, const char *const *args, int fd);
 
 #endif

@@ -55,6 +55,34 @@ int master_settings_create_fd(const struct moat_settings *set, bool with_secrets
 	return fd;
 }
 
+/* lmtp's uid: its own, not imap-login's or auth's (a compromised one must
+   not reach the others); only needed when lmtp runs. */
+static int resolve_lmtp_user(struct master *master, const char **error_r)
+{
+	static char error[256];
+	const char *user =
+		moat_settings_service_user(master->set, master->services[SERVICE_LMTP].set);
+
+	master->lmtp_uid = (uid_t)-1;
+	master->lmtp_gid = (gid_t)-1;
+	if (!master_lmtp_enabled(master))
+		return 0;
+	if (restrict_lookup_user(user, &master->lmtp_uid, &master->lmtp_gid) < 0) {
+		snprintf(error, sizeof(error), "lmtp user %s does not exist "
+			 "(service lmtp { user }; create it with useradd --system)",
+			 user);
+		*error_r = error;
+		return -1;
+	}
+	if (master->lmtp_uid == 0 || master->lmtp_uid == master->login_uid ||
+	    master->lmtp_uid == master->auth_uid) {
+		*error_r = "service lmtp must run as its own user, not root, "
+			"imap-login's or auth's";
+		return -1;
+	}
+	return 0;
+}
+
 int master_settings_resolve_users(struct master *master, const char **error_r)
 {
 	static char error[256];
@@ -64,8 +92,8 @@ int master_settings_resolve_users(struct master *master, const char **error_r)
 	const char *auth_user =
 		moat_settings_service_user(set, master->services[SERVICE_AUTH].set);
 	if (!master->root) {
-		master->login_uid = master->auth_uid = (uid_t)-1;
-		master->login_gid = master->auth_gid = (gid_t)-1;
+		master->login_uid = master->auth_uid = master->lmtp_uid = (uid_t)-1;
+		master->login_gid = master->auth_gid = master->lmtp_gid = (gid_t)-1;
 		return 0;
 	}
 	if (restrict_lookup_user(login_user, &master->login_uid, &master->login_gid) < 0) {
@@ -89,5 +117,5 @@ int master_settings_resolve_users(struct master *master, const char **error_r)
 			"a compromised imap-login must not get auth's rights";
 		return -1;
 	}
-	return 0;
+	return resolve_lmtp_user(master, error_r);
 }

@@ -49,6 +49,7 @@ void auth_input(void *context, const char *const *args, int fd)
 			/* Dying or broken: stop routing through it now; its
 			   exit restarts it. */
 			handoff_fail_all(master, "Authentication process is gone");
+			lmtp_rcpt_fail_all(master, "User database process is gone");
 		}
 		return;
 	}
@@ -60,6 +61,8 @@ void auth_input(void *context, const char *const *args, int fd)
 	}
 	if (strcmp(args[0], "USER") == 0 || strcmp(args[0], "NOTFOUND") == 0)
 		handoff_auth_reply(master, args);
+	else if (strncmp(args[0], "USERDB-", 7) == 0)
+		lmtp_rcpt_auth_reply(master, args);
 	else {
 		i_error("auth sent an unknown record %s, restarting it", args[0]);
 		child_kill(child, SIGKILL);

@@ -24,9 +24,11 @@ struct child *login_spawn(struct master *master)
 	}
 	fds[count++] = pair[1];
 	for (unsigned int i = 0; i < master->listener_count && count < N_ELEMENTS(fds); i++) {
+		if (master->listeners[i].kind != SERVICE_LOGIN)
+			continue;
 		fds[count++] = master->listeners[i].fd;
 		int ret = snprintf(listeners_env + pos, sizeof(listeners_env) - pos,
-				   "%s%s:%d", i == 0 ? "" : ",",
+				   "%s%s:%d", count == 2 ? "" : ",",   /* fds[0]: auth */
 				   master->listeners[i].name, master->listeners[i].ssl ? 1 : 0);
 		if (ret < 0 || (size_t)ret >= sizeof(listeners_env) - pos)
 			i_fatal("too many listeners");
@@ -42,6 +44,7 @@ struct child *login_spawn(struct master *master)
 	}
 	child->listening = true;
 	child->idle_since_ms = time_monotonic_ms();
+	child->client_limit = service->set->client_limit;
 	if (master->auth != NULL && !master->auth->shutting_down) {
 		char pid_str[32];
 		snprintf(pid_str, sizeof(pid_str), "%d", (int)child->pid);
@@ -193,6 +196,8 @@ void login_input(void *context, const char *const *args, int fd)
 		login_ensure_available(child->master);
 	} else if (strcmp(args[0], "LOAD") == 0) {
 		login_handle_load(child, args);
+	} else if (login_limits_input(child, args)) {
+		/* CONNECT, DISCONNECT */
 	} else {
 		/* imap-login is untrusted: a protocol violation ends it. */
 		i_error("imap-login %d sent an unknown record, killing it", (int)child->pid);

@@ -32,6 +32,7 @@ void services_init(struct master *master)
 		[SERVICE_AUTH] = { "auth", "auth" },
 		[SERVICE_IMAP] = { "imap", "imap" },
 		[SERVICE_AUTH_WORKER] = { "auth-worker", "auth-worker" },
+		[SERVICE_LMTP] = { "lmtp", "lmtp" },
 	};
 	for (unsigned int i = 0; i < SERVICE_KIND_COUNT; i++) {
 		struct service *service = &master->services[i];
@@ -236,10 +237,12 @@ struct child *child_spawn(struct service *service, const int *extra_fds,
 		service->kind == SERVICE_LOGIN ? IPC_PROTO_LOGIN_MASTER :
 		service->kind == SERVICE_AUTH ? IPC_PROTO_AUTH_MASTER :
 		service->kind == SERVICE_AUTH_WORKER ? IPC_PROTO_WORKER_MASTER :
+		service->kind == SERVICE_LMTP ? IPC_PROTO_LMTP_MASTER :
 		IPC_PROTO_IMAP_MASTER, IPC_PROTO_MAJOR, IPC_PROTO_MINOR,
 		service->kind == SERVICE_LOGIN ? login_input :
 		service->kind == SERVICE_AUTH ? auth_input :
 		service->kind == SERVICE_AUTH_WORKER ? auth_worker_input :
+		service->kind == SERVICE_LMTP ? lmtp_input :
 		imap_input, child);
 	i_debug("service(%s): started process %d", service->name, (int)pid);
 	return child;
@@ -283,6 +286,8 @@ static void service_restart(struct service *service)
 		(void)auth_spawn(master);
 	else if (service->kind == SERVICE_AUTH_WORKER)
 		auth_worker_ensure(master);
+	else if (service->kind == SERVICE_LMTP)
+		lmtp_ensure_available(master);
 	else if (service->kind == SERVICE_LOGIN) {
 		while (login_count_listening(master) < MAX(service->set->process_min_avail, 1u) &&
 		       service->process_count < service->set->process_limit) {
@@ -358,9 +363,14 @@ void services_child_exited(struct master *master, pid_t pid, int status)
 	if (master->auth == child) {
 		master->auth = NULL;
 		handoff_fail_all(master, "Authentication process died");
+		lmtp_rcpt_fail_all(master, "User database process died");
 	}
-	if (service->kind == SERVICE_LOGIN)
+	if (service->kind == SERVICE_LOGIN) {
 		handoff_login_gone(master, child);
+		login_limits_child_gone(child);
+	}
+	if (service->kind == SERVICE_LMTP)
+		lmtp_rcpt_lmtp_gone(master, child);
 	child_free(child);
 	if (master->stopping) {
 		if (master->children == NULL)
@@ -372,9 +382,10 @@ void services_child_exited(struct master *master, pid_t pid, int status)
 	if (service->kind == SERVICE_AUTH_WORKER)
 		service_schedule_restart(service, crashed);
 	else if (service->kind == SERVICE_AUTH ||
-		 (service->kind == SERVICE_LOGIN && !expected))
+		 ((service->kind == SERVICE_LOGIN ||
+		   service->kind == SERVICE_LMTP) && !expected))
 		service_schedule_restart(service, crashed || !expected);
-	else if (service->kind == SERVICE_LOGIN)
+	else if (service->kind == SERVICE_LOGIN || service->kind == SERVICE_LMTP)
 		service_schedule_restart(service, false);
 }
 
@@ -383,6 +394,7 @@ void services_start(struct master *master)
 	(void)auth_spawn(master);
 	service_restart(&master->services[SERVICE_LOGIN]);
 	login_idle_check_start(master);
+	lmtp_ensure_available(master);
 }
 
 void services_reload(struct master *master)
@@ -395,12 +407,14 @@ void services_reload(struct master *master)
 	   their clients; user processes keep serving. auth restarts with the
 	   new passdb/userdb (imap-login processes reconnect to it). */
 	login_shutdown_all(master);
+	lmtp_shutdown_all(master);
 	if (master->auth != NULL) {
 		master->auth->shutting_down = true;
 		child_kill(master->auth, SIGTERM);
 	}
 	service_restart(&master->services[SERVICE_LOGIN]);
 	login_idle_check_start(master);
+	lmtp_ensure_available(master);
 }
 
 static void stop_timeout(void *context)
@@ -421,6 +435,7 @@ void services_stop(struct master *master)
 	for (unsigned int i = 0; i < SERVICE_KIND_COUNT; i++)
 		timeout_remove(&master->services[i].restart_timeout);
 	handoff_fail_all(master, "Server shutting down");
+	lmtp_rcpt_fail_all(master, "Server shutting down");
 	if (master->children == NULL) {
 		io_loop_stop(master->ioloop);
 		return;

@@ -16,6 +16,7 @@
 	"(\"text\" \"plain\" (\"charset\" \"us-ascii\") NIL NIL \"7bit\" 0 0"
 #define EMPTY_TEXT_PART EMPTY_TEXT_PART_BASE ")"
 #define EMPTY_TEXT_PART_EXT EMPTY_TEXT_PART_BASE " NIL NIL NIL NIL)"
+#define EMPTY_ENVELOPE "(NIL NIL NIL NIL NIL NIL NIL NIL NIL NIL)"
 
 static void out_str(buffer_t *out, const char *str)
 {
@@ -69,12 +70,16 @@ static void write_language(buffer_t *out, const char *value)
 			p++;
 		const char *start = p;
 		while (*p != '\0' && *p != ',' && *p != ' ' && *p != '\t' &&
-		       *p != '\n')
+		       *p != '\n' && *p != '\r')
 			p++;
 		if (p > start) {
 			langs[count] = start;
 			lens[count++] = (size_t)(p - start);
 		}
+		/* a bare CR ends the list (what follows it is another
+		   line's text: Dovecot stops there too) */
+		if (*p == '\r')
+			break;
 	}
 	if (count == 0) {
 		out_str(out, "NIL");
@@ -251,12 +256,20 @@ static void write_single(pool_t pool, const struct message_part *part,
 	if ((part->flags & MESSAGE_PART_FLAG_TEXT) != 0) {
 		out_str(out, " ");
 		write_number(out, part->body_size.lines);
-	} else if ((part->flags & MESSAGE_PART_FLAG_MESSAGE_RFC822) != 0 &&
-		   part->children != NULL) {
+	} else if ((part->flags & MESSAGE_PART_FLAG_MESSAGE_RFC822) != 0) {
+		/* body-type-msg needs an envelope and a body: a message that
+		   was not parsed (no body at all, or past the nesting
+		   limits) is an empty one, as Dovecot writes it */
 		out_str(out, " ");
-		imap_envelope_write(pool, part->children, out);
-		out_str(out, " ");
-		write_part(pool, part->children, out, extended);
+		if (part->children != NULL) {
+			imap_envelope_write(pool, part->children, out);
+			out_str(out, " ");
+			write_part(pool, part->children, out, extended);
+		} else {
+			out_str(out, EMPTY_ENVELOPE " ");
+			out_str(out, extended ? EMPTY_TEXT_PART_EXT :
+				EMPTY_TEXT_PART);
+		}
 		out_str(out, " ");
 		write_number(out, part->body_size.lines);
 	}

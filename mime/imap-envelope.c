@@ -23,11 +23,19 @@ static void append_literal(buffer_t *out, const char *data, size_t size)
 	out_append(out, data, size);
 }
 
+/* More '"' and '\' than this to escape: a literal reads better (and it
+   is where Dovecot switches too). */
+#define QUOTED_MAX_ESCAPES 4
+
 static bool needs_literal(const char *str, size_t len)
 {
+	unsigned int escapes = 0;
+
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)str[i];
 		if (c == '\r' || c == '\n' || c >= 0x80)
+			return true;
+		if ((c == '"' || c == '\\') && ++escapes > QUOTED_MAX_ESCAPES)
 			return true;
 	}
 	return false;
@@ -62,13 +70,23 @@ void imap_envelope_append_nstring_nolf(buffer_t *out, const char *str)
 		imap_envelope_append_nstring(out, str);
 		return;
 	}
+	bool literal = false;
 	buffer_t tmp;
 	buffer_init(&tmp, strlen(str));
 	for (; *str != '\0'; str++) {
+		/* an LF is a fold, a CR left in a value a bare one: both read
+		   as a space, which the white space after them already is
+		   (as Dovecot unfolds) */
 		if (*str != '\r' && *str != '\n')
 			buffer_append_trunc(&tmp, str, 1);
+		else if (str[1] != ' ' && str[1] != '\t' && str[1] != '\r' &&
+			 str[1] != '\n' && str[1] != '\0')
+			buffer_append_trunc(&tmp, " ", 1);
 	}
-	append_string_len(out, tmp.data, tmp.used);
+	if (literal)
+		append_literal(out, tmp.data, tmp.used);
+	else
+		append_string_len(out, tmp.data, tmp.used);
 	buffer_free(&tmp);
 }
 

@@ -11,15 +11,27 @@
 
 struct message_part;
 
+/* Version of the ENVELOPE, BODY and BODYSTRUCTURE texts this library
+   produces (the parser and the writers together). Caches of the texts
+   name it (imap/imap-fetch-cache.c), so texts an older moat cached are
+   misses and are computed again: bump it with every change that alters
+   the text of any message.
+   2: top-level message/rfc822 sections, boundaries of any length and
+   empty ones, unterminated quoted parameter values end at their line,
+   an empty display name is NIL. */
+#define IMAP_MSG_TEXT_VERSION "2"
+
 /* A sane maximum for one ENVELOPE or BODYSTRUCTURE string; past it the
    output is cut (only a hostile message gets there). */
 #define IMAP_ENVELOPE_OUTPUT_MAX (64 * 1024 * 1024)
 
 /* NIL for NULL; a quoted string when that can hold str; otherwise a
-   literal ({n} CRLF bytes), for 8-bit bytes, CR or LF. */
+   literal ({n} CRLF bytes), for 8-bit bytes, CR or LF, or more than four
+   '"' and '\' to escape. */
 void imap_envelope_append_nstring(buffer_t *out, const char *str);
-/* As imap_envelope_append_nstring() after removing every CR and LF (unfolds a
-   header value). */
+/* As imap_envelope_append_nstring() after unfolding a header value:
+   each LF (a fold) or bare CR becomes a space unless white space follows
+   it (which then stands for it). */
 void imap_envelope_append_nstring_nolf(buffer_t *out, const char *str);
 /* For text a human reads (subject, display names): runs of whitespace
    (SP, TAB, CR, LF) become one space, leading and trailing whitespace go.

@@ -21,7 +21,8 @@ MIME_UNIT_TESTS = \
 	tests/unit/test-imap-envelope \
 	tests/unit/test-imap-bodystructure \
 	tests/unit/test-rfc2047 \
-	tests/unit/test-message-address
+	tests/unit/test-message-address \
+	tests/unit/test-mime-sections
 check_PROGRAMS += $(MIME_UNIT_TESTS)
 TESTS += $(MIME_UNIT_TESTS)
 MIME_UNIT_LDADD = tests/unit/libtest.a $(LIBMIME) $(LIBMOAT)
@@ -30,7 +31,10 @@ tests_unit_test_imap_envelope_LDADD = $(MIME_UNIT_LDADD)
 tests_unit_test_imap_bodystructure_LDADD = $(MIME_UNIT_LDADD)
 tests_unit_test_rfc2047_LDADD = $(MIME_UNIT_LDADD)
 tests_unit_test_message_address_LDADD = $(MIME_UNIT_LDADD)
+tests_unit_test_mime_sections_LDADD = $(MIME_UNIT_LDADD)
 
 # libFuzzer target: built by hand (needs clang), see the file's header.
 EXTRA_DIST += tests/fuzz/fuzz-message-parser.c \
-	tests/compare/compare-dovecot-mime.sh tests/compare/compare_mime.py
+	tests/compare/compare-dovecot-mime.sh tests/compare/compare_mime.py \
+	tests/compare/mime_diff.py tests/compare/mime_gen.py \
+	tests/compare/mime_known.py

@@ -14,6 +14,8 @@ struct addr_ctx {
 	struct message_address *head, **tail;
 	unsigned int count;
 	bool stop;   /* garbage seen: ignore the rest */
+	bool local_quoted;   /* the last local-part had a quoted word */
+	bool open_quote;     /* a quoted string read was never closed */
 };
 
 static const char *buf_str(struct addr_ctx *ctx, const buffer_t *buf)
@@ -29,6 +31,17 @@ static void add_address(struct addr_ctx *ctx, const char *name,
 
 	if (ctx->count >= MESSAGE_ADDRESS_MAX_COUNT)
 		return;
+	if (ctx->open_quote) {
+		/* it read an unterminated quoted string ("Name <a@b> with
+		   the quote never closed): a missing address, and the rest
+		   of the field is ignored (as Dovecot reads it) */
+		ctx->open_quote = false;
+		ctx->stop = true;
+		name = route = NULL;
+		mailbox = MESSAGE_ADDRESS_MISSING_MAILBOX;
+		domain = MESSAGE_ADDRESS_MISSING_DOMAIN;
+		invalid = true;
+	}
 	addr = p_malloc(ctx->pool, sizeof(*addr));
 	addr->name = name;
 	addr->route = route;
@@ -46,6 +59,18 @@ static bool is_word_start(int c)
 			    c != '<' && c != '>' && c != '@' && c != '(' &&
 			    c != ')' && c != '[' && c != ']' && c != '\\' &&
 			    c > ' ' && c != 0x7f);
+}
+
+/* A quoted string at the lexer that never closes. */
+static bool quote_is_open(const struct rfc822_lexer *lex)
+{
+	for (const unsigned char *p = lex->data + 1; p < lex->end; p++) {
+		if (*p == '\\')
+			p++;
+		else if (*p == '"')
+			return false;
+	}
+	return true;
 }
 
 /* Atom that may contain dots (obsolete phrase, "Q." in names). */
@@ -76,8 +101,11 @@ static bool parse_phrase(struct addr_ctx *ctx, buffer_t *out)
 	       is_word_start(rfc822_lexer_peek(&ctx->lex))) {
 		if (any)
 			buffer_append_trunc(out, " ", 1);
-		if (rfc822_lexer_peek(&ctx->lex) == '"')
+		if (rfc822_lexer_peek(&ctx->lex) == '"') {
+			if (quote_is_open(&ctx->lex))
+				ctx->open_quote = true;
 			(void)rfc822_read_quoted(&ctx->lex, out);
+		}
 		else if (!read_atom_or_dot(ctx, out))
 			break;
 		any = true;
@@ -91,11 +119,15 @@ static bool parse_local_part(struct addr_ctx *ctx)
 	bool any = false;
 
 	buffer_reset(&ctx->mailbox);
+	ctx->local_quoted = false;
 	for (;;) {
 		(void)rfc822_skip_cfws(&ctx->lex);
 		int c = rfc822_lexer_peek(&ctx->lex);
 		if (c == '"') {
+			if (quote_is_open(&ctx->lex))
+				ctx->open_quote = true;
 			(void)rfc822_read_quoted(&ctx->lex, &ctx->mailbox);
+			ctx->local_quoted = true;
 		} else if (!rfc822_read_atom(&ctx->lex, &ctx->mailbox)) {
 			if (c != '.')
 				return any;
@@ -115,7 +147,13 @@ static bool parse_domain(struct addr_ctx *ctx, buffer_t *out)
 	(void)rfc822_skip_cfws(&ctx->lex);
 	if (rfc822_lexer_peek(&ctx->lex) == '[')
 		return rfc822_read_domain_literal(&ctx->lex, out);
-	return rfc822_read_dot_atom(&ctx->lex, out);
+	if (!rfc822_read_dot_atom(&ctx->lex, out))
+		return false;
+	/* "b." (a message cut after the dot): no domain, as Dovecot
+	   reads it */
+	if (out->used > 0 && ((const char *)out->data)[out->used - 1] == '.')
+		buffer_reset(out);
+	return true;
 }
 
 enum addr_spec_result {
@@ -132,7 +170,9 @@ static enum addr_spec_result parse_addr_spec(struct addr_ctx *ctx)
 	(void)rfc822_skip_cfws(&ctx->lex);
 	int c = rfc822_lexer_peek(&ctx->lex);
 	if (c != '@') {
-		return c < 0 || c == ',' || c == ';' || c == '>' ?
+		/* (a ':' after it, "a:;" in a group: a mailbox without a
+		   domain too, as Dovecot reads it) */
+		return c < 0 || c == ',' || c == ';' || c == '>' || c == ':' ?
 			ADDR_SPEC_NO_DOMAIN : ADDR_SPEC_BROKEN;
 	}
 	ctx->lex.data++;
@@ -140,8 +180,9 @@ static enum addr_spec_result parse_addr_spec(struct addr_ctx *ctx)
 	return ADDR_SPEC_OK;
 }
 
-/* obs-route = "@" domain *("," ["@" domain]) ":" */
-static void parse_route(struct addr_ctx *ctx)
+/* obs-route = "@" domain *("," ["@" domain]) ":". Returns false if
+   the ':' is missing. */
+static bool parse_route(struct addr_ctx *ctx)
 {
 	buffer_t dom;
 
@@ -163,8 +204,10 @@ static void parse_route(struct addr_ctx *ctx)
 		buffer_append_trunc(&ctx->route, dom.data, dom.used);
 	}
 	buffer_free(&dom);
-	if (rfc822_lexer_peek(&ctx->lex) == ':')
-		ctx->lex.data++;
+	if (rfc822_lexer_peek(&ctx->lex) != ':')
+		return false;
+	ctx->lex.data++;
+	return true;
 }
 
 static const char *str_or_missing(struct addr_ctx *ctx, const buffer_t *buf,
@@ -185,8 +228,8 @@ static void parse_angle_addr(struct addr_ctx *ctx, bool have_name)
 	ctx->lex.data++;
 	(void)rfc822_skip_cfws(&ctx->lex);
 	if (rfc822_lexer_peek(&ctx->lex) == '@') {
-		parse_route(ctx);
-		route = buf_str(ctx, &ctx->route);
+		route = parse_route(ctx) ? buf_str(ctx, &ctx->route) :
+			MESSAGE_ADDRESS_INVALID_ROUTE;
 	}
 	enum addr_spec_result ret = parse_addr_spec(ctx);
 	const char *mailbox = str_or_missing(ctx, &ctx->mailbox,
@@ -200,12 +243,19 @@ static void parse_angle_addr(struct addr_ctx *ctx, bool have_name)
 		domain = str_or_missing(ctx, &ctx->domain,
 			MESSAGE_ADDRESS_MISSING_DOMAIN, &invalid);
 		(void)rfc822_skip_cfws(&ctx->lex);
-		if (rfc822_lexer_peek(&ctx->lex) == '>')
+		if (rfc822_lexer_peek(&ctx->lex) == '>') {
 			ctx->lex.data++;
-		else
+		} else {
+			/* "<a@b" never closed: the domain is not trusted,
+			   as Dovecot marks it */
+			domain = MESSAGE_ADDRESS_SYNTAX_ERROR;
 			invalid = true;
+		}
 	}
-	add_address(ctx, have_name ? buf_str(ctx, &ctx->name) : NULL,
+	/* an empty display name ("" <a@b>) is no name: NIL, as other
+	   servers send it */
+	add_address(ctx, have_name && ctx->name.used > 0 ?
+		    buf_str(ctx, &ctx->name) : NULL,
 		    route, mailbox, domain, invalid);
 }
 
@@ -224,8 +274,11 @@ static void parse_mailbox(struct addr_ctx *ctx)
 	buffer_reset(&ctx->comment);
 	ctx->lex.last_comment = &ctx->comment;
 	enum addr_spec_result ret = parse_addr_spec(ctx);
-	if (ret == ADDR_SPEC_BROKEN) {
-		/* "Some Name" without an address: a name, nothing else */
+	if (ret == ADDR_SPEC_BROKEN ||
+	    (ret == ADDR_SPEC_NO_DOMAIN && ctx->local_quoted)) {
+		/* "Some Name" without an address: a name, nothing else
+		   (a quoted word without "@" is a name too, as Dovecot
+		   reads it; a bare word is a mailbox) */
 		ctx->lex.last_comment = NULL;
 		ctx->lex.data = start;
 		(void)parse_phrase(ctx, &ctx->name);
@@ -303,6 +356,7 @@ static void parse_address(struct addr_ctx *ctx)
 		return;
 	}
 	ctx->lex.data = start;
+	ctx->open_quote = false;
 	parse_mailbox(ctx);
 }
 

@@ -18,6 +18,8 @@
 #define MESSAGE_ADDRESS_MISSING_MAILBOX "MISSING_MAILBOX"
 #define MESSAGE_ADDRESS_MISSING_DOMAIN "MISSING_DOMAIN"
 #define MESSAGE_ADDRESS_SYNTAX_ERROR "SYNTAX_ERROR"
+/* A route ("<@a,@b:") not ended by its ':' (Dovecot's word for it). */
+#define MESSAGE_ADDRESS_INVALID_ROUTE "INVALID_ROUTE"
 
 struct message_address {
 	struct message_address *next;

@@ -270,11 +270,44 @@ bool rfc822_read_quoted(struct rfc822_lexer *lex, buffer_t *out)
 		}
 		if (c == '\\' && lex->data + 1 < lex->end)
 			c = *++lex->data;
-		else if (c == '\r' || c == '\n')
-			continue;
+		else if (c == '\n')
+			continue;   /* a fold: the white space after it stays */
 		buffer_append_trunc(out, &c, 1);
 	}
 	return true;
+}
+
+/* The closing quote of the quoted string at data (just after its opening
+   quote), or NULL. */
+static const unsigned char *quoted_end(const unsigned char *data,
+				       const unsigned char *end)
+{
+	for (; data < end; data++) {
+		if (*data == '\\' && data + 1 < end)
+			data++;
+		else if (*data == '"')
+			return data;
+	}
+	return NULL;
+}
+
+bool rfc822_read_quoted_param(struct rfc822_lexer *lex, buffer_t *out)
+{
+	const unsigned char *p;
+
+	if (rfc822_lexer_peek(lex) != '"')
+		return false;
+	if (quoted_end(lex->data + 1, lex->end) != NULL)
+		return rfc822_read_quoted(lex, out);
+	for (p = lex->data + 1; p < lex->end && *p != '\r' && *p != '\n' &&
+	     *p != ';'; p++) {
+		if (*p == '\\' && p + 1 < lex->end && p[1] != '\r' &&
+		    p[1] != '\n')
+			p++;
+		buffer_append_trunc(out, p, 1);
+	}
+	lex->data = p;
+	return false;
 }
 
 bool rfc822_read_domain_literal(struct rfc822_lexer *lex, buffer_t *out)

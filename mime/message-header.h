@@ -63,9 +63,17 @@ bool rfc822_read_atom(struct rfc822_lexer *lex, buffer_t *out);
 bool rfc822_read_dot_atom(struct rfc822_lexer *lex, buffer_t *out);
 /* RFC 2045 token (no tspecials). */
 bool rfc822_read_mime_token(struct rfc822_lexer *lex, buffer_t *out);
-/* Quoted string at '"': appends the unescaped content. The closing quote
-   may be missing at end of data. */
+/* Quoted string at '"': appends the unescaped content without its folds
+   (a bare CR is content). The closing quote may be missing at end of
+   data. */
 bool rfc822_read_quoted(struct rfc822_lexer *lex, buffer_t *out);
+/* A quoted parameter value at '"' (RFC 2045 5.1). Like
+   rfc822_read_quoted(), except when the closing quote is missing: then
+   the value ends at the first ';' or the end of its line (the first CR
+   or LF: a fold or a bare CR), not at the end of the field, so the
+   following parameters and lines are not swallowed into it; the lexer
+   continues there. Returns false if the quote was unterminated. */
+bool rfc822_read_quoted_param(struct rfc822_lexer *lex, buffer_t *out);
 /* Domain literal at '[': appends it including the brackets. */
 bool rfc822_read_domain_literal(struct rfc822_lexer *lex, buffer_t *out);
 

@@ -7,9 +7,10 @@
 
 #include <strings.h>
 
-/* Bytes of a body line kept: enough to recognise any boundary we accept
-   ("--" + boundary + "--"); the rest of a long line is only counted. */
-#define BODY_LINE_KEEP (MESSAGE_PARSER_MAX_BOUNDARY_LEN + 4)
+/* "--" before a boundary and "--" after a closing one. */
+#define BOUNDARY_LINE_EXTRA 4
+/* The smallest field bound: a short boundary must still fit. */
+#define MIN_FIELD_SIZE 256
 
 struct boundary {
 	struct message_part *part;   /* the multipart it belongs to */
@@ -38,6 +39,9 @@ struct message_parser {
 	   max_depth + 1 entries since each is a deeper part. */
 	struct boundary *boundaries;
 	unsigned int boundary_count;
+	/* Bytes of a body line kept: enough to recognise the longest active
+	   boundary line; the rest of a longer line is only counted. */
+	size_t body_line_keep;
 
 	struct position pos;          /* at the start of the current line */
 	unsigned int prev_eol_len;    /* 0, 1 (LF) or 2 (CRLF) */
@@ -48,6 +52,10 @@ struct message_parser {
 	/* The previous line was a header field line: a boundary right after
 	   it ends the header, and that line break is the boundary's too. */
 	bool prev_line_header;
+	/* The previous line was the blank line that ended the header of
+	   blank_end_part: before a boundary, its break is the boundary's
+	   and the header ends without it. */
+	struct message_part *blank_end_part;
 
 	buffer_t line;                /* kept start of the current line */
 	size_t line_keep;
@@ -72,8 +80,8 @@ message_parser_init(pool_t pool, const struct message_parser_settings *set)
 	p->set = set != NULL ? *set : defaults;
 	if (p->set.max_parts == 0)
 		p->set.max_parts = 1;
-	if (p->set.max_field_size < BODY_LINE_KEEP)
-		p->set.max_field_size = BODY_LINE_KEEP;
+	if (p->set.max_field_size < MIN_FIELD_SIZE)
+		p->set.max_field_size = MIN_FIELD_SIZE;
 	p->hp = message_header_parser_init(p->set.max_field_size);
 	p->boundaries = i_malloc(i_mul_size(p->set.max_depth + 2,
 					    sizeof(*p->boundaries)));
@@ -172,18 +180,37 @@ static bool field_is_address(enum message_part_field f)
 		f == MPF_TO || f == MPF_CC || f == MPF_BCC;
 }
 
-/* A repeated field: Content-* keep the first (what a MIME reader
-   uses), address fields collect every occurrence (separated by
-   MESSAGE_PART_FIELD_SEP), other envelope fields keep the last. Those
-   are Dovecot's choices, which clients of it have lived with. */
+/* A Content-Transfer-Encoding value that is one token and nothing else
+   (what BODYSTRUCTURE reports; anything else counts as 7bit). */
+static bool cte_is_one_token(pool_t pool, const char *value)
+{
+	struct mime_value v;
+
+	rfc2231_parse(pool, value, false, &v);
+	return v.value_valid && !v.trailing_garbage &&
+		strchr(value, ';') == NULL;
+}
+
+/* A repeated field: Content-* keep the first (what a MIME reader uses),
+   except Content-Disposition, the last, and Content-Transfer-Encoding,
+   the first that is one token; address fields collect every occurrence
+   (separated by MESSAGE_PART_FIELD_SEP), other envelope fields keep the
+   last. Those are Dovecot's choices, which clients of it have lived
+   with. */
 static void parser_store_field(struct message_parser *p,
 			       struct message_part *part,
 			       enum message_part_field f,
 			       const struct message_header_field *field)
 {
 	const char *old = part->fields[f];
+	bool replace = f >= MPF_FIRST_ENVELOPE && !field_is_address(f);
 
-	if (old == NULL || (f >= MPF_FIRST_ENVELOPE && !field_is_address(f))) {
+	if (f == MPF_CONTENT_DISPOSITION)
+		replace = true;
+	else if (f == MPF_CONTENT_TRANSFER_ENCODING && old != NULL)
+		replace = !cte_is_one_token(p->pool, old) &&
+			cte_is_one_token(p->pool, field->value);
+	if (old == NULL || replace) {
 		part->fields[f] = p_strndup(p->pool, field->value,
 					    field->value_len);
 	} else if (field_is_address(f) &&
@@ -238,6 +265,17 @@ static void parser_set_content_type(struct message_parser *p,
 			part->type = p_strndup(p->pool, ct.value,
 					       (size_t)(slash - ct.value));
 			part->subtype = slash + 1;
+		} else if (ct.type_only &&
+			   strcasecmp(ct.value, "multipart") == 0) {
+			/* a multipart without subtype has no known syntax:
+			   its body is data (Dovecot answers the same) */
+			part->type = "application";
+			part->subtype = "octet-stream";
+		} else if (ct.type_only) {
+			/* "Content-Type: text": the type, no subtype, as
+			   Dovecot reports it (text still counts lines) */
+			part->type = ct.value;
+			part->subtype = "";
 		} else {
 			/* present but broken: no type at all, as Dovecot */
 			part->type = part->subtype = "";
@@ -282,7 +320,10 @@ static void parser_header_end(struct message_parser *p,
 		p->part_count < p->set.max_parts && has_body;
 	if ((part->flags & MESSAGE_PART_FLAG_MULTIPART) != 0) {
 		size_t len = boundary == NULL ? 0 : strlen(boundary);
-		if (len == 0 || len > MESSAGE_PARSER_MAX_BOUNDARY_LEN) {
+		/* the line buffer holds max_field_size bytes, and the value
+		   came from a field no longer than that */
+		if (boundary == NULL ||
+		    len + BOUNDARY_LINE_EXTRA > p->set.max_field_size) {
 			part->flags |= MESSAGE_PART_FLAG_NO_BOUNDARY;
 		} else if (can_nest) {
 			struct boundary *b = &p->boundaries[p->boundary_count++];
@@ -290,6 +331,8 @@ static void parser_header_end(struct message_parser *p,
 			b->part = part;
 			b->str = boundary;
 			b->len = len;
+			p->body_line_keep = MAX(p->body_line_keep,
+						len + BOUNDARY_LINE_EXTRA);
 		}
 	} else if ((part->flags & MESSAGE_PART_FLAG_MESSAGE_RFC822) != 0 &&
 		   can_nest) {
@@ -316,22 +359,30 @@ static void part_close(struct message_part *part, const struct position *end)
 	part->body_size.lines = end->lines - body_lines;
 }
 
-/* Close parts from the innermost up to (not including) stop. */
+/* Close parts from the innermost up to (not including) stop, at end;
+   owner (if not NULL) and the parts inside it at owner_end. */
 static void parser_close_until(struct message_parser *p,
 			       struct message_part *stop,
-			       const struct position *end)
+			       const struct position *end,
+			       const struct message_part *owner,
+			       const struct position *owner_end)
 {
+	bool inside_owner = owner != NULL;
+
 	while (p->part != stop) {
-		struct position part_end = *end;
-		if (part_end.physical < p->part->physical_pos) {
-			part_end.physical = p->part->physical_pos;
-			part_end.virtual = p->part->virtual_pos;
-			part_end.lines = p->part->line_pos;
+		struct message_part *part = p->part;
+		struct position part_end = inside_owner ? *owner_end : *end;
+		if (part_end.physical < part->physical_pos) {
+			part_end.physical = part->physical_pos;
+			part_end.virtual = part->virtual_pos;
+			part_end.lines = part->line_pos;
 		}
 		if (p->state == STATE_HEADER)
 			parser_header_end(p, &part_end, false);
-		part_close(p->part, &part_end);
-		p->part = p->part->parent;
+		part_close(part, &part_end);
+		if (part == owner)
+			inside_owner = false;
+		p->part = part->parent;
 		p->state = STATE_BODY;
 	}
 }
@@ -347,7 +398,7 @@ static int parser_find_boundary(struct message_parser *p,
 {
 	int found = -1;
 
-	if (len < 3 || line[0] != '-' || line[1] != '-')
+	if (len < 2 || line[0] != '-' || line[1] != '-')
 		return -1;
 	for (unsigned int i = p->boundary_count; i > 0; i--) {
 		const struct boundary *b = &p->boundaries[i - 1];
@@ -362,36 +413,58 @@ static int parser_find_boundary(struct message_parser *p,
 	return found;
 }
 
+/* Only boundaries before idx stay active. */
+static void parser_boundaries_pop(struct message_parser *p, unsigned int idx)
+{
+	p->boundary_count = idx;
+	p->body_line_keep = 0;
+	for (unsigned int i = 0; i < idx; i++) {
+		p->body_line_keep = MAX(p->body_line_keep,
+			p->boundaries[i].len + BOUNDARY_LINE_EXTRA);
+	}
+}
+
 static void parser_boundary(struct message_parser *p, unsigned int idx,
 			    bool end, const struct position *next)
 {
 	struct message_part *multipart = p->boundaries[idx].part;
-	struct position eol_start = p->pos;
+	struct position before = p->pos, end_pos = p->pos;
+	struct message_part *owner = NULL;
 
-	/* The line break before a boundary belongs to the boundary
-	   (RFC 2046 5.1.1), unless it ended a header with a blank line or
-	   was a boundary line's own. */
-	/* (A header cut off by a boundary gives its break to the boundary
-	   when the part is a multipart's child; a message/rfc822 part keeps
-	   it, as Dovecot counts.) */
-	bool header_cut = p->prev_line_header && p->part->parent != NULL &&
-		(p->part->parent->flags & MESSAGE_PART_FLAG_MULTIPART) != 0;
-	if (p->prev_eol_len > 0 && (p->prev_line_body || header_cut)) {
-		eol_start.physical -= p->prev_eol_len;
-		eol_start.virtual -= 2;
-		eol_start.lines--;
+	/* The line break before a boundary belongs to the boundary (RFC
+	   2046 5.1.1). After body text it ends every part closed here. After
+	   the header of a part (its last field line, or the blank line that
+	   ended it) the header ends without it: a part with nothing after
+	   its header. That part and what is inside it end there; the parts
+	   around it keep the break (as Dovecot counts: a message/rfc822 or
+	   multipart part whose last part this is ends at the boundary). */
+	if (p->prev_eol_len > 0) {
+		before.physical -= p->prev_eol_len;
+		before.virtual -= 2;
+		before.lines--;
 	}
-	parser_close_until(p, multipart, &eol_start);
-	p->boundary_count = idx + 1;
-	if (end) {
-		p->boundary_count = idx;
+	if (p->prev_eol_len == 0) {
+		/* the boundary starts the message or follows a boundary */
+	} else if (p->prev_line_body) {
+		end_pos = before;
+	} else if (p->prev_line_header) {
+		owner = p->part;
+	} else if (p->blank_end_part != NULL &&
+		   p->blank_end_part != multipart) {
+		/* (the multipart's own header keeps its blank line when the
+		   first boundary follows it: there was no preamble) */
+		owner = p->blank_end_part;
+		owner->header_size.physical -= p->prev_eol_len;
+		owner->header_size.virtual -= 2;
+		owner->header_size.lines--;
+	}
+	parser_close_until(p, multipart, &end_pos, owner, &before);
+	if (end || p->part_count >= p->set.max_parts) {
+		/* closed, or out of parts: the rest is the multipart's body */
+		parser_boundaries_pop(p, idx);
 		return;
 	}
-	if (p->part_count >= p->set.max_parts) {
-		/* Out of parts: the rest is the multipart's body. */
-		p->boundary_count = idx;
-		return;
-	}
+	parser_boundaries_pop(p, idx + 1);
 	parser_new_part_at(p, multipart, next);
 }
 
@@ -399,6 +472,7 @@ static void parser_line(struct message_parser *p, const unsigned char *line,
 			size_t len, unsigned int eol_len)
 {
 	struct position next = p->pos;
+	struct message_part *blank_end = NULL;
 	bool end, body_line = false, header_line = false;
 	int idx;
 
@@ -416,6 +490,7 @@ static void parser_line(struct message_parser *p, const unsigned char *line,
 	} else if (p->state == STATE_HEADER) {
 		struct message_header_field field;
 		if (len == 0 && !p->line_truncated) {
+			blank_end = p->part;
 			parser_header_end(p, &next, true);
 		} else {
 			header_line = true;
@@ -430,6 +505,7 @@ static void parser_line(struct message_parser *p, const unsigned char *line,
 	p->prev_eol_len = eol_len;
 	p->prev_line_body = body_line;
 	p->prev_line_header = header_line;
+	p->blank_end_part = blank_end;
 }
 
 static void parser_line_start(struct message_parser *p)
@@ -439,7 +515,7 @@ static void parser_line_start(struct message_parser *p)
 	p->line_truncated = false;
 	p->last_cr = false;
 	p->line_keep = p->state == STATE_HEADER ? p->set.max_field_size :
-		p->boundary_count > 0 ? BODY_LINE_KEEP : 0;
+		p->body_line_keep;
 }
 
 static void parser_line_add(struct message_parser *p,
@@ -503,7 +579,7 @@ struct message_part *message_parser_finish(struct message_parser **_p)
 	*_p = NULL;
 	if (p->line_len > 0)
 		parser_line_finish(p, false);
-	parser_close_until(p, NULL, &p->pos);
+	parser_close_until(p, NULL, &p->pos, NULL, NULL);
 	message_header_parser_deinit(&p->hp);
 	buffer_free(&p->line);
 	i_free(p->boundaries);
@@ -554,10 +630,14 @@ struct message_part *message_part_find_section(struct message_part *root,
 		part = section_step(container, n);
 		if (part == NULL)
 			return NULL;
+		/* What the next number counts in: a message/rfc822's
+		   message; a part reached as a multipart's child (its "1" is
+		   itself, once: "1.1" of a multipart's first part that is
+		   not multipart is that part, as Dovecot answers); nothing
+		   after a part named itself. */
 		if ((part->flags & MESSAGE_PART_FLAG_MESSAGE_RFC822) != 0)
 			container = part->children;
-		else if ((part->flags & MESSAGE_PART_FLAG_MULTIPART) != 0 &&
-			 part != container)
+		else if (part != container)
 			container = part;
 		else
 			container = NULL;
@@ -577,7 +657,7 @@ int message_part_get_range(const struct message_part *part,
 			   enum message_section_kind kind,
 			   struct message_section_range *range_r)
 {
-	const struct message_part *msg = part;
+	const struct message_part *msg = part->children;
 	uint64_t body_pos = part->physical_pos + part->header_size.physical;
 
 	switch (kind) {
@@ -592,17 +672,12 @@ int message_part_get_range(const struct message_part *part,
 		range_set(range_r, body_pos, &part->body_size);
 		return 0;
 	case MESSAGE_SECTION_MIME:
-		if (part->parent == NULL)
-			return -1;
 		range_set(range_r, part->physical_pos, &part->header_size);
 		return 0;
 	case MESSAGE_SECTION_HEADER:
 	case MESSAGE_SECTION_TEXT:
-		if ((part->flags & MESSAGE_PART_FLAG_MESSAGE_RFC822) != 0)
-			msg = part->children;
-		else if (part->parent != NULL)
-			return -1;
-		if (msg == NULL)
+		if ((part->flags & MESSAGE_PART_FLAG_MESSAGE_RFC822) == 0 ||
+		    msg == NULL)
 			return -1;
 		if (kind == MESSAGE_SECTION_HEADER)
 			range_set(range_r, msg->physical_pos, &msg->header_size);
@@ -612,4 +687,34 @@ int message_part_get_range(const struct message_part *part,
 		return 0;
 	}
 	i_unreached();
+}
+
+int message_section_get_range(struct message_part *root, const char *section,
+			      enum message_section_kind kind,
+			      struct message_section_range *range_r)
+{
+	struct message_part *part;
+
+	if (*section == '\0') {
+		/* the message itself: its header and body, whatever its
+		   type (a top-level message/rfc822 included) */
+		switch (kind) {
+		case MESSAGE_SECTION_FULL:
+			break;
+		case MESSAGE_SECTION_HEADER:
+			kind = MESSAGE_SECTION_MIME;
+			break;
+		case MESSAGE_SECTION_TEXT:
+			kind = MESSAGE_SECTION_ALL;
+			break;
+		case MESSAGE_SECTION_ALL:
+		case MESSAGE_SECTION_MIME:
+			return -1;
+		}
+		return message_part_get_range(root, kind, range_r);
+	}
+	part = message_part_find_section(root, section);
+	if (part == NULL || kind == MESSAGE_SECTION_FULL)
+		return -1;
+	return message_part_get_range(part, kind, range_r);
 }

@@ -20,9 +20,9 @@
 #define MESSAGE_PARSER_DEFAULT_MAX_DEPTH 100
 #define MESSAGE_PARSER_DEFAULT_MAX_PARTS 10000
 #define MESSAGE_PARSER_DEFAULT_MAX_FIELD_SIZE (64 * 1024)
-/* RFC 2046 limits boundaries to 70 characters; longer ones are accepted
-   up to this bound, beyond it the part is treated as a single part. */
-#define MESSAGE_PARSER_MAX_BOUNDARY_LEN 200
+/* RFC 2046 limits boundaries to 70 characters, but real mail has longer
+   ones: any boundary a header field can hold (max_field_size) is used in
+   full, and an empty one (boundary="") makes lines of "--" delimiters. */
 
 struct message_parser_settings {
 	unsigned int max_depth;       /* multipart/message nesting */
@@ -40,7 +40,7 @@ enum message_part_flags {
 	MESSAGE_PART_FLAG_MULTIPART = 0x01,
 	MESSAGE_PART_FLAG_MESSAGE_RFC822 = 0x02,
 	MESSAGE_PART_FLAG_TEXT = 0x04,
-	/* A multipart whose Content-Type had no usable boundary. */
+	/* A multipart whose Content-Type had no boundary parameter. */
 	MESSAGE_PART_FLAG_NO_BOUNDARY = 0x08,
 	/* MIME-Version or Content-Type seen, or a multipart's subpart:
 	   only then do Content-* fields count (as Dovecot does). */
@@ -117,10 +117,13 @@ struct message_part *message_parser_finish(struct message_parser **parser);
 struct message_part *message_parse_data(pool_t pool, const void *data,
 					size_t size);
 
-/* Section lookup for BODY[section] (RFC 3501 6.4.5): "" is the message,
+/* Part lookup for BODY[section] (RFC 3501 6.4.5): "" is the message,
    "1.2" the second subpart of the first subpart. A number applied to a
    message/rfc822 part addresses the parts of the encapsulated message;
-   a number applied to a non-multipart part: 1 is the part itself.
+   a number applied to a part that is not multipart: 1 is the part
+   itself, once (so "1" of a single-part message is the message, and
+   "2.1" of a multipart's second part that is not multipart is that
+   part; "1.1" of a single-part message and "2.1.1" are nothing).
    Returns the part or NULL. */
 struct message_part *message_part_find_section(struct message_part *root,
 					       const char *section);
@@ -132,16 +135,27 @@ struct message_section_range {
 	uint64_t virtual_size;
 };
 enum message_section_kind {
-	MESSAGE_SECTION_FULL,    /* BODY[]: header and body of the part */
-	MESSAGE_SECTION_ALL,     /* BODY[n]: the part's body (or the message) */
-	MESSAGE_SECTION_HEADER,  /* BODY[n.HEADER] of a message */
-	MESSAGE_SECTION_TEXT,    /* BODY[n.TEXT] of a message */
-	MESSAGE_SECTION_MIME,    /* BODY[n.MIME]: the part's MIME header */
+	MESSAGE_SECTION_FULL,    /* the part's header and body */
+	MESSAGE_SECTION_ALL,     /* BODY[n]: the part's body */
+	MESSAGE_SECTION_HEADER,  /* BODY[n.HEADER]: header of the message a
+				    message/rfc822 part encapsulates */
+	MESSAGE_SECTION_TEXT,    /* BODY[n.TEXT]: that message's body */
+	MESSAGE_SECTION_MIME,    /* BODY[n.MIME]: the part's own header; for
+				    the message itself (part 1 of a
+				    single-part message) its header */
 };
 /* Returns 0, or -1 if kind does not apply to the part (HEADER/TEXT of a
-   part that is not a message). For the root, ALL is the whole message. */
+   part that is not message/rfc822). */
 int message_part_get_range(const struct message_part *part,
 			   enum message_section_kind kind,
 			   struct message_section_range *range_r);
+
+/* The range BODY[section.kind] names: section is the part numbers ("" for
+   the message itself: FULL is BODY[], HEADER and TEXT are the message's
+   own header and body, RFC 3501 6.4.5). Returns 0, or -1 when there is no
+   such section (IMAP answers an empty string). */
+int message_section_get_range(struct message_part *root, const char *section,
+			      enum message_section_kind kind,
+			      struct message_section_range *range_r);
 
 #endif

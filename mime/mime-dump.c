@@ -46,13 +46,12 @@ static void print_item(bool machine, const char *name, const char *data,
 	printf("\n");
 }
 
-static void print_range(const char *section, const char *kind,
-			const struct message_part *part,
-			enum message_section_kind k)
+static void print_range(struct message_part *root, const char *section,
+			const char *kind, enum message_section_kind k)
 {
 	struct message_section_range r;
 
-	if (message_part_get_range(part, k, &r) < 0)
+	if (message_section_get_range(root, section, k, &r) < 0)
 		return;
 	printf("SECTION %s%s%s offset %llu size %llu imap-size %llu\n",
 	       section, *section != '\0' && *kind != '\0' ? "." : "", kind,
@@ -61,42 +60,45 @@ static void print_range(const char *section, const char *kind,
 	       (unsigned long long)r.virtual_size);
 }
 
-static void print_sections(const struct message_part *part,
-			   const char *prefix, bool is_message);
+static void print_part(struct message_part *root,
+		       const struct message_part *part, const char *section);
 
-static void print_children(const struct message_part *part,
+/* The numbered parts of container (a message or a multipart): its
+   children, or for a message that is not multipart the message itself
+   as part 1 (RFC 3501 6.4.5). */
+static void print_numbered(struct message_part *root,
+			   const struct message_part *container,
 			   const char *prefix)
 {
-	unsigned int n = 1;
 	char section[1024];
+	unsigned int n = 1;
 
-	for (const struct message_part *c = part->children; c != NULL;
+	if ((container->flags & MESSAGE_PART_FLAG_MULTIPART) == 0) {
+		snprintf(section, sizeof(section), "%s%s1", prefix,
+			 *prefix != '\0' ? "." : "");
+		print_part(root, container, section);
+		return;
+	}
+	for (const struct message_part *c = container->children; c != NULL;
 	     c = c->next, n++) {
 		snprintf(section, sizeof(section), "%s%s%u", prefix,
 			 *prefix != '\0' ? "." : "", n);
-		print_range(section, "", c, MESSAGE_SECTION_ALL);
-		print_range(section, "MIME", c, MESSAGE_SECTION_MIME);
-		print_sections(c, section, false);
+		print_part(root, c, section);
 	}
 }
 
-/* part is named by prefix; is_message: part is a message (root or the
-   child of a message/rfc822 part) rather than a body part. */
-static void print_sections(const struct message_part *part,
-			   const char *prefix, bool is_message)
+static void print_part(struct message_part *root,
+		       const struct message_part *part, const char *section)
 {
+	print_range(root, section, "", MESSAGE_SECTION_ALL);
+	print_range(root, section, "MIME", MESSAGE_SECTION_MIME);
 	if ((part->flags & MESSAGE_PART_FLAG_MESSAGE_RFC822) != 0 &&
 	    part->children != NULL) {
-		print_range(prefix, "HEADER", part, MESSAGE_SECTION_HEADER);
-		print_range(prefix, "TEXT", part, MESSAGE_SECTION_TEXT);
-		print_sections(part->children, prefix, true);
+		print_range(root, section, "HEADER", MESSAGE_SECTION_HEADER);
+		print_range(root, section, "TEXT", MESSAGE_SECTION_TEXT);
+		print_numbered(root, part->children, section);
 	} else if ((part->flags & MESSAGE_PART_FLAG_MULTIPART) != 0) {
-		print_children(part, prefix);
-	} else if (is_message) {
-		char section[1024];
-		snprintf(section, sizeof(section), "%s%s1", prefix,
-			 *prefix != '\0' ? "." : "");
-		print_range(section, "", part, MESSAGE_SECTION_ALL);
+		print_numbered(root, part, section);
 	}
 }
 
@@ -133,9 +135,9 @@ int main(int argc, char *argv[])
 		 (root->header_size.virtual + root->body_size.virtual));
 	print_item(machine, "RFC822.SIZE", size, strlen(size));
 	if (!machine) {
-		print_range("", "HEADER", root, MESSAGE_SECTION_HEADER);
-		print_range("", "TEXT", root, MESSAGE_SECTION_TEXT);
-		print_sections(root, "", true);
+		print_range(root, "", "HEADER", MESSAGE_SECTION_HEADER);
+		print_range(root, "", "TEXT", MESSAGE_SECTION_TEXT);
+		print_numbered(root, root, "");
 	}
 	buffer_free(&out);
 	pool_unref(&pool);

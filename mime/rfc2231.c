@@ -11,6 +11,7 @@
 #define MIME_PARAM_VALUE_MAX (64 * 1024)
 
 struct raw_param {
+	const char *orig;      /* the name as written */
 	const char *name;      /* base name, without the '*' suffix */
 	const char *value;
 	int index;             /* continuation number, -1 if none */
@@ -24,6 +25,7 @@ static void param_split_name(pool_t pool, const char *name,
 	const char *star = strchr(name, '*');
 	const char *p;
 
+	rp->orig = name;
 	rp->index = -1;
 	rp->extended = false;
 	if (star == NULL) {
@@ -54,34 +56,40 @@ static void param_split_name(pool_t pool, const char *name,
 	}
 }
 
-/* One "; name=value"; returns false when nothing more parses. */
-static bool parse_one_param(pool_t pool, struct rfc822_lexer *lex,
-			    buffer_t *tmp, const char **name_r,
-			    const char **value_r)
+/* Skip what cannot be read up to the next ';'. A '"' in it is garbage
+   too, not the start of a quoted string (as Dovecot skips): text that
+   broke the syntax once is not trusted to quote properly. */
+static void skip_to_semicolon(struct rfc822_lexer *lex)
 {
-	for (;;) {
-		if (!rfc822_skip_cfws(lex))
-			return false;
-		if (rfc822_lexer_peek(lex) != ';')
-			return false;
+	while (lex->data < lex->end && *lex->data != ';')
 		lex->data++;
-		if (!rfc822_skip_cfws(lex))
-			return false;
-		if (rfc822_lexer_peek(lex) != ';')
-			break;
-	}
+}
+
+/* One "; name=value": returns 1 with *name_r and *value_r, 0 for a
+   broken one (the caller goes on at the next ';'), -1 at the end. */
+static int parse_one_param(pool_t pool, struct rfc822_lexer *lex,
+			   buffer_t *tmp, const char **name_r,
+			   const char **value_r)
+{
+	if (!rfc822_skip_cfws(lex) || rfc822_lexer_peek(lex) != ';')
+		return -1;
+	lex->data++;
+	(void)rfc822_skip_cfws(lex);
 	buffer_reset(tmp);
 	if (!rfc822_read_mime_token(lex, tmp))
-		return false;
+		return 0;
 	*name_r = p_strndup(pool, tmp->data, tmp->used);
 	(void)rfc822_skip_cfws(lex);
 	if (rfc822_lexer_peek(lex) != '=')
-		return false;
+		return 0;
 	lex->data++;
 	(void)rfc822_skip_cfws(lex);
 	buffer_reset(tmp);
 	if (rfc822_lexer_peek(lex) == '"') {
-		(void)rfc822_read_quoted(lex, tmp);
+		/* an unterminated quote with nothing before the line end
+		   holds no value */
+		if (!rfc822_read_quoted_param(lex, tmp) && tmp->used == 0)
+			return 0;
 	} else if (lex->end - lex->data >= 2 && lex->data[0] == '=' &&
 		   lex->data[1] == '?') {
 		/* An unquoted encoded word ("name==?utf-8?B?...?=") is
@@ -92,19 +100,12 @@ static bool parse_one_param(pool_t pool, struct rfc822_lexer *lex,
 			lex->data++;
 		buffer_append_trunc(tmp, start, (size_t)(lex->data - start));
 	} else if (!rfc822_read_mime_token(lex, tmp)) {
-		return false;
+		return 0;
 	}
 	*value_r = p_strndup(pool, tmp->data, tmp->used);
 	/* whatever follows up to the next ';' is ignored */
-	while (lex->data < lex->end && *lex->data != ';') {
-		if (*lex->data == '"') {
-			buffer_reset(tmp);
-			(void)rfc822_read_quoted(lex, tmp);
-		} else {
-			lex->data++;
-		}
-	}
-	return true;
+	skip_to_semicolon(lex);
+	return 1;
 }
 
 /* Merge continuations of raw[i]'s name into one value. */
@@ -180,6 +181,19 @@ static void params_finish(pool_t pool, struct raw_param *raw,
 			}
 			continue;
 		}
+		bool have_first = false;
+		for (unsigned int j = 0; j < count; j++) {
+			if (raw[j].index == 0 &&
+			    strcasecmp(raw[j].name, raw[i].name) == 0)
+				have_first = true;
+		}
+		if (!have_first) {
+			/* pieces without a piece 0 make no value: kept as
+			   they were written (so does Dovecot) */
+			params[n].name = raw[i].orig;
+			params[n++].value = raw[i].value;
+			continue;
+		}
 		for (unsigned int j = 0; j < i && !seen; j++) {
 			seen = raw[j].index >= 0 &&
 				strcasecmp(raw[j].name, raw[i].name) == 0;
@@ -209,6 +223,7 @@ static void parse_main_value(pool_t pool, struct rfc822_lexer *lex,
 				rfc822_read_mime_token(lex, tmp);
 		} else {
 			result->value_valid = false;
+			result->type_only = rfc822_lexer_eof(lex);
 		}
 	}
 	result->value = p_strndup(pool, tmp->data, tmp->used);
@@ -222,6 +237,7 @@ void rfc2231_parse(pool_t pool, const char *str, bool content_type,
 	unsigned int count = 0;
 	const char *name, *value;
 	buffer_t tmp;
+	int ret;
 
 	memset(result_r, 0, sizeof(*result_r));
 	buffer_init(&tmp, MIME_PARAM_VALUE_MAX);
@@ -230,15 +246,24 @@ void rfc2231_parse(pool_t pool, const char *str, bool content_type,
 	(void)rfc822_skip_cfws(&lex);
 	if (!rfc822_lexer_eof(&lex) && *lex.data != ';')
 		result_r->trailing_garbage = true;
-	if (content_type && !result_r->value_valid) {
-		/* skip the rest of a broken type up to the parameters */
-		while (!rfc822_lexer_eof(&lex) && *lex.data != ';')
-			lex.data++;
+	if ((content_type && !result_r->value_valid) ||
+	    result_r->trailing_garbage) {
+		/* skip the rest of a broken value, or what follows a good
+		   one ("text/plain garbage; charset=x"), up to the
+		   parameters */
+		skip_to_semicolon(&lex);
 	}
 
 	raw = i_malloc(sizeof(*raw) * RFC2231_MAX_PARAMS);
+	/* each round consumes a ';', so the field's length bounds them */
 	while (count < RFC2231_MAX_PARAMS &&
-	       parse_one_param(pool, &lex, &tmp, &name, &value)) {
+	       (ret = parse_one_param(pool, &lex, &tmp, &name, &value)) >= 0) {
+		if (ret == 0) {
+			/* a broken parameter ("x;", ";;", "=y"): what follows
+			   it may still be good (Dovecot gives up there) */
+			skip_to_semicolon(&lex);
+			continue;
+		}
 		param_split_name(pool, name, &raw[count]);
 		raw[count].value = value;
 		if (raw[count].index != -2)

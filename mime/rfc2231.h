@@ -27,6 +27,9 @@ struct mime_value {
 	bool value_valid;           /* the syntax of value was right */
 	bool trailing_garbage;      /* something after the value that is
 				       not a parameter list */
+	bool type_only;             /* content_type: the whole value is one
+				       token without "/subtype" (value is
+				       that token) */
 	const struct mime_param *params;
 	unsigned int params_count;
 };

@@ -36,4 +36,4 @@ TESTS += tests/unit/check-unicode-casemap-ucd.sh
 EXTRA_DIST += tests/unit/check-unicode-casemap-ucd.sh \
 	tests/unit/check-unicode-casemap-ucd.py
 
-EXTRA_DIST += tests/protocol tests/fuzz tests/compare tests/crash/run-imap.sh tests/crash/crash_imap.py
+EXTRA_DIST += tests/protocol tests/fuzz tests/compare tests/crash/run-imap.sh tests/crash/crash_imap.py tests/crash/run-lmtp.sh tests/crash/crash_lmtp.py

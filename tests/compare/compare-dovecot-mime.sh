@@ -4,9 +4,12 @@
 # Maildir, passwd-file user, random port on 127.0.0.1), never the system one,
 # and stops it by pid at the end.
 #
-# Usage: compare-dovecot-mime.sh [--serve] [--dovecot-port N] [compare_mime.py options]
+# Usage: compare-dovecot-mime.sh [--serve] [--diff] [--dovecot-port N] [options]
 #   --serve           start Dovecot, print its port and pid, and exit (leave
 #                     it running; stop it with kill PID, remove its dir)
+#   --diff            run mime_diff.py (every section of every part against
+#                     a running moat: --moat-port P, --seed N, --count N,
+#                     --corpus DIR, ...) instead of compare_mime.py
 #   --dovecot-port N  use an already running reference server on port N
 #   every other option goes to compare_mime.py, e.g. --mime-dump PATH,
 #   --moat-host H --moat-port P --moat-user U --moat-pass P (compare moat's
@@ -16,10 +19,12 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 serve=no
+tool=compare_mime.py
 port=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--serve) serve=yes; shift ;;
+	--diff) tool=mime_diff.py; shift ;;
 	--dovecot-port) port=$2; shift 2 ;;
 	*) break ;;
 	esac
@@ -108,5 +113,5 @@ fi
 [ $serve = yes ] && { echo "port=$port"; exit 0; }
 
 rc=0
-python3 "$here/compare_mime.py" --ref-port "$port" "$@" || rc=$?
+python3 "$here/$tool" --ref-port "$port" "$@" || rc=$?
 exit $rc

@@ -45,6 +45,8 @@
 #define FUZZ_MODE_SSL_REQUIRED 0x20   /* ssl = required */
 #define FUZZ_MODE_NO_BAD_LIMIT 0x40   /* imap_max_bad_commands = 0 */
 #define FUZZ_MODE_MASTER_DROP 0x80    /* master closes at the HANDOFF */
+/* Both: master refuses the client's CONNECT (login_max_connections_per_ip). */
+#define FUZZ_MODE_CONNECT_FAIL (FUZZ_MODE_HANDOFF_FAIL | FUZZ_MODE_MASTER_DROP)
 
 enum fuzz_auth_answer {
 	FUZZ_AUTH_FAIL = 0,     /* FAIL authfailed */
@@ -132,7 +134,7 @@ static void fuzz_auth_send(struct fuzz_session *s, struct ipc_conn *conn,
 			   const char *id)
 {
 	static const char *const codes[] = {
-		"tempfail", "nologin", "aborted", "bogus"
+		"tempfail", "nologin", "aborted", "limit", "bogus"
 	};
 	/* 32 bytes in hex, as auth issues them */
 	static const char token[] =
@@ -243,7 +245,18 @@ static void fuzz_master_input(void *context, const char *const *args, int fd)
 		abort();
 	if (strcmp(args[0], "AUTH-RECONNECT") == 0)
 		fuzz_master_reconnect(s);
-	else if (strcmp(args[0], "LOAD") != 0 &&
+	else if (strcmp(args[0], "CONNECT") == 0) {
+		/* login_max_connections_per_ip: refused in the one mode
+		   where the HANDOFF bits would mean nothing together */
+		if (str_array_length(args) != 3)
+			abort();
+		(void)ipc_sendv(s->master, -1,
+			(s->mode & FUZZ_MODE_CONNECT_FAIL) == FUZZ_MODE_CONNECT_FAIL ?
+			"CONNECT-FAIL" : "CONNECT-OK", args[1], NULL);
+	} else if (strcmp(args[0], "DISCONNECT") == 0) {
+		if (str_array_length(args) != 2)
+			abort();
+	} else if (strcmp(args[0], "LOAD") != 0 &&
 		 strcmp(args[0], "LISTEN-DONE") != 0)
 		abort();
 }

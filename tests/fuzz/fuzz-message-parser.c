@@ -35,8 +35,11 @@ static void fuzz_sections(struct message_part *root)
 								   sections[i]);
 		if (p == NULL)
 			continue;
-		for (int k = MESSAGE_SECTION_FULL; k <= MESSAGE_SECTION_MIME; k++)
+		for (int k = MESSAGE_SECTION_FULL; k <= MESSAGE_SECTION_MIME; k++) {
 			(void)message_part_get_range(p, k, &r);
+			(void)message_section_get_range(root, sections[i], k,
+							&r);
+		}
 	}
 }
 

@@ -180,6 +180,11 @@ class MoatServer:
         self.tls = bool(self.settings.pop("tls", False))
         self.extra_dbs = str(self.settings.pop("extra_dbs", ""))
         self.tls_port = free_port() if self.tls else 0
+        # lmtp=True: protocols = imap lmtp, listening on lmtp_socket and
+        # on 127.0.0.1:lmtp_port
+        self.lmtp = bool(self.settings.pop("lmtp", False))
+        self.lmtp_port = free_port() if self.lmtp else 0
+        self.lmtp_socket = self.base_dir / "lmtp"
         self.cert_path = self.tmp / "cert.pem"
         self.key_path = self.tmp / "key.pem"
         self.users = {}
@@ -238,6 +243,8 @@ class MoatServer:
             # Failed logins answer at once; tests that want the delay set it.
             "auth_failure_delay": "0",
         }
+        if self.lmtp:
+            top["protocols"] = "imap lmtp"
         if self.tls:
             top["ssl_cert"] = f"<{self.cert_path}"
             top["ssl_key"] = f"<{self.key_path}"
@@ -278,6 +285,19 @@ class MoatServer:
             "  vsz_limit = 0",
             *extra("imap"),
             "}",
+            *([
+                "service lmtp {",
+                "  vsz_limit = 0",
+                *extra("lmtp"),
+                "  unix_listener lmtp {",
+                "    mode = 0666",
+                "  }",
+                "  inet_listener lmtp {",
+                f"    address = {self.host}",
+                f"    port = {self.lmtp_port}",
+                "  }",
+                "}",
+            ] if self.lmtp else []),
             "passdb {",
             "  driver = passwd-file",
             f"  args = {self.users_path}",
@@ -293,7 +313,7 @@ class MoatServer:
 
     def prepare(self):
         if IS_ROOT:
-            for name in ("moat-login", "moat-auth"):
+            for name in ("moat-login", "moat-auth") + (("moat-lmtp",) if self.lmtp else ()):
                 try:
                     pwd.getpwnam(name)
                 except KeyError:

@@ -86,8 +86,18 @@ def login_fails(server, user, password):
 
 
 def worker_statuses(server):
+    """The workers' /proc status once they have started: a worker that was
+    just forked (or is between exec and its privilege drop, before it
+    reads anything) still shows master's state, so wait until each has
+    set no_new_privs, the last step of the drop (30 s; then the state it
+    is in is returned, and the test fails on it)."""
     pids = server.wait_children("auth-worker", WORKER_LIMIT)
-    return {pid: proc_status(pid) for pid in pids}
+
+    def started():
+        statuses = {pid: proc_status(pid) for pid in pids}
+        done = all(st.get("NoNewPrivs") == "1" for st in statuses.values())
+        return statuses if done else None
+    return wait_for(started, 30) or {pid: proc_status(pid) for pid in pids}
 
 
 @pytest.mark.moat_settings(extra_dbs=SHADOW_DBS)

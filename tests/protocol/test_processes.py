@@ -132,3 +132,31 @@ def test_imap_privileges(moat_server):
         status = proc_status(by_uid[user["uid"]])
         assert_dropped(status, user["uid"], f"imap of {name}")
         assert [int(x) for x in status["Gid"].split()] == [user["gid"]] * 4
+
+
+@root_only
+@pytest.mark.moat_settings(lmtp=True)
+def test_lmtp_privileges(moat_server):
+    """lmtp runs as its own user (not imap-login's or auth's), chrooted to
+    the empty directory, with nothing to gain: no capabilities, no files."""
+    lmtp_uid = pwd.getpwnam("moat-lmtp").pw_uid
+    assert lmtp_uid not in (pwd.getpwnam("moat-login").pw_uid,
+                            pwd.getpwnam("moat-auth").pw_uid)
+    pids = moat_server.wait_children("lmtp", 1)
+    empty = os.path.realpath(moat_server.base_dir / "empty")
+    for pid in pids:
+        status = proc_status(pid)
+        assert_dropped(status, lmtp_uid, "lmtp")
+        assert caps(status, "CapBnd") == 0, status["CapBnd"]
+        assert os.readlink(f"/proc/{pid}/root") == empty
+        # what it holds open: its sockets, the settings memfd, /dev/null
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            assert (target.startswith(("socket:", "pipe:", "anon_inode:")) or
+                    target in ("/dev/null",) or "memfd:" in target), target
+
+
+def test_lmtp_off_by_default(moat_server):
+    moat_server.connect()
+    assert moat_server.child_pids("lmtp") == []
+    assert not moat_server.lmtp_socket.exists()

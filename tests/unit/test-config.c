@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <grp.h>
 
 #define TEST_PATH_MAX 512
 #define TEST_OUT_MAX (1024 * 1024)
@@ -106,7 +108,8 @@ static void test_defaults(void)
 	test_assert_int(set->login_timeout, 60);
 	test_assert(set->disable_plaintext_auth);
 	test_assert_str(set->auth_mechanisms, "plain login");
-	test_assert_int(set->auth_failure_delay, 2);
+	test_assert_int(set->auth_failure_delay, 2000);
+	test_assert_int(set->login_max_command_size, 16 * 1024);
 	test_assert_int(set->mail_max_userip_connections, 50);
 	test_assert_int(set->mail_max_user_connections, 200);
 	test_assert_int(set->login_max_connections_per_ip, 100);
@@ -125,7 +128,7 @@ static void test_defaults(void)
 	test_assert(moat_settings_net_match("0.0.0.0/0", "203.0.113.9"));
 	test_assert_int(set->passdb_count, 0);
 	test_assert_int(set->userdb_count, 0);
-	test_assert_int(set->service_count, 4);
+	test_assert_int(set->service_count, 5);
 
 	const struct moat_service_settings *login =
 		moat_settings_get_service(set, "imap-login");
@@ -174,6 +177,22 @@ static void test_defaults(void)
 	test_assert_str(worker->chroot, "");
 	test_assert_str(moat_settings_service_user(set, worker), "");
 
+	const struct moat_service_settings *lmtp =
+		moat_settings_get_service(set, "lmtp");
+	test_assert(lmtp != NULL);
+	test_assert_str(lmtp->chroot, "empty");
+	test_assert_str(moat_settings_service_user(set, lmtp), "moat-lmtp");
+	test_assert_int(lmtp->listener_count, 1);
+	test_assert_str(lmtp->listeners[0].name, "lmtp");
+	test_assert(lmtp->listeners[0].unix_socket);
+	test_assert_int(moat_listener_mode(&lmtp->listeners[0]), 0666);
+	test_assert(!moat_settings_has_protocol(set, "lmtp"));
+	test_assert(moat_settings_has_protocol(set, "imap"));
+	test_assert_int(set->message_size_limit, 64 * 1024 * 1024);
+	test_assert_str(set->recipient_delimiter, "+");
+	test_assert_str(set->lmtp_username_format, "%Lu");
+	test_assert(!set->lmtp_save_to_detail_mailbox);
+
 	/* an empty file gives the defaults */
 	const char *error;
 	struct moat_settings *set2 = parse_str("empty.conf", "", &error);
@@ -218,7 +237,7 @@ static void test_types(void)
 	test_assert_int(set->imap_idle_timeout, 31 * 60);
 	test_assert_int(set->imap_process_linger, 7200);
 	test_assert_int(set->login_timeout, 90);
-	test_assert_int(set->auth_failure_delay, 86400);
+	test_assert_int(set->auth_failure_delay, 86400 * 1000);
 	test_assert_int(set->mail_fsync, MOAT_FSYNC_NEVER);
 	test_assert_str(set->mail_location, "maildir:/var/mail/%u");
 	test_assert_str(set->log_path, "/var/log/moat.log");
@@ -245,6 +264,17 @@ static void test_types(void)
 		    secs == 3 * 86400);
 	test_assert(config_parse_time("5 ms", &secs, &error) < 0);
 	test_assert(config_parse_time("100000 days", &secs, &error) < 0);
+	/* milliseconds: ms is a unit, a bare number is still seconds */
+	test_assert(config_parse_time_msecs("250 ms", &secs, &error) == 0 &&
+		    secs == 250);
+	test_assert(config_parse_time_msecs("250msecs", &secs, &error) == 0 &&
+		    secs == 250);
+	test_assert(config_parse_time_msecs("2", &secs, &error) == 0 &&
+		    secs == 2000);
+	test_assert(config_parse_time_msecs("2 mins", &secs, &error) == 0 &&
+		    secs == 120000);
+	test_assert(config_parse_time_msecs("50 days", &secs, &error) < 0);
+	test_assert(config_parse_time_msecs("5 fortnights", &secs, &error) < 0);
 }
 
 static void test_bad_values(void)
@@ -317,8 +347,28 @@ static void test_syntax_errors(void)
 	assert_error("syn12.conf", "service imap {\n  bogus = 1\n}\n", 2,
 		     "unknown setting 'bogus' in a service block");
 	assert_error("syn13.conf", "service auth {\n  inet_listener x {\n"
-		     "    port = 1\n  }\n}\n", 2, "only allowed in service "
-		     "imap-login");
+		     "    port = 1\n  }\n}\n", 2, "only allowed in services "
+		     "imap-login and lmtp");
+	assert_error("syn13b.conf", "service imap-login {\n  unix_listener x {\n"
+		     "  }\n}\n", 2, "unix_listener is only allowed in service lmtp");
+	assert_error("syn13c.conf", "service lmtp {\n  unix_listener ../x {\n"
+		     "  }\n}\n", 2, "unix_listener needs a path");
+	assert_error("syn13d.conf", "service lmtp {\n  unix_listener a,b {\n"
+		     "  }\n}\n", 2, "unix_listener needs a path");
+	assert_error("syn13e.conf", "service lmtp {\n  unix_listener x {\n"
+		     "    port = 24\n  }\n}\n", 3,
+		     "unknown setting 'port' in a unix_listener block");
+	assert_error("syn13f.conf", "service lmtp {\n  unix_listener lmtp {\n"
+		     "    mode = 0999\n  }\n}\n", 3, "octal");
+	assert_error("syn13g.conf", "service lmtp {\n  unix_listener lmtp {\n"
+		     "  }\n  unix_listener lmtp {\n  }\n}\n", 4,
+		     "duplicate unix_listener 'lmtp'");
+	assert_error("syn13h.conf", "lmtp_username_format = %x\n", 1,
+		     "unknown variable");
+	assert_error("syn13i.conf", "recipient_delimiter = ++\n", 1,
+		     "one character");
+	assert_error("syn13j.conf", "protocols = imap pop3\n", 1,
+		     "unknown word 'pop3'");
 	assert_error("syn14.conf", "service {\n}\n", 1, "needs a name");
 	assert_error("syn15.conf", "passdb {\n  driver = passwd-file\n}\n", 3,
 		     "args");
@@ -466,6 +516,93 @@ static void test_sections(void)
 		     "  port = 1\n }\n}\n", 2, "needs a name");
 }
 
+static void test_lmtp_sections(void)
+{
+	const char *error;
+	struct moat_settings *set = parse_str("lmtp.conf",
+		"protocols = imap lmtp\n"
+		"recipient_delimiter = -\n"
+		"lmtp_username_format = %Ln\n"
+		"service lmtp {\n"
+		"  unix_listener lmtp {\n"
+		"    mode = 0600\n"
+		"    user = postfix\n"
+		"    group = postfix\n"
+		"  }\n"
+		"  unix_listener /var/spool/postfix/private/moat-lmtp {\n"
+		"  }\n"
+		"  inet_listener lmtp {\n"
+		"    address = 127.0.0.1\n"
+		"    port = 24\n"
+		"  }\n"
+		"}\n", &error);
+	test_assert(set != NULL);
+	if (set == NULL) {
+		fprintf(stderr, "  error: %s\n", error);
+		return;
+	}
+	test_assert(moat_settings_has_protocol(set, "lmtp"));
+	test_assert(moat_settings_has_protocol(set, "IMAP"));
+	test_assert(!moat_settings_has_protocol(set, "lmt"));
+	const struct moat_service_settings *lmtp =
+		moat_settings_get_service(set, "lmtp");
+	/* an inet_listener may share a unix_listener's name: another kind */
+	test_assert_int(lmtp->listener_count, 3);
+	test_assert(lmtp->listeners[0].unix_socket);
+	test_assert_int(moat_listener_mode(&lmtp->listeners[0]), 0600);
+	test_assert_str(lmtp->listeners[0].user, "postfix");
+	test_assert_str(lmtp->listeners[1].name,
+			"/var/spool/postfix/private/moat-lmtp");
+	test_assert_int(moat_listener_mode(&lmtp->listeners[1]), 0666);
+	test_assert(!lmtp->listeners[2].unix_socket);
+	test_assert_int(lmtp->listeners[2].port, 24);
+
+	/* written back and read again: the same settings */
+	buffer_t out;
+	buffer_init(&out, TEST_OUT_MAX);
+	test_assert(moat_settings_write(set, true, &out) == 0);
+	test_assert(strstr(out.data, "  unix_listener lmtp {\n"
+			   "    mode = 0600\n") != NULL);
+	write_file("lmtp2.conf", out.data);
+	struct moat_settings *set2 = NULL;
+	test_assert(moat_settings_parse(test_path("lmtp2.conf"), &set2,
+					&error) == 0);
+	test_assert(set2 != NULL && moat_settings_equal(set, set2));
+	moat_settings_free(&set2);
+	buffer_free(&out);
+	moat_settings_free(&set);
+}
+
+static void test_quota_settings(void)
+{
+	const char *error;
+	struct moat_settings *set = parse_str("quota.conf",
+		"quota_storage = 1G\nquota_messages = 5000\n"
+		"quota_grace = 10%\nquota_warning = 95 80 90%\n", &error);
+	unsigned int pct[MOAT_SETTINGS_QUOTA_WARNINGS_MAX];
+
+	test_assert(set != NULL);
+	if (set == NULL)
+		return;
+	test_assert_int(set->quota_storage, 1ULL << 30);
+	test_assert_int(set->quota_messages, 5000);
+	test_assert_int(moat_settings_quota_grace(set, 1000), 100);
+	test_assert_int(moat_settings_quota_grace(set, UINT64_MAX / 2),
+			UINT64_MAX / 2 / 100 * 10 + UINT64_MAX / 2 % 100 * 10 / 100);
+	test_assert_int(moat_settings_quota_warnings(set, pct, N_ELEMENTS(pct)), 3);
+	test_assert(pct[0] == 80 && pct[1] == 90 && pct[2] == 95);
+	moat_settings_free(&set);
+	set = parse_str("quota2.conf", "quota_grace = 5M\n", &error);
+	test_assert(set != NULL && moat_settings_quota_grace(set, 1) == 5 << 20);
+	moat_settings_free(&set);
+	assert_error("quota3.conf", "quota_grace = 101%\n", 1, "percentage");
+	assert_error("quota4.conf", "quota_grace = x%\n", 1, "percentage");
+	assert_error("quota5.conf", "quota_warning = 0\n", 1, "1..100");
+	assert_error("quota6.conf", "quota_warning = 80 abc\n", 1, "1..100");
+	assert_error("quota7.conf", "quota_warning = 1 2 3 4 5 6 7 8 9\n", 1,
+		     "too many");
+}
+
 static void test_validate(void)
 {
 	const char *error;
@@ -582,6 +719,48 @@ static void test_include(void)
 		moat_settings_free(&set);
 }
 
+/* In a child that cannot read the key file (as nobody when we are
+   root): the unprivileged parse gives an empty ssl_key, the normal one
+   fails. Exit status 0 when both behave. */
+static int unreadable_child(const char *conf)
+{
+	struct moat_settings *set = NULL;
+	const char *error;
+
+	if (getuid() == 0 && (setgroups(0, NULL) < 0 || setgid(65534) < 0 ||
+			      setuid(65534) < 0))
+		return 10;
+	if (moat_settings_parse(conf, &set, &error) == 0 ||
+	    strstr(error, "Permission denied") == NULL)
+		return 11;
+	if (moat_settings_parse_unprivileged(conf, &set, &error) < 0)
+		return 12;
+	int ret = strcmp(set->ssl_key, "") == 0 &&
+		strcmp(set->mail_location, "maildir:/m") == 0 ? 0 : 13;
+	moat_settings_free(&set);
+	return ret;
+}
+
+static void test_unreadable_value_file(void)
+{
+	write_file("key.pem", "-----BEGIN PRIVATE KEY-----\nx\n");
+	write_file("loc.txt", "maildir:/m\n");
+	write_file("unread.conf", "ssl_key = <key.pem\nmail_location = <loc.txt\n");
+	test_assert(chmod(test_path("key.pem"), 0) == 0);
+	/* the directory must stay traversable for the child */
+	test_assert(chmod(test_tmpdir(), 0755) == 0);
+	test_assert(chmod(test_path("unread.conf"), 0644) == 0);
+	test_assert(chmod(test_path("loc.txt"), 0644) == 0);
+	pid_t pid = fork();
+	test_assert(pid >= 0);
+	if (pid == 0)
+		_exit(unreadable_child(test_path("unread.conf")));
+	int status;
+	test_assert(waitpid(pid, &status, 0) == pid);
+	test_assert(WIFEXITED(status));
+	test_assert_int(WEXITSTATUS(status), 0);
+}
+
 static void test_value_file(void)
 {
 	const char *error;
@@ -634,7 +813,8 @@ static struct moat_settings *custom_settings(void)
 		"imap_max_append_size = 3G\n"
 		"imap_idle_timeout = 1 hours\n"
 		"imap_process_linger = 61\n"
-		"auth_failure_delay = 0\n"
+		"auth_failure_delay = 1500 ms\n"
+		"login_max_command_size = 2k\n"
 		"service imap-login {\n"
 		"  user = nobody\n  chroot = /var/empty\n  service_count = 1\n"
 		"  inet_listener imaps {\n    address = 127.0.0.1\n  }\n"
@@ -687,6 +867,8 @@ static void test_round_trip(void)
 		test_assert_str(set2->log_path, set->log_path);
 		test_assert_int(set2->imap_max_line_length, 12345);
 		test_assert_int(set2->imap_max_append_size, 3ULL << 30);
+		test_assert_int(set2->auth_failure_delay, 1500);
+		test_assert_int(set2->login_max_command_size, 2048);
 		test_assert_int(moat_settings_get_service(set2,
 			"imap-login")->listener_count, 3);
 		moat_settings_free(&set2);
@@ -855,9 +1037,9 @@ TEST_MAIN(
 	TEST(test_syntax_errors),
 	TEST(test_quoted),
 	TEST(test_sections),
-	TEST(test_validate),
+	TEST(test_lmtp_sections), TEST(test_quota_settings), TEST(test_validate),
 	TEST(test_include),
-	TEST(test_value_file),
+	TEST(test_value_file), TEST(test_unreadable_value_file),
 	TEST(test_round_trip),
 	TEST(test_ssl_settings),
 	TEST(test_non_default_output)

@@ -6,9 +6,13 @@
 #include "test-common.h"
 #include "imap-common.h"
 #include "imap-fetch-body.h"
+#include "imap-fetch-cache.h"
+#include "imap-cache-text.h"
+#include "imap-envelope.h"
 #include "message-parser.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 static void test_section_parse(void)
 {
@@ -196,10 +200,81 @@ static void test_unknown_cte(void)
 	pool_unref(&pool);
 }
 
+/* Texts cached by a moat whose writers differed must not be served:
+   the cache field names carry IMAP_MSG_TEXT_VERSION, and a value under
+   the old (version 1) name is ignored and computed again. */
+static void test_cache_version(void)
+{
+	static const char msg[] = "From: \"\" <list@example.org>\r\n"
+		"Subject: s\r\n\r\nbody\r\n";
+	static const char fresh[] = "(NIL \"s\" ((NIL NIL \"list\" "
+		"\"example.org\")) ((NIL NIL \"list\" \"example.org\")) "
+		"((NIL NIL \"list\" \"example.org\")) NIL NIL NIL NIL NIL)";
+	char root[1024], path[1200];
+	struct imap_msg_structure ms;
+	struct mailbox *box;
+	buffer_t packed, out;
+	const void *data;
+	const char *error;
+	size_t size;
+
+	snprintf(root, sizeof(root), "%s/CacheVersion", test_tmpdir());
+	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC,
+				     &box, &error), 1);
+	mailbox_close(&box);
+	snprintf(path, sizeof(path), "%s/cur/1.test:2,", root);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	test_assert(fd >= 0 && write(fd, msg, strlen(msg)) ==
+		    (ssize_t)strlen(msg));
+	i_close_fd(&fd);
+	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC,
+				     &box, &error), 1);
+	test_assert_int(mailbox_get_count(box), 1);
+	/* what version 1 cached: the old name, an old text */
+	buffer_init(&packed, IMAP_CACHE_TEXT_MAX + 16);
+	test_assert(imap_cache_text_pack("(STALE)", 7, &packed) == 0);
+	test_assert(mailbox_msg_cache_add(box, 1, "imap.envelope", packed.data,
+					  packed.used, &error) == 0);
+	test_assert(mailbox_cache_flush(box, &error) == 0);
+	mailbox_close(&box);
+
+	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC,
+				     &box, &error), 1);
+	test_assert_int(mailbox_msg_cache_lookup(box, 1, "imap.envelope",
+						 &data, &size), 1);
+	memset(&ms, 0, sizeof(ms));
+	buffer_init(&out, IMAP_ENVELOPE_OUTPUT_MAX);
+	uint64_t misses = imap_fetch_counters.text_misses;
+	test_assert(imap_msg_text_get(&ms, box, 1, IMAP_MSG_TEXT_ENVELOPE,
+				      &out, &error) == 0);
+	test_assert_int(imap_fetch_counters.text_misses, misses + 1);
+	test_assert(out.used == strlen(fresh) &&
+		    memcmp(out.data, fresh, out.used) == 0);
+	imap_fetch_cache_flush(&ms, box);
+	imap_msg_structure_clear(&ms);
+	mailbox_close(&box);
+
+	/* the fresh text was cached under the current name */
+	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC,
+				     &box, &error), 1);
+	buffer_reset(&out);
+	uint64_t hits = imap_fetch_counters.text_hits;
+	test_assert(imap_msg_text_get(&ms, box, 1, IMAP_MSG_TEXT_ENVELOPE,
+				      &out, &error) == 0);
+	test_assert_int(imap_fetch_counters.text_hits, hits + 1);
+	test_assert(out.used == strlen(fresh) &&
+		    memcmp(out.data, fresh, out.used) == 0);
+	imap_msg_structure_clear(&ms);
+	mailbox_close(&box);
+	buffer_free(&out);
+	buffer_free(&packed);
+}
+
 static void test_cleanup(void)
 {
 	test_tmpdir_cleanup();
 }
 
 TEST_MAIN(TEST(test_section_parse), TEST(test_header_sections),
-	  TEST(test_decoding), TEST(test_unknown_cte), TEST(test_cleanup))
+	  TEST(test_decoding), TEST(test_unknown_cte),
+	  TEST(test_cache_version), TEST(test_cleanup))

@@ -767,6 +767,163 @@ static void test_max_args(void)
 	i_free(input);
 }
 
+static void test_command_size(void)
+{
+	struct imap_parser_settings set = default_set;
+	char input[1024];
+	size_t len;
+
+	set.max_literal_size = 100;
+	set.max_command_size = 200;
+	/* "t1 X {100}" and its data: 110 bytes; " {90}" would make 205 */
+	len = (size_t)snprintf(input, sizeof(input), "t1 X {100}\r\n");
+	memset(input + len, 'x', 100);
+	len += 100;
+	len += (size_t)snprintf(input + len, sizeof(input) - len,
+				" {90}\r\nt2 OK\r\n");
+	char *result = run_script(&set, &(struct run_opts){ 0 }, input, len);
+	test_assert_str(result, "CONT\nERROR Command too large tag=t1\n"
+			"DONE <NULL>\nDONE t2 OK\n");
+	i_free(result);
+	/* the same with {90+}: its data is on the way, so fatal */
+	len = (size_t)snprintf(input, sizeof(input), "t1 X {100+}\r\n");
+	memset(input + len, 'x', 100);
+	len += 100;
+	len += (size_t)snprintf(input + len, sizeof(input) - len,
+				" {90+}\r\n");
+	result = run_script(&set, &(struct run_opts){ 0 }, input, len);
+	test_assert_str(result, "ERROR Command too large FATAL tag=t1\n");
+	i_free(result);
+	/* exactly at the bound: "t1 X {100+}" + 100 + " {83+}" + 83 = 200 */
+	len = (size_t)snprintf(input, sizeof(input), "t1 X {100+}\r\n");
+	memset(input + len, 'a', 100);
+	len += 100;
+	len += (size_t)snprintf(input + len, sizeof(input) - len,
+				" {83+}\r\n");
+	memset(input + len, 'b', 83);
+	len += 83;
+	memcpy(input + len, "\r\n", 2);
+	len += 2;
+	result = run_script(&set, &(struct run_opts){ 0 }, input, len);
+	test_assert(strncmp(result, "DONE t1 X {+}aaa", 16) == 0);
+	i_free(result);
+	/* line bytes after the literals count too */
+	len = (size_t)snprintf(input, sizeof(input), "t1 X {100+}\r\n");
+	memset(input + len, 'x', 100);
+	len += 100;
+	input[len++] = ' ';
+	memset(input + len, 'y', 100);
+	len += 100;
+	len += (size_t)snprintf(input + len, sizeof(input) - len,
+				"\r\nt2 OK\r\n");
+	result = run_script(&set, &(struct run_opts){ 0 }, input, len);
+	test_assert_str(result, "ERROR Command too large tag=t1\n"
+			"DONE <NULL>\nDONE t2 OK\n");
+	i_free(result);
+	/* many small literals add up: the 20th {5+} goes over 200 */
+	len = (size_t)snprintf(input, sizeof(input), "t1 X");
+	for (unsigned int i = 0; i < 30; i++) {
+		len += (size_t)snprintf(input + len, sizeof(input) - len,
+					" {5+}\r\n12345");
+	}
+	memcpy(input + len, "\r\n", 2);
+	len += 2;
+	result = run_script(&set, &(struct run_opts){ 0 }, input, len);
+	test_assert_str(result, "ERROR Command too large FATAL tag=t1\n");
+	i_free(result);
+	/* a literal the caller streams (APPEND) does not count */
+	static const char append[] = "t1 APPEND box {1000}\r\n";
+	check_script_set(&set, IMAP_PARSE_FLAG_LITERAL_SIZE, append,
+			 sizeof(append) - 1, "LITSIZE t1 APPEND box <LITSIZE 1000>\n",
+			 __FILE__, __LINE__);
+}
+
+/* 0 means max_line_length + max_literal_size */
+static void test_command_size_default(void)
+{
+	struct imap_parser_settings set = default_set;
+	char input[1024];
+	size_t len;
+
+	set.max_line_length = 100;
+	set.max_literal_size = 300;
+	len = (size_t)snprintf(input, sizeof(input), "t1 X {300+}\r\n");
+	memset(input + len, 'x', 300);
+	len += 300;
+	len += (size_t)snprintf(input + len, sizeof(input) - len,
+				" {90+}\r\n");
+	char *result = run_script(&set, &(struct run_opts){ 0 }, input, len);
+	test_assert_str(result, "ERROR Command too large FATAL tag=t1\n");
+	i_free(result);
+}
+
+static void test_max_args_setting(void)
+{
+	struct imap_parser_settings set = default_set;
+
+	set.max_args = 5;
+	static const char ok[] = "t a (b) c\r\n";
+	check_script_set(&set, 0, ok, sizeof(ok) - 1, "DONE t a (b) c\n",
+			 __FILE__, __LINE__);
+	static const char bad[] = "t a (b) c d\r\nu OK\r\n";
+	check_script_set(&set, 0, bad, sizeof(bad) - 1,
+			 "ERROR Too many arguments tag=t\nDONE <NULL>\n"
+			 "DONE u OK\n", __FILE__, __LINE__);
+}
+
+/* What a big command made the parser allocate is given back at reset. */
+static void test_memory_returned(void)
+{
+	struct imap_parser_settings set = default_set;
+	size_t max = 4 * 2000 + 64, len = 0, consumed, idle;
+	char *input = i_malloc(max);
+	const struct imap_arg *args;
+	struct imap_parser *parser;
+
+	set.max_line_length = max;
+	parser = imap_parser_create(&set);
+	test_assert(parse_line(parser, "t NOOP\r\n") != NULL);
+	imap_parser_reset(parser);
+	idle = imap_parser_get_memory_size(parser);
+	test_assert(idle < 2048);
+
+	/* 1500 arguments and a long quoted string */
+	input[len++] = 't';
+	for (unsigned int i = 0; i < 1500; i++) {
+		memcpy(input + len, " a", 2);
+		len += 2;
+	}
+	memcpy(input + len, " \"", 2);
+	len += 2;
+	memset(input + len, 'q', 5000);
+	len += 5000;
+	memcpy(input + len, "\"\r\n", 3);
+	len += 3;
+	test_assert(parse_line_n(parser, input, len) != NULL);
+	test_assert(imap_parser_get_memory_size(parser) > 50000);
+	imap_parser_reset(parser);
+	test_assert(imap_parser_get_memory_size(parser) <= idle);
+
+	/* a literal bigger than the preallocation limit */
+	len = (size_t)snprintf(input, max, "t X {7000+}\r\n");
+	memset(input + len, 'l', 7000);
+	len += 7000;
+	memcpy(input + len, "\r\n", 2);
+	len += 2;
+	set.max_literal_size = 10000;
+	imap_parser_destroy(&parser);
+	parser = imap_parser_create(&set);
+	enum imap_parse_result ret =
+		imap_parser_feed(parser, 0, (const unsigned char *)input, len,
+				 &consumed, &args);
+	test_assert_int(ret, IMAP_PARSE_DONE);
+	test_assert(imap_parser_get_memory_size(parser) >= 7000);
+	imap_parser_reset(parser);
+	test_assert(imap_parser_get_memory_size(parser) <= idle);
+	imap_parser_destroy(&parser);
+	i_free(input);
+}
+
 static void test_max_depth(void)
 {
 	/* default_set.max_list_depth is 4 */
@@ -1062,6 +1219,8 @@ TEST_MAIN(TEST(test_simple), TEST(test_arg_types), TEST(test_nested_lists),
 	  TEST(test_reset_on_error), TEST(test_literal_limits),
 	  TEST(test_literal_minus), TEST(test_quoted_errors),
 	  TEST(test_nul_handling), TEST(test_tag), TEST(test_spaces),
-	  TEST(test_max_args), TEST(test_max_depth), TEST(test_empty_line),
+	  TEST(test_max_args), TEST(test_command_size),
+	  TEST(test_command_size_default), TEST(test_max_args_setting),
+	  TEST(test_memory_returned), TEST(test_max_depth), TEST(test_empty_line),
 	  TEST(test_reset_states), TEST(test_chunk_equivalence),
 	  TEST(test_accessors), TEST(test_quoting))

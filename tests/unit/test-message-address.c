@@ -74,9 +74,21 @@ static void test_address_broken(void)
 			"NIL|NIL|a|SYNTAX_ERROR");
 	/* garbage ends the list */
 	test_assert_str(addr_str(pool, "a@b c, d@e"), "NIL|NIL|a|b");
-	/* unterminated quotes and comments end at the end of input */
+	/* an unterminated quote swallows the rest: that element is a
+	   missing address and the list ends there (as Dovecot reads it) */
 	test_assert_str(addr_str(pool, "\"abc <a@b>"),
-			"NIL|NIL|abc <a@b>|MISSING_DOMAIN");
+			"NIL|NIL|MISSING_MAILBOX|MISSING_DOMAIN");
+	test_assert_str(addr_str(pool, "a@b, \"abc <c@d>"),
+			"NIL|NIL|a|b, NIL|NIL|MISSING_MAILBOX|MISSING_DOMAIN");
+	/* a quoted word without "@" is a name, a bare one a mailbox */
+	test_assert_str(addr_str(pool, "\"Xi Alpha\""),
+			"Xi Alpha|NIL|MISSING_MAILBOX|MISSING_DOMAIN");
+	/* "<a@b" never closed, a route without ':', "b." */
+	test_assert_str(addr_str(pool, "x <a@b.c"), "x|NIL|a|SYNTAX_ERROR");
+	test_assert_str(addr_str(pool, "<@r"),
+			"NIL|INVALID_ROUTE|MISSING_MAILBOX|SYNTAX_ERROR");
+	test_assert_str(addr_str(pool, "a@b."), "NIL|NIL|a|MISSING_DOMAIN");
+	/* unterminated comments end at the end of input */
 	(void)addr_str(pool, "(((((a@b");
 	(void)addr_str(pool, "<<<<@@@,,,;;;:::");
 	pool_unref(&pool);

@@ -1,0 +1,557 @@
+/* Delivery connections from lmtp (imap-deliver.h). lmtp parses the MTA's
+   bytes, so its records are checked like a client's: a malformed one
+   ends that connection, never the process. */
+#include "imap-common.h"
+#include "imap-deliver.h"
+#include "imap-notify.h"
+#include "imap-quota.h"
+#include "mailbox-append-multi.h"
+#include "maildir-filename.h"
+#include "master-service.h"
+
+#include <openssl/evp.h>
+#include <sys/stat.h>
+
+/* DELIVER <id> <mailbox> <return-path> <delivered-to> */
+#define DELIVER_ARGS 5
+/* lmtp's id: a number it chose. */
+#define DELIVER_ID_MAX 20
+/* An address as lmtp checked it (RFC 5321 4.5.3.1.3: a path is at most
+   256 octets; a little more for what real MTAs send). */
+#define DELIVER_ADDRESS_MAX 512
+/* Bytes copied from the memfd per read. */
+#define DELIVER_COPY_CHUNK (64 * 1024)
+/* Delivery ids remembered, and the newest messages of a folder read for
+   them when the process first delivers there: an MTA retries a delivery
+   whose answer it did not get within minutes, far fewer messages than
+   this later. */
+#define DELIVER_SEEN_MAX 1024
+#define DELIVER_SCAN_WINDOW 1000
+#define DELIVER_SCANNED_MAX 32
+
+struct deliver_seen_entry {
+	uint64_t folder;          /* hash of the folder's path */
+	uint32_t uid;
+	char id[MAILDIR_DELIVERY_ID_LEN + 1];
+};
+
+/* What this process knows was delivered (imap-deliver.h: a retry of a
+   delivery whose answer was lost is answered, not saved twice). */
+struct imap_deliver_seen {
+	struct deliver_seen_entry entries[DELIVER_SEEN_MAX];
+	unsigned int next, count;
+	uint64_t scanned[DELIVER_SCANNED_MAX];
+	unsigned int scanned_next, scanned_count;
+};
+
+struct deliver_conn {
+	struct deliver_conn *next, *prev;
+	struct imap_user *user;
+	struct ipc_conn *ipc;
+};
+
+/* A DELIVER waiting for the next group commit. */
+struct deliver_req {
+	struct deliver_req *next;
+	struct deliver_conn *conn;
+	char id[DELIVER_ID_MAX + 1];
+	char *mailbox, *return_path, *delivered_to;
+	int fd;
+	uint64_t size;          /* the memfd's */
+	uint64_t stored;        /* with our header lines */
+	char delivery_id[MAILDIR_DELIVERY_ID_LEN + 1];
+	bool staged;
+	uint32_t uid;                  /* once committed */
+	struct deliver_req *dup_of;    /* the same delivery, staged earlier */
+};
+
+
+static void deliver_conn_destroy(struct deliver_conn *conn)
+{
+	struct imap_user *user = conn->user;
+
+	if (conn->prev != NULL)
+		conn->prev->next = conn->next;
+	else
+		user->deliver_conns = conn->next;
+	if (conn->next != NULL)
+		conn->next->prev = conn->prev;
+	user->deliver_conn_count--;
+	/* its queued deliveries are still saved (lmtp gave up on them, the
+	   MTA will retry: the retry finds them), their answers go nowhere */
+	for (struct deliver_req *r = user->deliver_queue; r != NULL; r = r->next) {
+		if (r->conn == conn)
+			r->conn = NULL;
+	}
+	ipc_conn_destroy(&conn->ipc);
+	i_free(conn);
+	imap_user_client_gone(user);
+}
+
+static bool field_ok(const char *value, size_t max, bool allow_empty)
+{
+	size_t len = strlen(value);
+
+	if (len > max || (len == 0 && !allow_empty))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)value[i];
+		if (c < 0x20 || c == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+static void deliver_fail(struct deliver_conn *conn, const char *id,
+			 const char *code, const char *enhanced,
+			 const char *text)
+{
+	(void)ipc_sendv(conn->ipc, -1, "FAIL", id, code, enhanced, text, NULL);
+}
+
+/* The folder to deliver to: name if it exists, else INBOX. */
+static int deliver_open_box(struct imap_user *user, const char *name,
+			    struct mailbox **box_r, const char **error_r)
+{
+	enum mailbox_open_flags flags = MAILBOX_OPEN_QUOTA |
+		(user->set->mail_fsync == MOAT_FSYNC_NEVER ?
+		 MAILBOX_OPEN_NO_FSYNC : 0);
+	int ret = 0;
+
+	if (name[0] != '\0' && !mailbox_name_is_inbox(name))
+		ret = mailbox_open(user->mail_root, name, flags, box_r, error_r);
+	if (ret == 0)
+		ret = mailbox_open(user->mail_root, "INBOX", flags, box_r,
+				   error_r);
+	if (ret == 0) {
+		*error_r = "INBOX does not exist";
+		return -1;
+	}
+	return ret < 0 ? -1 : 0;
+}
+
+static uint64_t folder_hash(const char *path)
+{
+	/* FNV-1a: only tells this process's folders apart */
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (const unsigned char *p = (const unsigned char *)path; *p != '\0'; p++)
+		h = (h ^ *p) * 0x100000001b3ULL;
+	return h;
+}
+
+static void seen_add(struct imap_deliver_seen *seen, uint64_t folder,
+		     const char *id, uint32_t uid)
+{
+	struct deliver_seen_entry *e = &seen->entries[seen->next];
+
+	e->folder = folder;
+	e->uid = uid;
+	memcpy(e->id, id, sizeof(e->id));
+	seen->next = (seen->next + 1) % DELIVER_SEEN_MAX;
+	if (seen->count < DELIVER_SEEN_MAX)
+		seen->count++;
+}
+
+struct seen_scan_ctx {
+	struct imap_deliver_seen *seen;
+	uint64_t folder;
+};
+
+static void seen_scan_found(const char *id, uint32_t uid, void *context)
+{
+	struct seen_scan_ctx *ctx = context;
+
+	seen_add(ctx->seen, ctx->folder, id, uid);
+}
+
+/* The uid of an earlier delivery of id into box, or 0. The folder's
+   newest messages are read once per process (after a crash the earlier
+   delivery may be on disk while nobody heard of it). */
+static uint32_t seen_lookup(struct imap_user *user, struct mailbox *box,
+			    const char *id)
+{
+	if (user->deliver_seen == NULL)
+		user->deliver_seen = i_malloc(sizeof(*user->deliver_seen));
+	struct imap_deliver_seen *seen = user->deliver_seen;
+	uint64_t folder = folder_hash(mailbox_get_path(box));
+	unsigned int i;
+	const char *error;
+
+	for (i = 0; i < seen->scanned_count; i++) {
+		if (seen->scanned[i] == folder)
+			break;
+	}
+	if (i == seen->scanned_count) {
+		struct seen_scan_ctx ctx = { seen, folder };
+		if (mailbox_scan_deliveries(box, DELIVER_SCAN_WINDOW,
+					    seen_scan_found, &ctx, &error) < 0)
+			i_error("delivery: reading earlier deliveries failed: %s",
+				error);
+		seen->scanned[seen->scanned_next] = folder;
+		seen->scanned_next = (seen->scanned_next + 1) % DELIVER_SCANNED_MAX;
+		if (seen->scanned_count < DELIVER_SCANNED_MAX)
+			seen->scanned_count++;
+	}
+	for (i = 0; i < seen->count; i++) {
+		const struct deliver_seen_entry *e = &seen->entries[i];
+		if (e->folder == folder && strcmp(e->id, id) == 0)
+			return e->uid;
+	}
+	return 0;
+}
+
+/* The delivery's id: a digest of the folder, the envelope and the
+   message, so that the same delivery repeated by the MTA is recognised
+   and anything else is not. */
+static int deliver_id(int fd, uint64_t size, const char *folder,
+		      const char *return_path, const char *delivered_to,
+		      char id_r[MAILDIR_DELIVERY_ID_LEN + 1])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int md_len;
+	EVP_MD_CTX *md_ctx = EVP_MD_CTX_new();
+	int ret = md_ctx != NULL && EVP_DigestInit_ex(md_ctx, EVP_sha256(),
+						      NULL) == 1 ? 0 : -1;
+	const char *parts[] = { folder, return_path, delivered_to };
+
+	for (unsigned int i = 0; ret == 0 && i < N_ELEMENTS(parts); i++) {
+		/* with its NUL: fields cannot run into each other */
+		if (EVP_DigestUpdate(md_ctx, parts[i], strlen(parts[i]) + 1) != 1)
+			ret = -1;
+	}
+	char *buf = i_malloc(DELIVER_COPY_CHUNK);
+	for (uint64_t pos = 0; ret == 0 && pos < size;) {
+		size_t want = (size_t)MIN(size - pos, (uint64_t)DELIVER_COPY_CHUNK);
+		ssize_t got = pread(fd, buf, want, (off_t)pos);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0 || EVP_DigestUpdate(md_ctx, buf, (size_t)got) != 1)
+			ret = -1;
+		else
+			pos += (uint64_t)got;
+	}
+	i_free(buf);
+	if (ret == 0 && EVP_DigestFinal_ex(md_ctx, md, &md_len) != 1)
+		ret = -1;
+	EVP_MD_CTX_free(md_ctx);
+	if (ret < 0)
+		return -1;
+	static const char hex[] = "0123456789abcdef";
+	for (unsigned int i = 0; i < MAILDIR_DELIVERY_ID_LEN / 2; i++) {
+		id_r[i * 2] = hex[md[i] >> 4];
+		id_r[i * 2 + 1] = hex[md[i] & 15];
+	}
+	id_r[MAILDIR_DELIVERY_ID_LEN] = '\0';
+	return 0;
+}
+
+static void req_free(struct deliver_req *req)
+{
+	i_close_fd(&req->fd);
+	i_free(req->mailbox);
+	i_free(req->return_path);
+	i_free(req->delivered_to);
+	i_free(req);
+}
+
+static void req_fail(struct deliver_req *req, const char *code,
+		     const char *enhanced, const char *text)
+{
+	if (req->conn != NULL)
+		deliver_fail(req->conn, req->id, code, enhanced, text);
+}
+
+static void req_ok(struct deliver_req *req, uint32_t uid)
+{
+	char uid_str[16];
+
+	snprintf(uid_str, sizeof(uid_str), "%u", uid);
+	if (req->conn != NULL)
+		(void)ipc_sendv(req->conn->ipc, -1, "OK", req->id, uid_str, NULL);
+}
+
+static void req_fail_saving(struct deliver_req *req, bool full)
+{
+	if (full)
+		req_fail(req, "452", "4.3.1", "Insufficient system storage");
+	else
+		req_fail(req, "451", "4.3.0",
+			 "Temporary internal error saving the message");
+}
+
+/* Before staging: a retry of a saved message (answered OK at once), over
+   quota with what the group stages before it, or a message to stage.
+   Returns true if staged-to-be (the caller stages it). */
+static bool group_admit(struct imap_user *user, struct mailbox *box,
+			struct deliver_req *req, struct deliver_req *group,
+			uint64_t *bytes, unsigned int *count)
+{
+	if (deliver_id(req->fd, req->size, mailbox_get_name(box),
+		       req->return_path, req->delivered_to,
+		       req->delivery_id) < 0) {
+		i_error("delivery: reading the message failed");
+		req_fail(req, "451", "4.3.0", "Temporary internal error");
+		return false;
+	}
+	uint32_t uid = seen_lookup(user, box, req->delivery_id);
+	if (uid != 0) {
+		i_info("delivery: mailbox=%s, uid=%u has this message from an "
+		       "earlier try whose answer was lost: not saved again",
+		       mailbox_get_name(box), uid);
+		req_ok(req, uid);
+		return false;
+	}
+	for (struct deliver_req *r = group; r != req; r = r->next) {
+		if (r->staged && strcmp(r->delivery_id, req->delivery_id) == 0) {
+			/* the same delivery twice: answered with the first */
+			req->dup_of = r;
+			return false;
+		}
+	}
+	if (imap_quota_allows(user, *bytes + req->stored, *count + 1) == 0) {
+		i_info("delivery to %s refused: over quota", mailbox_get_name(box));
+		if (user->set->quota_full_tempfail)
+			req_fail(req, "452", "4.2.2", "Mailbox is full");
+		else
+			req_fail(req, "552", "5.2.2", "Mailbox is full");
+		return false;
+	}
+	*bytes += req->stored;
+	(*count)++;
+	return true;
+}
+
+/* Writes one admitted message into the group. 0 or -1 (the group is
+   then lost: every message of it fails). */
+static int group_stage(struct mailbox_append_multi *multi,
+		       struct deliver_req *req, const char **error_r)
+{
+	char head[2 * DELIVER_ADDRESS_MAX + 64];
+	int len = snprintf(head, sizeof(head),
+			   "Return-Path: <%s>\r\nDelivered-To: %s\r\n",
+			   req->return_path, req->delivered_to);
+	i_assert(len > 0 && (size_t)len < sizeof(head));
+	if (mailbox_append_multi_next_delivery(multi, req->delivery_id,
+					       error_r) < 0 ||
+	    mailbox_append_multi_write(multi, head, (size_t)len, error_r) < 0)
+		return -1;
+	char *buf = i_malloc(DELIVER_COPY_CHUNK);
+	int ret = 0;
+	for (uint64_t pos = 0; pos < req->size && ret == 0;) {
+		size_t want = (size_t)MIN(req->size - pos,
+					  (uint64_t)DELIVER_COPY_CHUNK);
+		ssize_t got = pread(req->fd, buf, want, (off_t)pos);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			*error_r = "reading the message failed";
+			ret = -1;
+		} else {
+			pos += (uint64_t)got;
+			ret = mailbox_append_multi_write(multi, buf, (size_t)got,
+							 error_r);
+		}
+	}
+	i_free(buf);
+	return ret < 0 ? -1 : mailbox_append_multi_end(multi, error_r);
+}
+
+/* The deliveries of one group (the same folder), committed together:
+   their files become durable with one sync and get consecutive UIDs. */
+static void group_deliver(struct imap_user *user, struct deliver_req *group,
+			  const char *mailbox)
+{
+	struct mailbox *box;
+	const char *error;
+	uint64_t bytes = 0;
+	unsigned int count = 0;
+
+	if (deliver_open_box(user, mailbox, &box, &error) < 0) {
+		i_error("delivery: opening the mailbox failed: %s", error);
+		for (struct deliver_req *r = group; r != NULL; r = r->next)
+			req_fail(r, "451", "4.3.0",
+				 "Temporary internal error opening the mailbox");
+		return;
+	}
+	struct mailbox_append_multi *multi = mailbox_append_multi_begin_group(box);
+	int ret = 0;
+	struct deliver_req *r = group;
+	for (; r != NULL && ret == 0; r = r->next) {
+		if (!group_admit(user, box, r, group, &bytes, &count))
+			continue;
+		r->staged = true;
+		ret = group_stage(multi, r, &error);
+	}
+	/* a failed group: the ones not looked at yet fail with it */
+	for (; r != NULL; r = r->next)
+		r->staged = true;
+	uint32_t first_uid = 0;
+	if (ret < 0)
+		mailbox_append_multi_abort(&multi);
+	else
+		ret = mailbox_append_multi_commit(&multi, &first_uid, &error);
+	/* errno is still the failed system call's unless the storage layer
+	   made another one after it; a wrong guess only swaps 451 and 452 */
+	bool full = ret < 0 && (errno == ENOSPC || errno == EDQUOT);
+	if (ret < 0)
+		i_error("delivery to %s failed: %s", mailbox_get_name(box), error);
+	unsigned int i = 0;
+	for (r = group; r != NULL; r = r->next) {
+		if (!r->staged && r->dup_of == NULL)
+			continue;   /* answered already */
+		if (ret < 0) {
+			req_fail_saving(r, full);
+			continue;
+		}
+		/* staged ones got consecutive UIDs in group order */
+		r->uid = r->dup_of != NULL ? r->dup_of->uid : first_uid + i++;
+		if (r->dup_of == NULL) {
+			i_info("delivered: mailbox=%s, uid=%u, size=%llu, "
+			       "from=<%s>", mailbox_get_name(box), r->uid,
+			       (unsigned long long)r->size, r->return_path);
+			seen_add(user->deliver_seen,
+				 folder_hash(mailbox_get_path(box)),
+				 r->delivery_id, r->uid);
+		}
+		req_ok(r, r->uid);
+	}
+	if (ret == 0 && count > 0) {
+		imap_notify_path(user, mailbox_get_path(box));
+		imap_quota_saved(user, bytes, count);
+	}
+	mailbox_close(&box);
+}
+
+/* Every DELIVER that arrived in this turn of the loop, by folder. */
+static void deliver_batch(void *context)
+{
+	struct imap_user *user = context;
+	struct deliver_req *queue = user->deliver_queue;
+
+	user->to_deliver_batch = NULL;
+	user->deliver_queue = NULL;
+	user->deliver_queue_tail = NULL;
+	while (queue != NULL) {
+		/* split off the requests for queue's folder, order kept */
+		struct deliver_req *group = NULL, **gtail = &group, *rest = NULL;
+		struct deliver_req **rtail = &rest;
+		const char *mailbox = queue->mailbox;
+		for (struct deliver_req *r = queue, *next; r != NULL; r = next) {
+			next = r->next;
+			r->next = NULL;
+			if (strcmp(r->mailbox, mailbox) == 0) {
+				*gtail = r;
+				gtail = &r->next;
+			} else {
+				*rtail = r;
+				rtail = &r->next;
+			}
+		}
+		group_deliver(user, group, mailbox);
+		while (group != NULL) {
+			struct deliver_req *r = group;
+			group = r->next;
+			req_free(r);
+		}
+		queue = rest;
+	}
+	imap_user_client_gone(user);
+}
+
+static void deliver_enqueue(struct deliver_conn *conn, const char *const *args,
+			    int fd)
+{
+	struct imap_user *user = conn->user;
+	uint64_t limit = user->set->message_size_limit;
+	struct stat st;
+
+	if (limit == 0 || limit > IMAP_DELIVER_SIZE_MAX)
+		limit = IMAP_DELIVER_SIZE_MAX;
+	if (fstat(fd, &st) < 0) {
+		i_error("delivery: fstat() of the message failed: %m");
+		deliver_fail(conn, args[1], "451", "4.3.0", "Internal error");
+		close(fd);
+		return;
+	}
+	if ((uint64_t)st.st_size > limit) {
+		deliver_fail(conn, args[1], "552", "5.3.4", "Message too big");
+		close(fd);
+		return;
+	}
+	struct deliver_req *req = i_malloc(sizeof(*req));
+	req->conn = conn;
+	snprintf(req->id, sizeof(req->id), "%s", args[1]);
+	req->mailbox = i_strdup(args[2]);
+	req->return_path = i_strdup(args[3]);
+	req->delivered_to = i_strdup(args[4]);
+	req->fd = fd;
+	req->size = (uint64_t)st.st_size;
+	req->stored = req->size + strlen(args[3]) + strlen(args[4]) +
+		strlen("Return-Path: <>\r\nDelivered-To: \r\n");
+	if (user->deliver_queue_tail != NULL)
+		user->deliver_queue_tail->next = req;
+	else
+		user->deliver_queue = req;
+	user->deliver_queue_tail = req;
+	/* after the loop has read what else arrived now: one group commit */
+	if (user->to_deliver_batch == NULL)
+		user->to_deliver_batch = io_loop_defer(user->ioloop,
+						       deliver_batch, user);
+}
+
+static void deliver_input(void *context, const char *const *args, int fd)
+{
+	struct deliver_conn *conn = context;
+
+	if (args == NULL) {
+		deliver_conn_destroy(conn);
+		return;
+	}
+	if (strcmp(args[0], "DELIVER") != 0 || fd < 0 ||
+	    str_array_length(args) != DELIVER_ARGS ||
+	    !field_ok(args[1], DELIVER_ID_MAX, false) ||
+	    !field_ok(args[2], MAILBOX_NAME_MAX, true) ||
+	    !field_ok(args[3], DELIVER_ADDRESS_MAX, true) ||
+	    !field_ok(args[4], DELIVER_ADDRESS_MAX, false)) {
+		i_error("lmtp sent a malformed delivery record; closing it");
+		if (fd >= 0)
+			close(fd);
+		deliver_conn_destroy(conn);
+		return;
+	}
+	deliver_enqueue(conn, args, fd);
+}
+
+void imap_deliver_conn_create(struct imap_user *user, int fd)
+{
+	if (user->deliver_conn_count >= IMAP_DELIVER_CONNS_MAX) {
+		i_error("delivery refused: %u delivery connections already",
+			user->deliver_conn_count);
+		close(fd);
+		return;
+	}
+	struct deliver_conn *conn = i_malloc(sizeof(*conn));
+	conn->user = user;
+	conn->ipc = ipc_conn_create(user->ioloop, fd, "lmtp delivery",
+				    IPC_PROTO_DELIVER, IPC_PROTO_MAJOR,
+				    IPC_PROTO_MINOR, deliver_input, conn);
+	conn->next = user->deliver_conns;
+	if (user->deliver_conns != NULL)
+		user->deliver_conns->prev = conn;
+	user->deliver_conns = conn;
+	user->deliver_conn_count++;
+}
+
+void imap_deliver_conns_destroy_all(struct imap_user *user)
+{
+	while (user->deliver_conns != NULL)
+		deliver_conn_destroy(user->deliver_conns);
+	timeout_remove(&user->to_deliver_batch);
+	while (user->deliver_queue != NULL) {
+		struct deliver_req *r = user->deliver_queue;
+		user->deliver_queue = r->next;
+		req_free(r);
+	}
+	user->deliver_queue_tail = NULL;
+	i_free(user->deliver_seen);
+}

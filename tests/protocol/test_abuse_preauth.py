@@ -1,0 +1,221 @@
+"""Abuse before and right after login: memory one command can make a
+process hold (login_max_command_size; the post-auth parser's bound on a
+command's line and literals together). doc/security.md, "Resource limits".
+
+Memory is read as VmRSS from /proc/PID/status of the process under attack;
+every attack would make it grow by tens of MiB without the bounds, and
+must leave it within a few MiB."""
+
+import pathlib
+import ssl
+import threading
+
+import pytest
+
+from moatimap import ImapClient
+
+# Bytes of literal data each attacking connection tries to push.
+FLOOD_LITERALS = 2000
+FLOOD_LITERAL_SIZE = 8192           # imap-login's per-literal cap
+# What the attacked process may grow by (sanitizer builds included).
+RSS_GROWTH_MAX_KIB = 8 * 1024
+
+
+def vm_rss_kib(pid):
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def only_login_pid(server):
+    pids = server.wait_children("imap-login", 1)
+    return pids[0]
+
+
+def flood(sock, head, count, size, nonsync=True):
+    """Sends head and count literals of size bytes each, as fast as the
+    server takes them; stops quietly when the server closes."""
+    plus = "+" if nonsync else ""
+    chunk = f" {{{size}{plus}}}\r\n".encode() + b"x" * size
+    try:
+        sock.sendall(head)
+        for _ in range(count):
+            sock.sendall(chunk)
+    except OSError:
+        pass
+
+
+def read_until_closed(c, timeout):
+    """Everything the server sends until it closes (raises on timeout)."""
+    return c.wait_closed(timeout)
+
+
+def test_preauth_nonsync_literal_flood(moat_server):
+    """Non-synchronizing literals: the command goes over
+    login_max_command_size, the client gets a BYE with the reason and is
+    disconnected; imap-login's memory does not grow with what was sent;
+    other clients are served meanwhile."""
+    pid = only_login_pid(moat_server)
+    other = moat_server.connect()
+    attackers = [moat_server.connect() for _ in range(3)]
+    assert other.command("CAPABILITY").ok
+    before = vm_rss_kib(pid)
+    threads = []
+    for i, c in enumerate(attackers):
+        t = threading.Thread(target=flood, args=(
+            c.sock, f"f{i} LOGIN".encode(), FLOOD_LITERALS,
+            FLOOD_LITERAL_SIZE))
+        t.start()
+        threads.append(t)
+    for c in attackers:
+        got = read_until_closed(c, 60)
+        assert b"* BYE Command too large" in got, got[:200]
+    for t in threads:
+        t.join(60)
+        assert not t.is_alive()
+    after = vm_rss_kib(pid)
+    assert after - before < RSS_GROWTH_MAX_KIB, (before, after)
+    # The same process still serves everyone else.
+    assert other.command("NOOP").ok
+    assert other.command("LOGIN testuser1 pass").ok
+    assert moat_server.login("testuser2").command("NOOP").ok
+    assert moat_server.child_pids("imap-login") == [pid]
+
+
+def connect_tls(server):
+    """Implicit TLS on the imaps listener; greeting read."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False   # self-signed test certificate
+    ctx.verify_mode = ssl.CERT_NONE
+    c = ImapClient(server.host, server.tls_port)
+    c.sock = ctx.wrap_socket(c.sock)
+    c.greeting = c.read_greeting()
+    server.clients.append(c)
+    return c
+
+
+@pytest.mark.moat_settings(tls=True)
+def test_preauth_tls_literal_flood(moat_server):
+    """The same over TLS (the session's buffers are imap-login's too):
+    BYE, and imap-login's memory stays within the bound."""
+    pid = only_login_pid(moat_server)
+    attackers = [connect_tls(moat_server) for _ in range(3)]
+    other = connect_tls(moat_server)
+    before = vm_rss_kib(pid)
+    threads = []
+    for i, c in enumerate(attackers):
+        t = threading.Thread(target=flood, args=(
+            c.sock, f"t{i} LOGIN".encode(), FLOOD_LITERALS,
+            FLOOD_LITERAL_SIZE))
+        t.start()
+        threads.append(t)
+    for c in attackers:
+        got = read_until_closed(c, 60)
+        assert b"* BYE Command too large" in got, got[:200]
+    for t in threads:
+        t.join(60)
+        assert not t.is_alive()
+    after = vm_rss_kib(pid)
+    assert after - before < RSS_GROWTH_MAX_KIB, (before, after)
+    assert other.command("LOGIN testuser1 pass").ok
+
+
+def test_preauth_sync_literals_refused(moat_server):
+    """Synchronizing literals: once the next one would take the command
+    past login_max_command_size, it gets a tagged BAD instead of "+"; the
+    connection goes on."""
+    c = moat_server.connect()
+    tag = "s1"
+    c.send(f"{tag} LOGIN {{{FLOOD_LITERAL_SIZE}}}\r\n")
+    sent = 0
+    while True:
+        r = c.read_tagged(tag)
+        if r.status != "+":
+            break
+        sent += 1
+        assert sent < 10, "the server keeps asking for literal data"
+        c.send(b"u" * FLOOD_LITERAL_SIZE + f" {{{FLOOD_LITERAL_SIZE}}}\r\n".encode())
+    assert r.status == "BAD", r
+    assert b"Command too large" in r.text, r
+    # Default login_max_command_size is 16k: two literals of 8 KiB and
+    # the line do not fit together.
+    assert sent == 1, sent
+    assert c.command("LOGIN testuser1 pass").ok
+
+
+@pytest.mark.moat_settings(login_max_command_size="2k")
+def test_preauth_long_line_over_command_size(moat_server):
+    """A line alone longer than login_max_command_size (below
+    imap_max_line_length) is refused with a tagged BAD."""
+    c = moat_server.connect()
+    r = c.command("LOGIN " + "u" * 3000 + " pass")
+    assert r.status == "BAD", r
+    assert c.command("LOGIN testuser1 pass").ok
+
+
+def test_preauth_many_arguments_refused(moat_server):
+    """Thousands of tiny arguments (each costs parser memory) are refused
+    before login, far below the post-auth argument limit."""
+    c = moat_server.connect()
+    r = c.command("ID (" + " ".join(["NIL"] * 2000) + ")")
+    assert r.status == "BAD", r
+    assert b"Too many arguments" in r.text, r
+    assert c.command("ID NIL").ok
+
+
+def test_preauth_long_oauth_style_ir_fits(moat_server):
+    """SASL-IR with a long token (an 8 KiB OAUTHBEARER message is 10924
+    bytes of base64) is not refused as too large: it reaches auth, which
+    answers it like any PLAIN message of that size."""
+    import base64
+    raw = b"\0testuser1\0" + b"p" * (8192 - 11)
+    ir = base64.b64encode(raw).decode()
+    assert len(ir) > 10000
+    c = moat_server.connect()
+    r = c.command("AUTHENTICATE PLAIN " + ir)
+    assert r.status == "NO", r
+    assert r.code == "AUTHENTICATIONFAILED", r
+
+
+def test_postauth_literal_flood(moat_server):
+    """After login, a command other than APPEND may hold at most
+    imap_max_line_length + imap_max_literal_size of line and literals:
+    LITERAL+ data beyond that ends the connection with a BYE; the user's
+    imap process does not grow with what was sent."""
+    victim = moat_server.login("testuser1")
+    assert victim.command("SELECT INBOX").ok
+    pids = moat_server.wait_children("imap", 1)
+    c = moat_server.login("testuser1")
+    assert c.command("SELECT INBOX").ok
+    before = vm_rss_kib(pids[0])
+    t = threading.Thread(target=flood, args=(
+        c.sock, b"p1 SEARCH TEXT", 300, 60000))
+    t.start()
+    got = read_until_closed(c, 60)
+    t.join(60)
+    assert b"* BYE Command too large" in got, got[:200]
+    after = vm_rss_kib(pids[0])
+    assert after - before < RSS_GROWTH_MAX_KIB, (before, after)
+    assert victim.command("NOOP").ok
+
+
+def test_postauth_sync_literals_refused(moat_server):
+    """Synchronizing literals after login: BAD once the command's
+    literals would exceed the bound, and the session goes on."""
+    c = moat_server.login("testuser1")
+    assert c.command("SELECT INBOX").ok
+    tag = "q1"
+    size = 60000
+    c.send(f"{tag} SEARCH TEXT {{{size}}}\r\n")
+    sent = 0
+    while True:
+        r = c.read_tagged(tag)
+        if r.status != "+":
+            break
+        sent += 1
+        assert sent < 10, "the server keeps asking for literal data"
+        c.send(b"t" * size + f" TEXT {{{size}}}\r\n".encode())
+    assert r.status == "BAD", r
+    assert b"Command too large" in r.text, r
+    assert c.command("NOOP").ok
