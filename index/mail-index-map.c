@@ -598,6 +598,17 @@ void mail_index_map_apply(struct mail_index_map *map, const void *rec, size_t si
 		case MAIL_TRANSACTION_CACHE_OFFSET:
 			apply_cache_offsets(map, payload, op->size);
 			break;
+		case MAIL_TRANSACTION_MODSEQ_FLOOR: {
+			uint64_t floor;
+			if (op->size < sizeof(floor))
+				break;
+			memcpy(&floor, payload, sizeof(floor));
+			/* only a floor that set the modseq hides a past;
+			   the restart is below this record's own changes */
+			if (floor >= rh.modseq)
+				mail_index_map_history_restart(map, rh.modseq - 1);
+			break;
+		}
 		default:
 			apply_small_op(map, op, payload);
 			break;

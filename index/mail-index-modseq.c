@@ -89,6 +89,26 @@ void mail_index_map_add_run(struct mail_index_map *map,
 	e->uid2 = uid2;
 }
 
+void mail_index_map_history_restart(struct mail_index_map *map,
+				    uint64_t modseq)
+{
+	for (unsigned int i = 0; i < MAIL_INDEX_HISTORY_KINDS; i++) {
+		struct mail_index_history_list *list = &map->list[i];
+		uint32_t keep = 0;
+
+		if (list->from >= modseq)
+			continue;
+		while (keep < list->count &&
+		       list->runs[list->count - keep - 1].modseq > modseq)
+			keep++;
+		if (keep > 0)
+			memmove(list->runs, list->runs + list->count - keep,
+				keep * sizeof(*list->runs));
+		list->count = keep;
+		list->from = modseq;
+	}
+}
+
 static uint32_t header_crc(const struct mail_index_modseq_header *hdr)
 {
 	struct mail_index_modseq_header copy = *hdr;

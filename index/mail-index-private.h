@@ -152,6 +152,7 @@ struct mail_index_transaction {
 	buffer_t rec;              /* the log record being built */
 	buffer_t cache;            /* pending mail_cache_add()s */
 	bool changes;              /* anything that gets a new modseq */
+	uint64_t modseq_floor;     /* the commit's modseq is at least this */
 	/* The last APPEND op (header offset) and where it ended: a
 	   following append extends it. */
 	size_t append_op_pos, append_op_end;
@@ -225,6 +226,10 @@ int mail_index_map_keyword_find(const struct mail_index_map *map, const char *na
 /* mail-index-modseq.c */
 /* Remember that the transaction with modseq expunged (all of them were
    records) or changed uids uid1..uid2 (full maps only). */
+/* The histories forget every run at or below modseq: what lay before it
+   is unknown (a MODSEQ_FLOOR record). */
+void mail_index_map_history_restart(struct mail_index_map *map,
+				    uint64_t modseq);
 void mail_index_map_add_run(struct mail_index_map *map,
 			    enum mail_index_history_kind kind, uint64_t modseq,
 			    uint32_t uid1, uint32_t uid2);

@@ -109,6 +109,15 @@ void mail_index_update_first_recent(struct mail_index_transaction *t,
 				    &uid, sizeof(uid));
 }
 
+void mail_index_raise_modseq(struct mail_index_transaction *t,
+			     uint64_t floor)
+{
+	mail_transaction_rec_add_op(&t->rec, MAIL_TRANSACTION_MODSEQ_FLOOR,
+				    &floor, sizeof(floor));
+	t->modseq_floor = MAX(t->modseq_floor, floor);
+	t->changes = true;
+}
+
 /* Give uid-0 appends their uids and check the given ones. */
 static int assign_uids(struct mail_index_transaction *t,
 		       struct mail_index_commit_result *result,
@@ -157,6 +166,7 @@ static int commit_locked(struct mail_index_transaction *t,
 	if (t->cache.used > 0 && mail_cache_transaction_flush(t, error_r) < 0)
 		return -1;
 	uint64_t modseq = index->tail->hdr.highest_modseq + (t->changes ? 1 : 0);
+	modseq = MAX(modseq, t->modseq_floor);
 	result->modseq = modseq;
 	result->prev_first_recent_uid = index->tail->hdr.first_recent_uid;
 	if (t->rec.used > sizeof(struct mail_transaction_rec_header)) {

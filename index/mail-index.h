@@ -214,6 +214,14 @@ void mail_index_update_header(struct mail_index_transaction *t,
 void mail_index_update_first_recent(struct mail_index_transaction *t,
 				    uint32_t uid);
 
+/* The commit's modseq becomes at least floor, and the histories start
+   just below it: for a folder another server served, whose clients may
+   hold modseqs up to floor, so that CHANGEDSINCE and QRESYNC with such a
+   modseq get every message and the RFC's fallback for expunges instead
+   of nothing. */
+void mail_index_raise_modseq(struct mail_index_transaction *t,
+			     uint64_t floor);
+
 struct mail_index_commit_result {
 	uint64_t modseq;            /* given to every change of the commit */
 	uint32_t first_uid;         /* uids of the appends, in order */

@@ -53,6 +53,7 @@ enum mail_transaction_op_type {
 	MAIL_TRANSACTION_CACHE_RESET = 6, /* u32 new cache file seq */
 	MAIL_TRANSACTION_CACHE_OFFSET = 7,/* struct mail_transaction_cache_offset[] */
 	MAIL_TRANSACTION_FIRST_RECENT = 8,/* u32 first_recent_uid, raised to it */
+	MAIL_TRANSACTION_MODSEQ_FLOOR = 9,/* u64: the modseq was raised to it */
 };
 
 struct mail_transaction_op_header {

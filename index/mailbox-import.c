@@ -82,6 +82,9 @@ int mailbox_import_foreign(struct mailbox *box, const char **error_r)
 		/* what the other server listed is not news: \Recent only for
 		   the files that came after it */
 		box->import_first_recent = maildir_uidlist_get_next_uid(ul);
+		/* Courier has no CONDSTORE: its clients hold no modseqs */
+		if (source == MAILDIR_IMPORT_DOVECOT)
+			box->import_modseq_floor = MAILDIR_IMPORT_MODSEQ_FLOOR;
 	}
 	ret = maildir_uidlist_write(ul, error_r);
 	maildir_uidlist_unlock(ul);

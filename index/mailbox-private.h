@@ -111,6 +111,9 @@ struct mailbox {
 	/* Set by mailbox_import_foreign(): the first index commit makes
 	   the messages below this uid not \Recent (0 = nothing to do). */
 	uint32_t import_first_recent;
+	/* Set by mailbox_import_foreign() for a folder Dovecot served: the
+	   first index commit raises the modseq to it (0 = nothing to do). */
+	uint64_t import_modseq_floor;
 	char error[MAILBOX_ERROR_MAX];
 };
 

@@ -40,6 +40,13 @@ struct maildir_keywords;
    (sizes, a 32-digit GUID, a POP3 UIDL of up to a few hundred bytes).
    A longer line is corruption. */
 #define MAILDIR_IMPORT_LINE_MAX 2048
+/* The modseq a folder Dovecot served starts at in moat: above any that
+   Dovecot gave it (one per change: 2^32 changes of one folder do not
+   happen), so a client's cached HIGHESTMODSEQ is always below moat's and
+   its first CONDSTORE/QRESYNC resync sees every message (and, for
+   expunges, the RFC 7162 fallback). Below 2^53: clients that keep
+   modseqs in a double (JavaScript) still compare them exactly. */
+#define MAILDIR_IMPORT_MODSEQ_FLOOR (1ULL << 32)
 /* Courier keeps one small file per recently changed message; past this
    many the rest are ignored (logged), so an import stays bounded. */
 #define MAILDIR_IMPORT_COURIER_UPDATES_MAX 100000

@@ -807,6 +807,10 @@ static int sync_index(struct mailbox *box, uint32_t scan_next_uid,
 						       box->import_first_recent);
 			changes++;
 		}
+		if (box->import_modseq_floor > 0) {
+			mail_index_raise_modseq(t, box->import_modseq_floor);
+			changes++;
+		}
 		uint32_t next_uid = maildir_uidlist_get_next_uid(ul);
 		if (next_uid > status.next_uid) {
 			mail_index_update_header(t, 0, next_uid);
@@ -819,6 +823,7 @@ static int sync_index(struct mailbox *box, uint32_t scan_next_uid,
 		if (mailbox_index_commit(box, &t, error_r) < 0)
 			return -1;
 		box->import_first_recent = 0;
+		box->import_modseq_floor = 0;
 		if (index_view_sync(box, error_r) < 0)
 			return -1;
 		sync_index_checkpoint(box, changes);

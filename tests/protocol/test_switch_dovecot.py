@@ -15,8 +15,8 @@ import shutil
 
 import pytest
 
-from switchhelp import (SwitchDovecot, append, folder_state, list_names,
-                        move_maildir, need_dovecot, subscribed_names,
+from switchhelp import (SwitchDovecot, append, code_value, folder_state,
+                        list_names, move_maildir, need_dovecot, subscribed_names,
                         chown_tree)
 from test_clients import run_client, need
 
@@ -248,3 +248,52 @@ def test_clients_resync_without_downloading(dovecot, moat_server, workdir):
         p = run_client(args, moat_server, f"{name} against moat")
         after = local_files(local)
         assert after == before, (name, before, after, p.stdout, p.stderr)
+
+
+def test_qresync_state_from_dovecot_resyncs(dovecot, moat_server):
+    """A client's QRESYNC state made against Dovecot (RFC 7162): after the
+    switch its cached HIGHESTMODSEQ is below moat's, so its first resync
+    against moat gets every message's flags and the expunge that happened
+    on Dovecot after the client last looked, not an empty answer that
+    would leave it with a stale flag and a ghost message forever."""
+    states, _, _ = build_dovecot_folders(dovecot)
+    c = dovecot.login()
+    assert c.command("ENABLE QRESYNC").ok
+    r = c.command("SELECT INBOX")
+    assert r.ok, r
+    uidvalidity = code_value(r, "UIDVALIDITY")
+    cached_modseq = code_value(r, "HIGHESTMODSEQ")
+    assert cached_modseq, r
+    known = sorted(states["INBOX"][3])
+    # another client changes a flag and expunges a message on Dovecot
+    changed, gone = known[0], known[1]
+    assert c.command(f"UID STORE {changed} +FLAGS.SILENT (\\Flagged)").ok
+    assert c.command(f"UID STORE {gone} +FLAGS.SILENT (\\Deleted)").ok
+    assert c.command(f"UID EXPUNGE {gone}").ok
+    c.command("LOGOUT")
+    switch_to_moat(dovecot, moat_server)
+
+    m = moat_server.login()
+    assert m.command("ENABLE QRESYNC").ok
+    uids = ",".join(map(str, known))
+    r = m.command(f"SELECT INBOX (QRESYNC ({uidvalidity} {cached_modseq} "
+                  f"{uids}))")
+    assert r.ok, r
+    assert code_value(r, "HIGHESTMODSEQ") > cached_modseq, r
+    vanished = set()
+    for line in r.untagged:
+        if line.startswith(b"* VANISHED (EARLIER) "):
+            for part in line[21:].decode().split(","):
+                a, _, b = part.partition(":")
+                vanished.update(range(int(a), int(b or a) + 1))
+    assert vanished == {gone}, r
+    fetched = {int(i["UID"]): i["FLAGS"] for i in r.fetches().values()}
+    assert "\\Flagged" in fetched[changed], r
+    assert set(fetched) == set(known) - {gone}, r
+    # from here on the modseqs moat gave work as usual
+    highest = code_value(r, "HIGHESTMODSEQ")
+    assert m.command(f"UID STORE {known[2]} +FLAGS.SILENT (Switched)").ok
+    r = m.command(f"UID FETCH 1:* (FLAGS) (CHANGEDSINCE {highest})")
+    assert r.ok, r
+    assert {int(i["UID"]) for i in r.fetches().values()} == {known[2]}, r
+    m.command("LOGOUT")

@@ -413,6 +413,65 @@ static void test_changes_history(void)
 	mail_index_close(&index);
 }
 
-TEST_MAIN(TEST(test_history_exact_runs), TEST(test_changes_history), TEST(test_history_across_rotation),
+/* A modseq floor (a folder another server served): the commit's modseq
+   jumps to it, its own changes are in the histories, everything before
+   is not (an older modseq gets "unknown", in this handle, in a handle
+   that replays the log and after a checkpoint), and later commits
+   count on from it. */
+static void test_modseq_floor(void)
+{
+	const char *dir = new_dir("floor");
+	struct mail_index *index = open_dir(dir), *other = open_dir(dir);
+	struct mail_index_view *view = mail_index_view_open(index);
+	struct mail_index_view *oview = mail_index_view_open(other);
+	const uint64_t floor = 1ULL << 32;
+	struct seen_uids s;
+
+	build(index, 10);
+	uint64_t m0 = expunge(index, 3, 3);
+	sync_view(oview);
+	struct mail_index_transaction *t = mail_index_transaction_begin(index);
+	mail_index_append(t, 11, 0, 0, 100, 1700000000);
+	mail_index_raise_modseq(t, floor);
+	uint64_t mf = commit(&t);
+	test_assert(mf == floor);
+	t = mail_index_transaction_begin(index);
+	mail_index_raise_modseq(t, 5);  /* below: no jump, still a change */
+	test_assert(commit(&t) == floor + 1);
+	uint64_t m1 = expunge(index, 4, 4);
+	test_assert(m1 == floor + 2);
+
+	for (int pass = 0; pass < 3; pass++) {
+		struct mail_index_view *v = pass == 1 ? oview : view;
+		struct mail_index_status st;
+
+		sync_view(v);
+		mail_index_view_get_status(v, &st);
+		/* pass 2: after the churn of uid 1 */
+		test_assert(pass == 2 ? st.highest_modseq > m1 :
+			    st.highest_modseq == m1);
+		test_assert(mail_index_view_history_base(v) == floor - 1);
+		test_assert(since(v, m0 - 1, &s) == 0);
+		test_assert(changed(v, m0, &s) == 0);
+		test_assert(since(v, floor - 1, &s) == 1 &&
+			    only(&s, (const uint32_t[]){ 4 }, 1));
+		test_assert(changed(v, floor - 1, &s) == 1 && s.uid[11] &&
+			    !s.uid[2] && s.uid[1] == (pass == 2));
+		if (pass == 1) {
+			/* a checkpoint, then a handle loading moat.index */
+			churn_until_rotated(index, view, 1);
+			mail_index_view_close(&view);
+			mail_index_close(&index);
+			index = open_dir(dir);
+			view = mail_index_view_open(index);
+		}
+	}
+	mail_index_view_close(&oview);
+	mail_index_close(&other);
+	mail_index_view_close(&view);
+	mail_index_close(&index);
+}
+
+TEST_MAIN(TEST(test_history_exact_runs), TEST(test_modseq_floor), TEST(test_changes_history), TEST(test_history_across_rotation),
 	  TEST(test_history_lost_stale_torn), TEST(test_history_reset),
 	  TEST(test_history_lagging_handle))
