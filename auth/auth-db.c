@@ -7,6 +7,7 @@
 #include "password-scheme.h"
 #include "passwd-file.h"
 #include "auth-oauth2-file.h"
+#include "auth-cache.h"
 #include "auth-db.h"
 #include "config-parser.h"
 
@@ -46,6 +47,7 @@ struct auth_db {
 	struct auth_db_source worker_userdbs[AUTH_DB_MAX_SOURCES];
 	unsigned int worker_userdb_count;
 	const char *oauth2_path;        /* passdb oauth2-file, or NULL */
+	struct auth_cache *cache;       /* of passwd-file verifications */
 };
 
 /* A copy of a passwd-file entry that survives the file being re-read. */
@@ -241,6 +243,8 @@ struct auth_db *auth_db_init(const struct moat_settings *set,
 
 	db->pool = pool_create("auth db", 1024);
 	db->set = set;
+	db->cache = auth_cache_create(set->auth_cache_size, set->auth_cache_ttl,
+				      set->auth_cache_negative_ttl);
 	if (auth_db_init_sources(db, &error) < 0) {
 		*error_r = auth_db_static_error(error);
 		auth_db_deinit(&db);
@@ -254,6 +258,7 @@ void auth_db_deinit(struct auth_db **_db)
 	struct auth_db *db = *_db;
 
 	*_db = NULL;
+	auth_cache_destroy(&db->cache);
 	for (unsigned int i = 0; i < db->file_count; i++)
 		passwd_file_destroy(&db->files[i]);
 	pool_unref(&db->pool);
@@ -524,6 +529,17 @@ auth_db_passdb_fields(pool_t pool, const struct auth_db_entry *entry,
 	return AUTH_DB_NOLOGIN;
 }
 
+/* The cache's clock: monotonic, so a clock step neither keeps entries
+   forever nor drops them all. */
+static time_t auth_db_now(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+		i_fatal("clock_gettime(CLOCK_MONOTONIC): %m");
+	return ts.tv_sec;
+}
+
 enum auth_db_result auth_db_login(struct auth_db *db, pool_t pool,
 				  const char *user, const char *password,
 				  struct auth_user_info *info_r,
@@ -537,15 +553,27 @@ enum auth_db_result auth_db_login(struct auth_db *db, pool_t pool,
 	ret = auth_db_lookup(db->passdbs, db->passdb_count, pool, user, &entry);
 	if (ret < 0)
 		return AUTH_DB_TEMPFAIL;
+	time_t now = auth_db_now();
 	if (ret == 0) {
 		/* Worker passdbs come next and hash on their own. */
-		if (db->worker_passdb_count == 0)
+		if (db->worker_passdb_count == 0 &&
+		    auth_cache_lookup(db->cache, user, NULL, password, now) < 0) {
 			(void)password_verify(password, AUTH_DB_DUMMY_HASH,
 					      AUTH_DB_DEFAULT_SCHEME, &error);
+			auth_cache_add(db->cache, user, NULL, password, false,
+				       now);
+		}
 		return AUTH_DB_UNKNOWN_USER;
 	}
-	ret = password_verify(password, entry.password,
-			      entry.source->default_scheme, &error);
+	ret = auth_cache_lookup(db->cache, entry.user, entry.password,
+				password, now);
+	if (ret < 0) {
+		ret = password_verify(password, entry.password,
+				      entry.source->default_scheme, &error);
+		if (ret >= 0)
+			auth_cache_add(db->cache, entry.user, entry.password,
+				       password, ret > 0, now);
+	}
 	/* The file's copy of the hash is not needed any more. */
 	safe_memset((char *)entry.password, 0, strlen(entry.password));
 	if (ret < 0) {

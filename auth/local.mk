@@ -3,6 +3,7 @@
 # exactly the code the daemon runs.
 noinst_LIBRARIES += auth/libauthcore.a
 auth_libauthcore_a_SOURCES = \
+	auth/auth-cache.c auth/auth-cache.h \
 	auth/auth-db.c auth/auth-db.h \
 	auth/auth-fields.c auth/auth-fields.h \
 	auth/auth-oauth2-file.c auth/auth-oauth2-file.h \
@@ -53,6 +54,7 @@ AUTH_UNIT_TESTS = \
 	auth/test-sasl-scram \
 	auth/test-auth-token \
 	auth/test-auth-penalty \
+	auth/test-auth-cache \
 	auth/test-auth-worker-protocol
 check_PROGRAMS += $(AUTH_UNIT_TESTS)
 TESTS += $(AUTH_UNIT_TESTS)
@@ -68,6 +70,8 @@ auth_test_auth_token_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 auth_test_auth_token_LDADD = $(AUTH_UNIT_LDADD)
 auth_test_auth_penalty_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 auth_test_auth_penalty_LDADD = $(AUTH_UNIT_LDADD)
+auth_test_auth_cache_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+auth_test_auth_cache_LDADD = $(AUTH_UNIT_LDADD)
 
 # End-to-end: runs auth/auth with this script playing master and an
 # imap-login (socketpairs, config memfd); no root or network needed.

@@ -124,6 +124,10 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(auth_mechanisms, SET_STRING, "plain login",
 	       .flags = SET_FLAG_NONEMPTY, .check = check_mechanisms),
 	GLOBAL(auth_failure_delay, SET_TIME_MSECS, "2 secs"),
+	/* ~21,800 verifications; the TTLs are Dovecot's defaults */
+	GLOBAL(auth_cache_size, SET_SIZE, "1M"),
+	GLOBAL(auth_cache_ttl, SET_TIME, "1 hour"),
+	GLOBAL(auth_cache_negative_ttl, SET_TIME, "1 hour"),
 	/* A household or office behind one NAT: phones, desktops and webmail
 	   of one user share an address; 0 = unlimited. */
 	GLOBAL(mail_max_userip_connections, SET_UINT, "50"),

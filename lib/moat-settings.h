@@ -148,6 +148,11 @@ struct moat_settings {
 	const char *auth_mechanisms;        /* "plain login" */
 	/* Milliseconds: the penalty after the first failure (auth). */
 	unsigned int auth_failure_delay;
+	/* The password verification cache (auth/auth-cache.h): bytes (0 =
+	   none) and seconds a right and a wrong password are remembered. */
+	uint64_t auth_cache_size;
+	unsigned int auth_cache_ttl;
+	unsigned int auth_cache_negative_ttl;
 	/* Connection limits (0 = unlimited, except imap_max_auth_attempts):
 	   per user and remote IP, per user (both in the user's imap
 	   process), pre-auth per remote IP in each imap-login process, and
