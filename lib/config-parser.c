@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <sys/stat.h>
 
 /* Reads lines from an fd with pread into a fixed buffer: one line plus
    its newline must fit, so CONFIG_LINE_MAX bounds memory per file. */
@@ -224,12 +225,45 @@ static ssize_t read_all(int fd, char *buf)
 	return (ssize_t)used;
 }
 
+/* Open a config file or <file value: regular files only. O_NONBLOCK so
+   that a FIFO (or a terminal, /dev/stdin) named by mistake is refused at
+   once instead of hanging master's start; a device such as /dev/zero
+   would be read to the line limit for nothing. Returns the fd, or -1
+   with errno set (EINVAL: not a regular file). */
+static int open_regular(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	if (fd < 0)
+		return -1;
+	int err = 0;
+	if (fstat(fd, &st) < 0)
+		err = errno;
+	else if (!S_ISREG(st.st_mode))
+		err = EINVAL;
+	/* reads of a regular file never block: back to plain reads */
+	else if (fcntl(fd, F_SETFL, 0) < 0)
+		err = errno;
+	if (err != 0) {
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+static const char *open_error(int err)
+{
+	return err == EINVAL ? "not a regular file" : strerror(err);
+}
+
 /* Read a <file value into a malloc()ed string. */
 static int read_value_file(struct config_file *file, const char *path,
 			   char **value_r)
 {
 	const char *full = resolve_path(file, path);
-	int fd = open(full, O_RDONLY | O_CLOEXEC);
+	int fd = open_regular(full);
 	if (fd < 0 && errno == EACCES &&
 	    (file->parser->flags & CONFIG_PARSE_FLAG_UNREADABLE_EMPTY) != 0) {
 		*value_r = i_strdup("");
@@ -237,7 +271,7 @@ static int read_value_file(struct config_file *file, const char *path,
 	}
 	if (fd < 0) {
 		return file_error(file, "open(%s) failed: %s", full,
-				  strerror(errno));
+				  open_error(errno));
 	}
 	char *buf = i_malloc(CONFIG_VALUE_FILE_MAX + 2);
 	ssize_t ret = read_all(fd, buf);
@@ -467,15 +501,15 @@ static int parse_fd(struct config_parser *parser, struct config_file *from,
 static int parse_path(struct config_parser *parser, struct config_file *from,
 		      const char *path, bool missing_ok)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_regular(path);
 	if (fd < 0) {
 		if (errno == ENOENT && missing_ok)
 			return 0;
 		if (from != NULL)
 			return file_error(from, "open(%s) failed: %s", path,
-					  strerror(errno));
+					  open_error(errno));
 		parser->error = p_strdup_printf(parser->pool,
-			"open(%s) failed: %s", path, strerror(errno));
+			"open(%s) failed: %s", path, open_error(errno));
 		return -1;
 	}
 	int ret = parse_fd(parser, from, fd, path);

@@ -36,6 +36,8 @@ declare -A deps=(
 	[fuzz-index-files]="index/mail-index.c index/mail-index-map.c index/mail-index-modseq.c index/mail-index-view.c index/mail-index-transaction.c index/mail-transaction-log.c index/mail-cache.c $LIB -lz"
 	[fuzz-message-parser]="$MIME_ALL lib/imap-parser.c lib/imap-arg.c $LIB"
 	[fuzz-login-session]="-I imap-login $(srcs imap-login) $SESSION $LIB_ALL -lssl -lcrypto -lcap"
+	[fuzz-config]="lib/config-parser.c lib/moat-settings.c lib/settings-def.c $LIB"
+	[fuzz-ipc]="-I auth auth/auth-worker-protocol.c lib/ipc.c lib/ioloop.c $LIB"
 	[fuzz-lmtp]="-I lmtp lmtp/lmtp-proto.c lmtp/lmtp-data.c $LIB"
 	[fuzz-imap-session]="-I imap $(srcs imap) $INDEX_ALL $MIME_ALL $SESSION $LIB_ALL -lz -lcap -lcrypto"
 )

@@ -1030,7 +1030,33 @@ static void test_non_default_output(void)
 	moat_settings_free(&set);
 }
 
+/* A FIFO, a device or a directory named as a config file or <file value
+   is refused at once (a FIFO would block master's start forever). */
+static void test_non_regular_files(void)
+{
+	const char *fifo = test_path("fifo");
+
+	test_assert(mkfifo(fifo, 0600) == 0);
+	assert_error("nonreg1.conf", "mail_uid = <fifo\n", 1,
+		     "not a regular file");
+	assert_error("nonreg2.conf", "\n!include fifo\n", 2,
+		     "not a regular file");
+	assert_error("nonreg3.conf", "mail_uid = </dev/null\n", 1,
+		     "not a regular file");
+	assert_error("nonreg4.conf", "mail_uid = <.\n", 1,
+		     "not a regular file");
+	/* !include_try of a FIFO is an error too: it exists */
+	assert_error("nonreg5.conf", "!include_try fifo\n", 1,
+		     "not a regular file");
+	struct moat_settings *set = NULL;
+	const char *error = "";
+	test_assert(moat_settings_parse(fifo, &set, &error) < 0);
+	test_assert(strstr(error, "not a regular file") != NULL);
+	test_assert(unlink(fifo) == 0);
+}
+
 TEST_MAIN(
+	TEST(test_non_regular_files),
 	TEST(test_defaults),
 	TEST(test_types),
 	TEST(test_bad_values),
