@@ -67,6 +67,7 @@ EOF
 # bench_start_moat PREFIX DIR PORT: config in DIR, homes in DIR/mail.
 # Settings as tests/protocol/moatserver.py writes them, defaults otherwise
 # (fsync "optimized" = what an OK promises is on disk).
+# BENCH_MOAT_SETTINGS: extra moat.conf lines (e.g. "auth_cache_size = 0").
 # BENCH_LMTP_PORT set: the servers also take LMTP there (recipients are
 # "user@domain" for the users of the passwd-file).
 bench_start_moat() {
@@ -107,7 +108,8 @@ mail_location = maildir:~/Maildir
 first_valid_uid = $first_uid
 disable_plaintext_auth = no
 auth_failure_delay = 0
-${extra}service imap-login {
+${BENCH_MOAT_SETTINGS:+$BENCH_MOAT_SETTINGS
+}${extra}service imap-login {
   vsz_limit = 0
   inet_listener imap {
     address = 127.0.0.1
