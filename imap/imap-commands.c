@@ -9,6 +9,7 @@ static const struct command imap_commands[] = {
 	{ "CAPABILITY", cmd_capability, 0 },
 	{ "CHECK", cmd_check, CMD_FLAG_NEEDS_SELECTED },
 	{ "CLOSE", cmd_close, CMD_FLAG_NEEDS_SELECTED },
+	{ "COMPRESS", cmd_compress, 0 },
 	{ "COPY", cmd_copy, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_UID_ALLOWED },
 	{ "CREATE", cmd_create, 0 },
 	{ "DELETE", cmd_delete, 0 },

@@ -29,6 +29,7 @@ bool cmd_append(struct client_command *cmd);
 bool cmd_capability(struct client_command *cmd);
 bool cmd_check(struct client_command *cmd);
 bool cmd_close(struct client_command *cmd);
+bool cmd_compress(struct client_command *cmd);
 bool cmd_copy(struct client_command *cmd);
 bool cmd_enable(struct client_command *cmd);
 bool cmd_examine(struct client_command *cmd);

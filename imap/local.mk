@@ -41,6 +41,16 @@ imap_imap_SOURCES = \
 	imap/cmd-select.c \
 	imap/cmd-getquota.c imap/cmd-getquotaroot.c imap/cmd-setquota.c \
 	imap/imap-quota.c imap/imap-quota.h
+# COMPRESS=DEFLATE (RFC 4978): the deflate transport under the streams
+imap_imap_SOURCES += imap/cmd-compress.c imap/imap-compress.c \
+	imap/imap-compress.h
+check_PROGRAMS += tests/unit/test-imap-compress
+TESTS += tests/unit/test-imap-compress
+tests_unit_test_imap_compress_SOURCES = tests/unit/test-imap-compress.c \
+	imap/imap-compress.c
+tests_unit_test_imap_compress_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
+tests_unit_test_imap_compress_LDADD = tests/unit/libtest.a index/libindex.a \
+	$(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
 imap_imap_LDADD = index/libindex.a $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
 # SHA-256 of deliveries (imap-deliver.c)
 imap_imap_LDADD += $(SSL_LIBS)
