@@ -17,8 +17,11 @@ static bool fetch_add(struct imap_fetch_ctx *ctx, enum imap_fetch_item_type type
 		/* asked twice: answer once */
 		if (type != IMAP_FETCH_BODY && type != IMAP_FETCH_BINARY_SIZE &&
 		    ctx->items[i].type == type &&
-		    strcmp(ctx->items[i].name, name) == 0)
+		    strcmp(ctx->items[i].name, name) == 0) {
+			/* PREVIEW also without LAZY: not lazy */
+			ctx->items[i].lazy = false;
 			return true;
+		}
 	}
 	struct imap_fetch_item *item = &ctx->items[ctx->item_count++];
 	memset(item, 0, sizeof(*item));
@@ -138,6 +141,7 @@ static bool fetch_parse_item(struct imap_fetch_ctx *ctx, const char *atom)
 		{ "BODY", IMAP_FETCH_BODYSTRUCTURE },
 		{ "BODYSTRUCTURE", IMAP_FETCH_BODYSTRUCTURE },
 		{ "MODSEQ", IMAP_FETCH_MODSEQ },
+		{ "PREVIEW", IMAP_FETCH_PREVIEW },
 	};
 
 	for (unsigned int i = 0; i < N_ELEMENTS(simple); i++) {
@@ -167,6 +171,33 @@ static bool fetch_parse_item(struct imap_fetch_ctx *ctx, const char *atom)
 			fetch_parse_item(ctx, "BODY");
 	}
 	return fetch_parse_section(ctx, atom);
+}
+
+/* PREVIEW with modifiers (RFC 8970 6: "PREVIEW" [SP "(" preview-mod
+   *(SP preview-mod) ")"], LAZY the only one). Asked both with and
+   without LAZY, the preview is not lazy. */
+static bool fetch_parse_preview(struct imap_fetch_ctx *ctx,
+				const struct imap_arg *mods_arg)
+{
+	const struct imap_arg *mods;
+	unsigned int count;
+	const char *mod;
+
+	if (!imap_arg_get_list(mods_arg, &mods, &count) || count == 0)
+		return false;
+	for (unsigned int i = 0; i < count; i++) {
+		if (!imap_arg_get_atom(&mods[i], &mod) ||
+		    strcasecmp(mod, "LAZY") != 0)
+			return false;
+	}
+	for (unsigned int i = 0; i < ctx->item_count; i++) {
+		if (ctx->items[i].type == IMAP_FETCH_PREVIEW)
+			return true;
+	}
+	if (!fetch_add(ctx, IMAP_FETCH_PREVIEW, "PREVIEW"))
+		return false;
+	ctx->items[ctx->item_count - 1].lazy = true;
+	return true;
 }
 
 /* Room for what atom_count atoms can add: a macro (FULL) adds five
@@ -204,9 +235,15 @@ static bool fetch_parse_items(struct imap_fetch_ctx *ctx,
 	if (ctx->cmd->uid && !fetch_add(ctx, IMAP_FETCH_UID, "UID"))
 		return false;
 	for (unsigned int i = 0; i < count; i++) {
-		if (!imap_arg_get_atom(&list[i], &atom) ||
-		    !fetch_parse_item(ctx, atom))
+		if (!imap_arg_get_atom(&list[i], &atom))
 			return false;
+		if (strcasecmp(atom, "PREVIEW") == 0 && i + 1 < count &&
+		    list[i + 1].type == IMAP_ARG_LIST) {
+			if (!fetch_parse_preview(ctx, &list[++i]))
+				return false;
+		} else if (!fetch_parse_item(ctx, atom)) {
+			return false;
+		}
 	}
 	return true;
 }

@@ -7,6 +7,7 @@
 #include "imap-envelope.h"
 #include "imap-bodystructure.h"
 #include "message-parser.h"
+#include "imap-preview.h"
 
 /* One item's text before a literal: "BODY[]<123456789> {123456789}" or
    "INTERNALDATE "...", "FLAGS (...)" with keywords. */
@@ -283,6 +284,9 @@ static int fetch_item_text(struct imap_fetch_ctx *ctx,
 		ctx->cmd->client->modseq_sent = true;
 		return buffer_printf(buf, "MODSEQ (%llu)", (unsigned long long)
 				     mailbox_msg_modseq(box, ctx->seq));
+	case IMAP_FETCH_PREVIEW:
+		return imap_preview_append(&ctx->structure, box, ctx->seq,
+					   item->lazy, buf, error_r);
 	}
 	i_unreached();
 }

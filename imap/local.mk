@@ -64,6 +64,16 @@ imap_imap_SOURCES += imap/imap-fetch-body.c imap/imap-fetch-body.h \
 # ENVELOPE/BODY/BODYSTRUCTURE through the mail cache, stored deflated
 imap_imap_SOURCES += imap/imap-fetch-cache.c imap/imap-fetch-cache.h \
 	imap/imap-cache-text.c imap/imap-cache-text.h
+# FETCH PREVIEW (RFC 8970), through the mail cache too
+imap_imap_SOURCES += imap/imap-preview.c imap/imap-preview.h
+check_PROGRAMS += tests/unit/test-imap-preview
+TESTS += tests/unit/test-imap-preview
+tests_unit_test_imap_preview_SOURCES = tests/unit/test-imap-preview.c \
+	imap/imap-preview.c imap/imap-fetch-body.c imap/imap-body-stream.c \
+	imap/imap-fetch-cache.c imap/imap-cache-text.c
+tests_unit_test_imap_preview_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
+tests_unit_test_imap_preview_LDADD = tests/unit/libtest.a index/libindex.a \
+	$(LIBMAILINDEX) $(LIBMIME) $(LIBMOAT) $(ZLIB_LIBS)
 check_PROGRAMS += tests/unit/test-imap-cache-text
 TESTS += tests/unit/test-imap-cache-text
 tests_unit_test_imap_cache_text_SOURCES = tests/unit/test-imap-cache-text.c \
