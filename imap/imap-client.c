@@ -7,6 +7,7 @@
 #include "imap-condstore.h"
 #include "imap-search.h"
 #include "imap-compress.h"
+#include "imap-uidonly.h"
 #include "ktls.h"
 
 /* Nesting of lists in a command (FETCH (BODY[...] ...), SEARCH ...). */
@@ -335,6 +336,12 @@ static bool client_command_check(struct client_command *cmd,
 	if ((cmd->def->flags & CMD_FLAG_NEEDS_SELECTED) != 0 &&
 	    cmd->client->mailbox == NULL) {
 		client_send_command_error(cmd, "No mailbox selected.");
+		return false;
+	}
+	/* RFC 9586 3.2, 3.8: only the UID form once UIDONLY is on */
+	if (cmd->client->uidonly && !cmd->uid &&
+	    (cmd->def->flags & CMD_FLAG_SEQSET) != 0) {
+		client_send_command_error(cmd, IMAP_UIDREQUIRED_TEXT);
 		return false;
 	}
 	return true;

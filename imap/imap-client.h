@@ -92,6 +92,8 @@ struct client {
 	   EXPUNGE; QRESYNC select parameter, UID FETCH VANISHED) */
 	bool condstore;
 	bool qresync;
+	/* ENABLE UIDONLY (RFC 9586, imap-uidonly.h) */
+	bool uidonly;
 	/* a MODSEQ went out since the last tagged reply */
 	bool modseq_sent;
 

@@ -8,6 +8,7 @@
 #include "imap-bodystructure.h"
 #include "message-parser.h"
 #include "imap-preview.h"
+#include "imap-uidonly.h"
 
 /* One item's text before a literal: "BODY[]<123456789> {123456789}" or
    "INTERNALDATE "...", "FLAGS (...)" with keywords. */
@@ -376,7 +377,7 @@ static void fetch_msg_begin(struct imap_fetch_ctx *ctx)
 	char line[FETCH_ITEM_TEXT_MAX];
 	buffer_t buf;
 
-	snprintf(line, sizeof(line), "* %u FETCH (", ctx->seq);
+	imap_fetch_resp_prefix(client, ctx->seq, line, sizeof(line));
 	(void)o_stream_send_str(client->output, line);
 	if (ctx->add_flags) {
 		buffer_init(&buf, FETCH_ITEM_TEXT_MAX);

@@ -44,6 +44,8 @@ imap_imap_SOURCES = \
 # COMPRESS=DEFLATE (RFC 4978): the deflate transport under the streams
 imap_imap_SOURCES += imap/cmd-compress.c imap/imap-compress.c \
 	imap/imap-compress.h
+# UIDONLY (RFC 9586): UIDFETCH responses
+imap_imap_SOURCES += imap/imap-uidonly.c imap/imap-uidonly.h
 check_PROGRAMS += tests/unit/test-imap-compress
 TESTS += tests/unit/test-imap-compress
 tests_unit_test_imap_compress_SOURCES = tests/unit/test-imap-compress.c \
