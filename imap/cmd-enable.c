@@ -1,6 +1,7 @@
 /* ENABLE (RFC 5161, RFC 9051 6.3.1). IMAP4rev2 switches the session to
    RFC 9051 behaviour (doc/imap4rev2.md); CONDSTORE and QRESYNC turn on
-   RFC 7162's (doc/condstore.md; QRESYNC implies CONDSTORE). Unknown
+   RFC 7162's (doc/condstore.md; QRESYNC implies CONDSTORE); UIDONLY
+   RFC 9586's (imap-uidonly.h). Unknown
    names are ignored as the RFC requires, and "* ENABLED" lists only what
    this command newly enabled. */
 #include "imap-common.h"
@@ -13,7 +14,7 @@ bool cmd_enable(struct client_command *cmd)
 {
 	const struct imap_arg *args = cmd->args;
 	struct client *client = cmd->client;
-	bool rev2 = false, condstore = false, qresync = false;
+	bool rev2 = false, condstore = false, qresync = false, uidonly = false;
 	const char *name;
 	char line[64] = "* ENABLED";
 
@@ -32,10 +33,16 @@ bool cmd_enable(struct client_command *cmd)
 			condstore = true;
 		else if (strcasecmp(name, "QRESYNC") == 0)
 			qresync = true;
+		else if (strcasecmp(name, "UIDONLY") == 0)
+			uidonly = true;
 	}
 	if (rev2 && !client->imap4rev2) {
 		client->imap4rev2 = true;
 		strcat(line, " IMAP4rev2");
+	}
+	if (uidonly && !client->uidonly) {
+		client->uidonly = true;
+		strcat(line, " UIDONLY");
 	}
 	if (qresync && !client->qresync) {
 		client->qresync = true;

@@ -17,8 +17,11 @@ static bool fetch_add(struct imap_fetch_ctx *ctx, enum imap_fetch_item_type type
 		/* asked twice: answer once */
 		if (type != IMAP_FETCH_BODY && type != IMAP_FETCH_BINARY_SIZE &&
 		    ctx->items[i].type == type &&
-		    strcmp(ctx->items[i].name, name) == 0)
+		    strcmp(ctx->items[i].name, name) == 0) {
+			/* PREVIEW also without LAZY: not lazy */
+			ctx->items[i].lazy = false;
 			return true;
+		}
 	}
 	struct imap_fetch_item *item = &ctx->items[ctx->item_count++];
 	memset(item, 0, sizeof(*item));
@@ -138,6 +141,7 @@ static bool fetch_parse_item(struct imap_fetch_ctx *ctx, const char *atom)
 		{ "BODY", IMAP_FETCH_BODYSTRUCTURE },
 		{ "BODYSTRUCTURE", IMAP_FETCH_BODYSTRUCTURE },
 		{ "MODSEQ", IMAP_FETCH_MODSEQ },
+		{ "PREVIEW", IMAP_FETCH_PREVIEW },
 	};
 
 	for (unsigned int i = 0; i < N_ELEMENTS(simple); i++) {
@@ -169,6 +173,33 @@ static bool fetch_parse_item(struct imap_fetch_ctx *ctx, const char *atom)
 	return fetch_parse_section(ctx, atom);
 }
 
+/* PREVIEW with modifiers (RFC 8970 6: "PREVIEW" [SP "(" preview-mod
+   *(SP preview-mod) ")"], LAZY the only one). Asked both with and
+   without LAZY, the preview is not lazy. */
+static bool fetch_parse_preview(struct imap_fetch_ctx *ctx,
+				const struct imap_arg *mods_arg)
+{
+	const struct imap_arg *mods;
+	unsigned int count;
+	const char *mod;
+
+	if (!imap_arg_get_list(mods_arg, &mods, &count) || count == 0)
+		return false;
+	for (unsigned int i = 0; i < count; i++) {
+		if (!imap_arg_get_atom(&mods[i], &mod) ||
+		    strcasecmp(mod, "LAZY") != 0)
+			return false;
+	}
+	for (unsigned int i = 0; i < ctx->item_count; i++) {
+		if (ctx->items[i].type == IMAP_FETCH_PREVIEW)
+			return true;
+	}
+	if (!fetch_add(ctx, IMAP_FETCH_PREVIEW, "PREVIEW"))
+		return false;
+	ctx->items[ctx->item_count - 1].lazy = true;
+	return true;
+}
+
 /* Room for what atom_count atoms can add: a macro (FULL) adds five
    items, and UID FETCH one more, CONDSTORE two (UID and MODSEQ). */
 #define FETCH_ITEMS_PER_ATOM 5
@@ -185,6 +216,13 @@ static void fetch_items_alloc(struct imap_fetch_ctx *ctx,
 	ctx->item_cap = cap;
 }
 
+/* UID FETCH answers with the UID (RFC 3501 6.4.8), but a UIDFETCH
+   response starts with it (RFC 9586 3.3): there only when asked for. */
+static bool fetch_wants_uid(const struct imap_fetch_ctx *ctx)
+{
+	return ctx->cmd->uid && !ctx->cmd->client->uidonly;
+}
+
 static bool fetch_parse_items(struct imap_fetch_ctx *ctx,
 			      const struct imap_arg *arg)
 {
@@ -194,32 +232,41 @@ static bool fetch_parse_items(struct imap_fetch_ctx *ctx,
 
 	if (imap_arg_get_atom(arg, &atom)) {
 		fetch_items_alloc(ctx, 1);
-		if (ctx->cmd->uid && !fetch_add(ctx, IMAP_FETCH_UID, "UID"))
+		if (fetch_wants_uid(ctx) &&
+		    !fetch_add(ctx, IMAP_FETCH_UID, "UID"))
 			return false;
 		return fetch_parse_item(ctx, atom);
 	}
 	if (!imap_arg_get_list(arg, &list, &count) || count == 0)
 		return false;
 	fetch_items_alloc(ctx, count);
-	if (ctx->cmd->uid && !fetch_add(ctx, IMAP_FETCH_UID, "UID"))
+	if (fetch_wants_uid(ctx) && !fetch_add(ctx, IMAP_FETCH_UID, "UID"))
 		return false;
 	for (unsigned int i = 0; i < count; i++) {
-		if (!imap_arg_get_atom(&list[i], &atom) ||
-		    !fetch_parse_item(ctx, atom))
+		if (!imap_arg_get_atom(&list[i], &atom))
 			return false;
+		if (strcasecmp(atom, "PREVIEW") == 0 && i + 1 < count &&
+		    list[i + 1].type == IMAP_ARG_LIST) {
+			if (!fetch_parse_preview(ctx, &list[++i]))
+				return false;
+		} else if (!fetch_parse_item(ctx, atom)) {
+			return false;
+		}
 	}
 	return true;
 }
 
 /* The FETCH modifiers (RFC 4466 2.4): CHANGEDSINCE and VANISHED
-   (RFC 7162 3.1.4.1, 3.2.6). *error_r for BAD. */
+   (RFC 7162 3.1.4.1, 3.2.6), PARTIAL (RFC 9394 3.3: *partial_r, UID
+   FETCH only). *error_r for BAD. */
 static bool fetch_parse_modifiers(struct imap_fetch_ctx *ctx,
 				  const struct imap_arg *arg, bool *vanished_r,
-				  const char **error_r)
+				  struct imap_search_partial *partial_r,
+				  bool *partial_set_r, const char **error_r)
 {
 	const struct imap_arg *list;
 	unsigned int count;
-	const char *name;
+	const char *name, *range;
 
 	*vanished_r = false;
 	*error_r = "Invalid FETCH modifier.";
@@ -238,6 +285,18 @@ static bool fetch_parse_modifiers(struct imap_fetch_ctx *ctx,
 			}
 		} else if (strcasecmp(name, "VANISHED") == 0 && !*vanished_r) {
 			*vanished_r = true;
+		} else if (strcasecmp(name, "PARTIAL") == 0 && !*partial_set_r) {
+			if (i + 1 >= count ||
+			    !imap_arg_get_atom(&list[++i], &range) ||
+			    !imap_search_partial_parse(range, partial_r)) {
+				*error_r = "Invalid PARTIAL range.";
+				return false;
+			}
+			if (!ctx->cmd->uid) {
+				*error_r = "PARTIAL is only allowed in UID FETCH.";
+				return false;
+			}
+			*partial_set_r = true;
 		} else {
 			return false;
 		}
@@ -324,6 +383,36 @@ static void fetch_condstore(struct imap_fetch_ctx *ctx)
 	}
 }
 
+/* RFC 9394 3.3: only the messages at positions of the partial range
+   among those the set named (in UID order). */
+static void fetch_partial(struct imap_fetch_ctx *ctx,
+			  const struct imap_search_partial *partial)
+{
+	uint32_t total = 0, first, last, pos = 0;
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < ctx->range_count; i++)
+		total += ctx->ranges[i].seq2 - ctx->ranges[i].seq1 + 1;
+	if (!imap_search_partial_window(partial, total, &first, &last)) {
+		ctx->range_count = 0;
+		return;
+	}
+	for (unsigned int i = 0; i < ctx->range_count; i++) {
+		struct seq_range r = ctx->ranges[i];
+		uint32_t len = r.seq2 - r.seq1 + 1;
+		uint32_t lo = MAX(pos, first), hi = MIN(pos + len - 1, last);
+		if (lo <= hi) {
+			ctx->ranges[n].seq1 = r.seq1 + (lo - pos);
+			ctx->ranges[n].seq2 = r.seq1 + (hi - pos);
+			n++;
+		}
+		pos += len;
+		if (pos > last)
+			break;
+	}
+	ctx->range_count = n;
+}
+
 bool cmd_fetch(struct client_command *cmd)
 {
 	struct imap_fetch_ctx *ctx = p_malloc(cmd->pool, sizeof(*ctx));
@@ -346,9 +435,11 @@ bool cmd_fetch(struct client_command *cmd)
 		return true;
 	}
 	const char *error;
-	bool vanished = false;
+	bool vanished = false, partial_set = false;
+	struct imap_search_partial partial;
 	if (!imap_arg_is_eol(&cmd->args[2]) &&
-	    (!fetch_parse_modifiers(ctx, &cmd->args[2], &vanished, &error) ||
+	    (!fetch_parse_modifiers(ctx, &cmd->args[2], &vanished, &partial,
+				    &partial_set, &error) ||
 	     !imap_arg_is_eol(&cmd->args[3]))) {
 		client_send_command_error(cmd, imap_arg_is_eol(&cmd->args[3]) ?
 					  error : "Invalid arguments.");
@@ -359,6 +450,8 @@ bool cmd_fetch(struct client_command *cmd)
 		client_send_command_error(cmd, "Invalid messageset.");
 		return true;
 	}
+	if (partial_set)
+		fetch_partial(ctx, &partial);
 	fetch_condstore(ctx);
 	if (vanished) {
 		struct seq_range *known;

@@ -8,6 +8,7 @@
    the view is only synced when the tagged reply goes out. */
 #include "imap-common.h"
 #include "imap-commands.h"
+#include "imap-uidonly.h"
 #include "imap-search.h"
 #include "imap-condstore.h"
 
@@ -26,6 +27,7 @@ struct search_cmd {
 	struct mailbox *box;
 	struct mail_search_ctx *search;
 	enum imap_search_return ret;
+	struct imap_search_partial partial;   /* RETURN (PARTIAL ...) */
 	bool esearch;          /* RETURN was given */
 	uint32_t next_seq;     /* next message to judge */
 	bool failed;
@@ -39,8 +41,14 @@ struct search_cmd {
 	bool modseq;
 	uint64_t max_modseq;
 
-	/* writing the answer */
-	bool output_started;
+	/* writing the answer: the ranges listed (the matches, or the
+	   PARTIAL window of them, i_malloc'd) */
+	const struct seq_range *out_ranges;
+	unsigned int out_count;
+	struct seq_range *window;
+	bool window_found;     /* PARTIAL selected some results */
+	uint32_t win_first, win_last;   /* their positions, 0-based */
+	bool output_prepared, output_started;
 	unsigned int out_range;
 	uint32_t out_seq;
 	bool out_any;          /* a number was written (a set needs ",") */
@@ -73,6 +81,7 @@ static void search_cmd_free(struct search_cmd *ctx)
 	if (ctx->search != NULL)
 		mail_search_deinit(&ctx->search);
 	i_free(ctx->matches);
+	i_free(ctx->window);
 }
 
 static void cmd_search_cancel(struct client_command *cmd)
@@ -92,8 +101,8 @@ static uint32_t search_number(struct search_cmd *ctx, uint32_t seq)
 static bool search_output_numbers(struct search_cmd *ctx, buffer_t *piece,
 				  bool as_set)
 {
-	while (ctx->out_range < ctx->match_count) {
-		const struct seq_range *r = &ctx->matches[ctx->out_range];
+	while (ctx->out_range < ctx->out_count) {
+		const struct seq_range *r = &ctx->out_ranges[ctx->out_range];
 		if (ctx->out_seq < r->seq1)
 			ctx->out_seq = r->seq1;
 		if (piece->used + 32 > SEARCH_OUTPUT_PIECE)
@@ -137,7 +146,54 @@ static void search_esearch_head(struct search_cmd *ctx, buffer_t *piece)
 		ret |= buffer_printf(piece, " COUNT %u", ctx->total);
 	if (ctx->total > 0 && (ctx->ret & IMAP_SEARCH_RETURN_ALL) != 0)
 		ret |= buffer_append_str(piece, " ALL ");
+	if ((ctx->ret & IMAP_SEARCH_RETURN_PARTIAL) != 0) {
+		ret |= imap_search_partial_head(&ctx->partial, piece);
+		if (!ctx->window_found)
+			ret |= buffer_append_str(piece, "NIL)");
+	}
 	i_assert(ret == 0);
+}
+
+/* RFC 9394 3.1: the matches at positions win_first..win_last. */
+static void search_partial_window(struct search_cmd *ctx)
+{
+	uint32_t pos = 0;
+	unsigned int n = 0;
+
+	ctx->window_found = imap_search_partial_window(&ctx->partial,
+		ctx->total, &ctx->win_first, &ctx->win_last);
+	if (!ctx->window_found)
+		return;
+	ctx->window = i_malloc(i_mul_size(ctx->match_count + 1,
+					  sizeof(*ctx->window)));
+	for (unsigned int i = 0; i < ctx->match_count; i++) {
+		const struct seq_range *r = &ctx->matches[i];
+		uint32_t len = r->seq2 - r->seq1 + 1;
+		uint32_t lo = MAX(pos, ctx->win_first);
+		uint32_t hi = MIN(pos + len - 1, ctx->win_last);
+		if (lo <= hi) {
+			ctx->window[n].seq1 = r->seq1 + (lo - pos);
+			ctx->window[n].seq2 = r->seq1 + (hi - pos);
+			n++;
+		}
+		pos += len;
+		if (pos > ctx->win_last)
+			break;
+	}
+	ctx->out_ranges = ctx->window;
+	ctx->out_count = n;
+}
+
+/* What the answer lists: every match (SEARCH, ALL), the PARTIAL window,
+   or nothing. */
+static void search_output_prepare(struct search_cmd *ctx)
+{
+	ctx->out_ranges = ctx->matches;
+	ctx->out_count = ctx->match_count;
+	if (ctx->esearch && (ctx->ret & IMAP_SEARCH_RETURN_PARTIAL) != 0)
+		search_partial_window(ctx);
+	else if (ctx->esearch && (ctx->ret & IMAP_SEARCH_RETURN_ALL) == 0)
+		ctx->out_count = 0;   /* no list */
 }
 
 /* RFC 4731 3.2: with MIN and/or MAX but neither ALL nor COUNT, the
@@ -169,8 +225,6 @@ static bool search_output(struct search_cmd *ctx)
 
 	if (ctx->esearch && (ctx->ret & ~IMAP_SEARCH_RETURN_SAVE) == 0)
 		return true;   /* RFC 5182 2.1: SAVE alone answers nothing */
-	if (ctx->esearch && (ctx->ret & IMAP_SEARCH_RETURN_ALL) == 0)
-		ctx->out_range = ctx->match_count;   /* no list */
 	/* the ESEARCH head holds the tag (up to a line long) and numbers */
 	buffer_init(&piece, i_add_size(SEARCH_OUTPUT_PIECE +
 				       CLIENT_REPLY_LINE_MAX,
@@ -188,6 +242,9 @@ static bool search_output(struct search_cmd *ctx)
 				i_unreached();
 		}
 		bool more = search_output_numbers(ctx, &piece, as_set);
+		if (!more && ctx->window_found &&
+		    buffer_append_c(&piece, ')') < 0)
+			i_unreached();
 		/* RFC 7162 3.1.6, 3.1.10: after a non-empty result */
 		if (!more && ctx->modseq && ctx->total > 0 &&
 		    buffer_printf(&piece, ctx->esearch ? " MODSEQ %llu" :
@@ -211,13 +268,16 @@ static bool search_output(struct search_cmd *ctx)
 
 /* ---- SAVE ---- */
 
-/* The UIDs to save: all matches, or with MIN/MAX but neither ALL nor
-   COUNT only the lowest and/or highest (RFC 5182 2.4). */
+/* The UIDs to save: all matches, or with MIN/MAX/PARTIAL but neither
+   ALL nor COUNT only the lowest and/or highest and/or the PARTIAL window
+   (RFC 5182 2.4, RFC 9394 3.2 table 1). */
 static void search_save(struct search_cmd *ctx)
 {
 	struct client *client = ctx->cmd->client;
-	bool only_ends = (ctx->ret & (IMAP_SEARCH_RETURN_MIN | IMAP_SEARCH_RETURN_MAX)) != 0 &&
+	bool only_ends = (ctx->ret & (IMAP_SEARCH_RETURN_MIN | IMAP_SEARCH_RETURN_MAX |
+				      IMAP_SEARCH_RETURN_PARTIAL)) != 0 &&
 		(ctx->ret & (IMAP_SEARCH_RETURN_ALL | IMAP_SEARCH_RETURN_COUNT)) == 0;
+	uint32_t pos = 0;
 	struct mail_search_range *uids;
 	unsigned int count = 0;
 
@@ -233,7 +293,10 @@ static void search_save(struct search_cmd *ctx)
 			bool first = i == 0 && seq == ctx->matches[0].seq1;
 			bool last = i == ctx->match_count - 1 &&
 				seq == ctx->matches[i].seq2;
-			if (only_ends &&
+			bool in_window = ctx->window_found &&
+				pos >= ctx->win_first && pos <= ctx->win_last;
+			pos++;
+			if (only_ends && !in_window &&
 			    !(first && (ctx->ret & IMAP_SEARCH_RETURN_MIN) != 0) &&
 			    !(last && (ctx->ret & IMAP_SEARCH_RETURN_MAX) != 0))
 				continue;
@@ -255,6 +318,10 @@ static bool search_finish(struct search_cmd *ctx)
 {
 	struct client_command *cmd = ctx->cmd;
 
+	if (!ctx->output_prepared) {
+		ctx->output_prepared = true;
+		search_output_prepare(ctx);
+	}
 	if (!search_output(ctx)) {
 		cmd->wait = CLIENT_WAIT_OUTPUT;
 		return false;
@@ -328,7 +395,8 @@ bool cmd_search(struct client_command *cmd)
 	ctx->cmd = cmd;
 	ctx->box = cmd->client->mailbox;
 	ctx->next_seq = 1;
-	if (!imap_search_parse_return(&args, &ctx->esearch, &ctx->ret)) {
+	if (!imap_search_parse_return(&args, &ctx->esearch, &ctx->ret,
+				      &ctx->partial)) {
 		client_send_command_error(cmd, "Invalid RETURN options.");
 		return true;
 	}
@@ -344,6 +412,10 @@ bool cmd_search(struct client_command *cmd)
 				  &program, &error);
 	if (ret != MAIL_SEARCH_PARSE_OK)
 		return search_parse_error(cmd, ctx, ret, error);
+	/* RFC 9586 3.5 */
+	if (cmd->client->uidonly && mail_search_program_uses_seqset(program))
+		return search_parse_error(cmd, ctx, MAIL_SEARCH_PARSE_BAD,
+					  IMAP_UIDREQUIRED_TEXT);
 	if (mail_search_program_uses_modseq(program)) {
 		/* a CONDSTORE enabling command (RFC 7162 3.1) */
 		ctx->modseq = true;

@@ -70,7 +70,9 @@ static bool select_parse_qresync(struct client_command *cmd,
 	if (i < count && list[i].type != IMAP_ARG_LIST &&
 	    !select_parse_set(cmd, &list[i++], &p->known, &p->known_count))
 		return false;
-	if (i < count && !select_parse_seqmatch(cmd, &list[i++], p))
+	/* RFC 9586 3.7: no seq-match-data once UIDONLY is on */
+	if (i < count && (cmd->client->uidonly ||
+			  !select_parse_seqmatch(cmd, &list[i++], p)))
 		return false;
 	if (i != count)
 		return false;

@@ -6,6 +6,7 @@
    second SORT of a big mailbox opens no message file. */
 #include "imap-common.h"
 #include "imap-commands.h"
+#include "imap-uidonly.h"
 #include "imap-search.h"
 #include "imap-condstore.h"
 #include "imap-sort.h"
@@ -22,12 +23,16 @@ struct sort_cmd {
 	unsigned int crit_count;
 	bool esort;
 	enum imap_search_return ret;
+	struct imap_search_partial partial;   /* RETURN (PARTIAL ...) */
+	/* PARTIAL: the results at sorted positions win_first..win_last */
+	bool window_found;
+	uint32_t win_first, win_last;
 
 	struct imap_sort_search search;
 	bool searching;
 	struct imap_sort_ctx *sort;
 	const uint32_t *sorted;
-	unsigned int out_next;
+	unsigned int out_next, out_end;   /* positions still to list */
 	bool output_started;
 	bool modseq;           /* a MODSEQ key: RFC 7162 3.1.9, 3.1.10 */
 };
@@ -71,9 +76,20 @@ static void sort_esort_head(struct sort_cmd *ctx, buffer_t *piece)
 		ret |= buffer_printf(piece, " COUNT %u", count);
 	if (count > 0 && (ctx->ret & IMAP_SEARCH_RETURN_ALL) != 0)
 		ret |= buffer_append_str(piece, " ALL ");
+	if ((ctx->ret & IMAP_SEARCH_RETURN_PARTIAL) != 0) {
+		/* RFC 9394 3.1 (and RFC 5267 4.4): positions in sort order */
+		ret |= imap_search_partial_head(&ctx->partial, piece);
+		if (!ctx->window_found) {
+			ret |= buffer_append_str(piece, "NIL)");
+			ctx->out_end = 0;
+		} else {
+			ctx->out_next = ctx->win_first;
+			ctx->out_end = ctx->win_last + 1;
+		}
+	} else if ((ctx->ret & IMAP_SEARCH_RETURN_ALL) == 0) {
+		ctx->out_end = 0;
+	}
 	i_assert(ret == 0);
-	if ((ctx->ret & IMAP_SEARCH_RETURN_ALL) == 0)
-		ctx->out_next = count;
 }
 
 /* Append the next numbers: "* SORT" lists each; ESORT ALL is a
@@ -81,7 +97,8 @@ static void sort_esort_head(struct sort_cmd *ctx, buffer_t *piece)
    (RFC 5267 3.2). Returns false when all were written. */
 static bool sort_output_numbers(struct sort_cmd *ctx, buffer_t *piece)
 {
-	unsigned int count = ctx->search.count;
+	unsigned int count = ctx->out_end;
+	unsigned int start = ctx->window_found ? ctx->win_first : 0;
 
 	while (ctx->out_next < count) {
 		if (piece->used + 32 > SORT_OUTPUT_PIECE)
@@ -91,7 +108,7 @@ static bool sort_output_numbers(struct sort_cmd *ctx, buffer_t *piece)
 		while (ctx->esort && last + 1 < count &&
 		       sort_number(ctx, last + 1) == num + (last - first) + 1)
 			last++;
-		const char *sep = !ctx->esort ? " " : first == 0 ? "" : ",";
+		const char *sep = !ctx->esort ? " " : first == start ? "" : ",";
 		int ret = last == first ?
 			buffer_printf(piece, "%s%u", sep, num) :
 			buffer_printf(piece, "%s%u:%u", sep, num,
@@ -113,6 +130,13 @@ static bool sort_output(struct sort_cmd *ctx)
 		return true;
 	buffer_init(&piece, i_add_size(SORT_OUTPUT_PIECE + CLIENT_REPLY_LINE_MAX,
 				       2 * strlen(ctx->cmd->tag)));
+	if (!ctx->output_started) {
+		ctx->out_end = ctx->search.count;
+		if ((ctx->ret & IMAP_SEARCH_RETURN_PARTIAL) != 0)
+			ctx->window_found = imap_search_partial_window(
+				&ctx->partial, ctx->search.count,
+				&ctx->win_first, &ctx->win_last);
+	}
 	for (;;) {
 		if (o_stream_get_buffer_avail(client->output) <
 		    CLIENT_OUTPUT_SLICE_MIN_AVAIL || client->disconnected)
@@ -126,6 +150,9 @@ static bool sort_output(struct sort_cmd *ctx)
 				i_unreached();
 		}
 		bool more = sort_output_numbers(ctx, &piece);
+		if (!more && ctx->window_found &&
+		    buffer_append_c(&piece, ')') < 0)
+			i_unreached();
 		if (!more && ctx->modseq && ctx->search.count > 0) {
 			/* RFC 4731 3.2: of the MIN/MAX messages when only
 			   they are returned, else of every match */
@@ -172,19 +199,22 @@ static int uid_cmp(const void *p1, const void *p2)
 	return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/* RETURN (SAVE): "$" becomes the matches (RFC 5182), or with MIN/MAX
-   but neither ALL nor COUNT only those. */
+/* RETURN (SAVE): "$" becomes the matches (RFC 5182), or with MIN/MAX/
+   PARTIAL but neither ALL nor COUNT only those (RFC 9394 3.2). */
 static void sort_save(struct sort_cmd *ctx)
 {
 	unsigned int count = ctx->search.count, n = 0, ranges = 0;
-	bool only_ends = (ctx->ret & (IMAP_SEARCH_RETURN_MIN | IMAP_SEARCH_RETURN_MAX)) != 0 &&
+	bool only_ends = (ctx->ret & (IMAP_SEARCH_RETURN_MIN | IMAP_SEARCH_RETURN_MAX |
+				      IMAP_SEARCH_RETURN_PARTIAL)) != 0 &&
 		(ctx->ret & (IMAP_SEARCH_RETURN_ALL | IMAP_SEARCH_RETURN_COUNT)) == 0;
 	uint32_t *uids = i_malloc(i_mul_size(count + 1, sizeof(*uids)));
 	struct mail_search_range *r =
 		i_malloc(i_mul_size(count + 1, sizeof(*r)));
 
 	for (unsigned int i = 0; i < count; i++) {
-		if (only_ends &&
+		bool in_window = ctx->window_found && i >= ctx->win_first &&
+			i <= ctx->win_last;
+		if (only_ends && !in_window &&
 		    !(i == 0 && (ctx->ret & IMAP_SEARCH_RETURN_MIN) != 0) &&
 		    !(i == count - 1 && (ctx->ret & IMAP_SEARCH_RETURN_MAX) != 0))
 			continue;
@@ -269,7 +299,8 @@ sort_parse_args(struct client_command *cmd, struct sort_cmd *ctx)
 	unsigned int count;
 	const char *error, *charset;
 
-	if (!imap_search_parse_return(&args, &ctx->esort, &ctx->ret)) {
+	if (!imap_search_parse_return(&args, &ctx->esort, &ctx->ret,
+				      &ctx->partial)) {
 		client_send_command_error(cmd, "Invalid RETURN options.");
 		return NULL;
 	}
@@ -310,6 +341,12 @@ bool cmd_sort(struct client_command *cmd)
 		mail_search_parse(cmd->pool, keys,
 				  imap_search_saved_get(cmd->client),
 				  &program, &error);
+	/* RFC 9586 3.5, 3.8 */
+	if (ret == MAIL_SEARCH_PARSE_OK && cmd->client->uidonly &&
+	    mail_search_program_uses_seqset(program)) {
+		ret = MAIL_SEARCH_PARSE_BAD;
+		error = IMAP_UIDREQUIRED_TEXT;
+	}
 	if (ret != MAIL_SEARCH_PARSE_OK) {
 		if ((ctx->ret & IMAP_SEARCH_RETURN_SAVE) != 0)
 			imap_search_saved_clear(cmd->client);

@@ -6,6 +6,7 @@
    their next sync. */
 #include "imap-common.h"
 #include "imap-commands.h"
+#include "imap-uidonly.h"
 #include "imap-flags.h"
 #include "imap-search.h"
 #include "imap-seqset.h"
@@ -106,8 +107,9 @@ static void store_send_fetch(struct client_command *cmd, uint32_t seq,
 	buffer_t buf;
 
 	buffer_init(&buf, IMAP_FLAGS_STR_MAX + 96);
-	int ret = buffer_printf(&buf, "* %u FETCH (", seq);
-	if (cmd->uid || client->imap4rev2 || client->condstore)
+	int ret = imap_fetch_resp_begin(client, seq, &buf);
+	if ((cmd->uid || client->imap4rev2 || client->condstore) &&
+	    imap_fetch_resp_wants_uid(client))
 		ret |= buffer_printf(&buf, "UID %u", mailbox_msg_uid(box, seq));
 	if (flags) {
 		ret |= buffer_append_str(&buf, buf.data[buf.used - 1] == '(' ?

@@ -5,6 +5,7 @@
    runs in one go: it is O(n log n) over compact entries. */
 #include "imap-common.h"
 #include "imap-commands.h"
+#include "imap-uidonly.h"
 #include "imap-search.h"
 #include "imap-sort.h"
 #include "imap-thread.h"
@@ -223,6 +224,12 @@ bool cmd_thread(struct client_command *cmd)
 		mail_search_parse(cmd->pool, &args[2],
 				  imap_search_saved_get(cmd->client),
 				  &program, &error);
+	/* RFC 9586 3.8 */
+	if (ret == MAIL_SEARCH_PARSE_OK && cmd->client->uidonly &&
+	    mail_search_program_uses_seqset(program)) {
+		ret = MAIL_SEARCH_PARSE_BAD;
+		error = IMAP_UIDREQUIRED_TEXT;
+	}
 	if (ret != MAIL_SEARCH_PARSE_OK) {
 		if (ret == MAIL_SEARCH_PARSE_BADCHARSET)
 			client_send_taglinef(cmd, "NO %s", error);

@@ -6,12 +6,15 @@
 #include "imap-sync.h"
 #include "imap-condstore.h"
 #include "imap-search.h"
+#include "imap-compress.h"
+#include "imap-uidonly.h"
 #include "ktls.h"
 
 /* Nesting of lists in a command (FETCH (BODY[...] ...), SEARCH ...). */
 #define CLIENT_MAX_LIST_DEPTH 32
 
 static void client_input(void *context);
+static void client_input_pending(void *context);
 static void client_handle_input(struct client *client);
 
 static void client_idle_timeout(void *context)
@@ -37,6 +40,11 @@ static void client_io_update(struct client *client)
 				    client_input, client);
 	else if (!want)
 		io_remove(&client->io);
+	/* inflate may hold input the socket will not announce again */
+	if (want && client->compress != NULL && client->to_input == NULL &&
+	    imap_compress_input_pending(client->compress))
+		client->to_input = io_loop_defer(client->user->ioloop,
+						 client_input_pending, client);
 }
 
 static void client_command_free(struct client_command **_cmd)
@@ -53,6 +61,7 @@ static void client_command_free(struct client_command **_cmd)
 }
 
 static void client_continue_timeout(void *context);
+static void client_compress_start(struct client *client);
 
 /* Run the command once more; free it when done. */
 static void client_command_run(struct client_command *cmd)
@@ -67,6 +76,10 @@ static void client_command_run(struct client_command *cmd)
 		return;
 	if (finished) {
 		client_command_free(&client->cmd);
+		/* COMPRESS finished with its OK on the socket: the streams
+		   change now, outside the command's cork */
+		if (client->compress_start)
+			client_compress_start(client);
 		return;
 	}
 	/* The flush callback only comes when something is buffered. */
@@ -325,6 +338,12 @@ static bool client_command_check(struct client_command *cmd,
 		client_send_command_error(cmd, "No mailbox selected.");
 		return false;
 	}
+	/* RFC 9586 3.2, 3.8: only the UID form once UIDONLY is on */
+	if (cmd->client->uidonly && !cmd->uid &&
+	    (cmd->def->flags & CMD_FLAG_SEQSET) != 0) {
+		client_send_command_error(cmd, IMAP_UIDREQUIRED_TEXT);
+		return false;
+	}
 	return true;
 }
 
@@ -453,6 +472,37 @@ static void client_input(void *context)
 		client_io_update(client);
 }
 
+static void client_input_pending(void *context)
+{
+	struct client *client = context;
+
+	client->to_input = NULL;
+	if (!client->disconnected)
+		client_input(client);
+}
+
+static void client_compress_start(struct client *client)
+{
+	struct stream_transport t;
+	size_t size;
+	const unsigned char *data = i_stream_get_data(client->input, &size);
+
+	i_assert(client->compress == NULL);
+	i_assert(o_stream_get_buffer_used(client->output) == 0);
+	client->compress_start = false;
+	client->compress = imap_compress_create(client->fd, client->ktls,
+						data, size);
+	imap_compress_get_transport(client->compress, &t);
+	i_stream_destroy(&client->input);
+	client->input = i_stream_create_transport(&t, CLIENT_INPUT_BUFFER_MAX);
+	o_stream_destroy(&client->output);
+	client->output = o_stream_create_transport(client->user->ioloop, &t,
+						   CLIENT_OUTPUT_BUFFER_MAX);
+	o_stream_set_io_fd(client->output, client->fd);
+	o_stream_set_flush_callback(client->output, client_output_flushed,
+				    client);
+}
+
 struct client *client_create(struct imap_user *user, int fd, const char *tag,
 			     const void *prefix, size_t prefix_size,
 			     const char *remote_ip)
@@ -538,9 +588,11 @@ void client_destroy(struct client *client)
 	timeout_remove(&client->to_idle);
 	timeout_remove(&client->to_continue);
 	timeout_remove(&client->to_destroy);
+	timeout_remove(&client->to_input);
 	imap_parser_destroy(&client->parser);
 	i_stream_destroy(&client->input);
 	o_stream_destroy(&client->output);
+	imap_compress_destroy(&client->compress);
 	if (client->ktls && client->fd >= 0)
 		ktls_send_close_notify(client->fd);
 	i_close_fd(&client->fd);
@@ -580,6 +632,7 @@ void client_disconnect(struct client *client, const char *bye,
 	i_info("Disconnected: %s", str_sanitize(client->pool, log_reason, 128));
 	io_remove(&client->io);
 	timeout_remove(&client->to_continue);
+	timeout_remove(&client->to_input);
 	client->to_destroy = io_loop_defer(client->user->ioloop,
 					   client_destroy_timeout, client);
 }

@@ -92,8 +92,20 @@ struct client {
 	   EXPUNGE; QRESYNC select parameter, UID FETCH VANISHED) */
 	bool condstore;
 	bool qresync;
+	/* ENABLE UIDONLY (RFC 9586, imap-uidonly.h) */
+	bool uidonly;
 	/* a MODSEQ went out since the last tagged reply */
 	bool modseq_sent;
+
+	/* COMPRESS=DEFLATE (imap-compress.h): the streams run over it */
+	struct imap_compress *compress;
+	/* set by COMPRESS when it finishes with its OK on the socket (the
+	   output buffer empty): the streams switch to deflate when the
+	   command is freed; bytes already buffered as input are the
+	   client's first compressed ones */
+	bool compress_start;
+	/* reads again when inflate holds input the fd will not signal */
+	struct timeout *to_input;
 
 	const char *session;          /* for log lines */
 	/* A kernel TLS socket from imap-login (lib/ktls.h): read through

@@ -9,7 +9,9 @@ static const struct command imap_commands[] = {
 	{ "CAPABILITY", cmd_capability, 0 },
 	{ "CHECK", cmd_check, CMD_FLAG_NEEDS_SELECTED },
 	{ "CLOSE", cmd_close, CMD_FLAG_NEEDS_SELECTED },
-	{ "COPY", cmd_copy, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_UID_ALLOWED },
+	{ "COMPRESS", cmd_compress, 0 },
+	{ "COPY", cmd_copy, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_UID_ALLOWED |
+		CMD_FLAG_SEQSET },
 	{ "CREATE", cmd_create, 0 },
 	{ "DELETE", cmd_delete, 0 },
 	{ "ENABLE", cmd_enable, 0 },
@@ -17,7 +19,8 @@ static const struct command imap_commands[] = {
 	{ "EXPUNGE", cmd_expunge, CMD_FLAG_NEEDS_SELECTED |
 		CMD_FLAG_UID_ALLOWED },
 	{ "FETCH", cmd_fetch, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
-		CMD_FLAG_UID_ALLOWED },
+		CMD_FLAG_UID_ALLOWED |
+		CMD_FLAG_SEQSET },
 	{ "GETQUOTA", cmd_getquota, 0 },
 	{ "GETQUOTAROOT", cmd_getquotaroot, 0 },
 	{ "ID", cmd_id, 0 },
@@ -25,22 +28,27 @@ static const struct command imap_commands[] = {
 	{ "LIST", cmd_list, 0 },
 	{ "LOGOUT", cmd_logout, 0 },
 	{ "LSUB", cmd_lsub, 0 },
-	{ "MOVE", cmd_move, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_UID_ALLOWED },
+	{ "MOVE", cmd_move, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_UID_ALLOWED |
+		CMD_FLAG_SEQSET },
 	{ "NAMESPACE", cmd_namespace, 0 },
 	{ "NOOP", cmd_noop, 0 },
 	{ "RENAME", cmd_rename, 0 },
 	{ "SEARCH", cmd_search, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
-		CMD_FLAG_UID_ALLOWED },
+		CMD_FLAG_UID_ALLOWED |
+		CMD_FLAG_SEQSET },
 	{ "SELECT", cmd_select, 0 },
 	{ "SETQUOTA", cmd_setquota, 0 },
 	{ "SORT", cmd_sort, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
-		CMD_FLAG_UID_ALLOWED },
+		CMD_FLAG_UID_ALLOWED |
+		CMD_FLAG_SEQSET },
 	{ "STATUS", cmd_status, 0 },
 	{ "STORE", cmd_store, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
-		CMD_FLAG_UID_ALLOWED },
+		CMD_FLAG_UID_ALLOWED |
+		CMD_FLAG_SEQSET },
 	{ "SUBSCRIBE", cmd_subscribe, 0 },
 	{ "THREAD", cmd_thread, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
-		CMD_FLAG_UID_ALLOWED },
+		CMD_FLAG_UID_ALLOWED |
+		CMD_FLAG_SEQSET },
 	{ "UNSELECT", cmd_unselect, CMD_FLAG_NEEDS_SELECTED },
 	{ "UNSUBSCRIBE", cmd_unsubscribe, 0 },
 };

@@ -14,6 +14,9 @@ enum command_flags {
 	/* The command streams its literal itself (APPEND): the line is
 	   parsed with IMAP_PARSE_FLAG_LITERAL_SIZE. */
 	CMD_FLAG_LITERAL_SIZE = 0x08,
+	/* The non-UID form takes a sequence set: refused once UIDONLY is
+	   enabled (RFC 9586 3.2, 3.8). */
+	CMD_FLAG_SEQSET = 0x10,
 };
 
 struct command {
@@ -29,6 +32,7 @@ bool cmd_append(struct client_command *cmd);
 bool cmd_capability(struct client_command *cmd);
 bool cmd_check(struct client_command *cmd);
 bool cmd_close(struct client_command *cmd);
+bool cmd_compress(struct client_command *cmd);
 bool cmd_copy(struct client_command *cmd);
 bool cmd_enable(struct client_command *cmd);
 bool cmd_examine(struct client_command *cmd);

@@ -7,6 +7,8 @@
 #include "imap-envelope.h"
 #include "imap-bodystructure.h"
 #include "message-parser.h"
+#include "imap-preview.h"
+#include "imap-uidonly.h"
 
 /* One item's text before a literal: "BODY[]<123456789> {123456789}" or
    "INTERNALDATE "...", "FLAGS (...)" with keywords. */
@@ -283,6 +285,9 @@ static int fetch_item_text(struct imap_fetch_ctx *ctx,
 		ctx->cmd->client->modseq_sent = true;
 		return buffer_printf(buf, "MODSEQ (%llu)", (unsigned long long)
 				     mailbox_msg_modseq(box, ctx->seq));
+	case IMAP_FETCH_PREVIEW:
+		return imap_preview_append(&ctx->structure, box, ctx->seq,
+					   item->lazy, buf, error_r);
 	}
 	i_unreached();
 }
@@ -372,7 +377,7 @@ static void fetch_msg_begin(struct imap_fetch_ctx *ctx)
 	char line[FETCH_ITEM_TEXT_MAX];
 	buffer_t buf;
 
-	snprintf(line, sizeof(line), "* %u FETCH (", ctx->seq);
+	imap_fetch_resp_prefix(client, ctx->seq, line, sizeof(line));
 	(void)o_stream_send_str(client->output, line);
 	if (ctx->add_flags) {
 		buffer_init(&buf, FETCH_ITEM_TEXT_MAX);

@@ -31,6 +31,7 @@ enum imap_fetch_item_type {
 	IMAP_FETCH_ENVELOPE,
 	IMAP_FETCH_BODYSTRUCTURE, /* also BODY (not extended) */
 	IMAP_FETCH_MODSEQ,        /* RFC 7162 3.1.4.2 */
+	IMAP_FETCH_PREVIEW,       /* RFC 8970 */
 };
 
 struct imap_fetch_item {
@@ -41,6 +42,7 @@ struct imap_fetch_item {
 	/* BODY, BINARY_SIZE: which section (imap-fetch-body.h) */
 	struct imap_section section;
 	bool extended;            /* BODYSTRUCTURE rather than BODY */
+	bool lazy;                /* PREVIEW (LAZY) */
 };
 
 struct imap_fetch_ctx {

@@ -88,8 +88,73 @@ int imap_search_seqset(struct client_command *cmd, const char *str,
 	return imap_seqset_resolve(box, cmd->uid, *ranges_r, count_r);
 }
 
+static bool partial_number(const char *str, const char **end_r,
+			   uint32_t *num_r)
+{
+	char *end;
+
+	if (*str < '1' || *str > '9')
+		return false;
+	errno = 0;
+	unsigned long long n = strtoull(str, &end, 10);
+	if (errno != 0 || n > UINT32_MAX)
+		return false;
+	*num_r = (uint32_t)n;
+	*end_r = end;
+	return true;
+}
+
+bool imap_search_partial_parse(const char *str,
+			       struct imap_search_partial *partial_r)
+{
+	struct imap_search_partial p = { .from_end = str[0] == '-' };
+	uint32_t a, b;
+	const char *end;
+
+	if (p.from_end)
+		str++;
+	if (!partial_number(str, &end, &a) || *end != ':')
+		return false;
+	str = end + 1;
+	if (p.from_end && *str++ != '-')
+		return false;
+	if (!partial_number(str, &end, &b) || *end != '\0')
+		return false;
+	p.lo = MIN(a, b);
+	p.hi = MAX(a, b);
+	*partial_r = p;
+	return true;
+}
+
+bool imap_search_partial_window(const struct imap_search_partial *partial,
+				uint32_t total, uint32_t *first_r,
+				uint32_t *last_r)
+{
+	if (partial->lo > total)
+		return false;
+	uint32_t hi = MIN(partial->hi, total);
+	if (partial->from_end) {
+		*first_r = total - hi;
+		*last_r = total - partial->lo;
+	} else {
+		*first_r = partial->lo - 1;
+		*last_r = hi - 1;
+	}
+	return true;
+}
+
+int imap_search_partial_head(const struct imap_search_partial *partial,
+			     buffer_t *out)
+{
+	const char *minus = partial->from_end ? "-" : "";
+
+	return buffer_printf(out, " PARTIAL (%s%u:%s%u ", minus, partial->lo,
+			     minus, partial->hi);
+}
+
 bool imap_search_parse_return(const struct imap_arg **args, bool *extended_r,
-			      enum imap_search_return *ret_r)
+			      enum imap_search_return *ret_r,
+			      struct imap_search_partial *partial_r)
 {
 	static const struct {
 		const char *name;
@@ -111,6 +176,16 @@ bool imap_search_parse_return(const struct imap_arg **args, bool *extended_r,
 	*args += 2;
 	*extended_r = true;
 	for (unsigned int i = 0; i < count; i++) {
+		const char *range;
+		if (imap_arg_atom_equals(&list[i], "PARTIAL")) {
+			if ((*ret_r & IMAP_SEARCH_RETURN_PARTIAL) != 0 ||
+			    i + 1 >= count ||
+			    !imap_arg_get_atom(&list[++i], &range) ||
+			    !imap_search_partial_parse(range, partial_r))
+				return false;
+			*ret_r |= IMAP_SEARCH_RETURN_PARTIAL;
+			continue;
+		}
 		unsigned int j;
 		for (j = 0; j < N_ELEMENTS(options); j++) {
 			if (imap_arg_atom_equals(&list[i], options[j].name))
@@ -123,5 +198,7 @@ bool imap_search_parse_return(const struct imap_arg **args, bool *extended_r,
 	/* RFC 4731 3.1, RFC 5267 3.3: RETURN () is RETURN (ALL) */
 	if (count == 0)
 		*ret_r = IMAP_SEARCH_RETURN_ALL;
-	return true;
+	/* RFC 9394 3.1: one of PARTIAL and ALL at most */
+	return (*ret_r & IMAP_SEARCH_RETURN_PARTIAL) == 0 ||
+		(*ret_r & IMAP_SEARCH_RETURN_ALL) == 0;
 }

@@ -28,13 +28,35 @@ enum imap_search_return {
 	IMAP_SEARCH_RETURN_ALL = 0x04,
 	IMAP_SEARCH_RETURN_COUNT = 0x08,
 	IMAP_SEARCH_RETURN_SAVE = 0x10,
+	IMAP_SEARCH_RETURN_PARTIAL = 0x20,   /* RFC 9394 */
 };
+
+/* RFC 9394 partial-range: results lo..hi (1-based, lo <= hi) counted
+   from the first result, or from the last one (from_end: -lo:-hi). */
+struct imap_search_partial {
+	bool from_end;
+	uint32_t lo, hi;
+};
+/* Parse "lo:hi" or "-lo:-hi" (either order, no "*"). */
+bool imap_search_partial_parse(const char *str,
+			       struct imap_search_partial *partial_r);
+/* The results a partial range selects out of total, as 0-based
+   positions first..last in result order; false if none (NIL). */
+bool imap_search_partial_window(const struct imap_search_partial *partial,
+				uint32_t total, uint32_t *first_r,
+				uint32_t *last_r);
+/* Append " PARTIAL (<range> " (the range as requested, low first). */
+int imap_search_partial_head(const struct imap_search_partial *partial,
+			     buffer_t *out);
+
 /* Parse "RETURN (options)" at *args, if there, and step past it: sets
-   *extended_r (the answer is ESEARCH) and *ret_r; "RETURN ()" is
-   RETURN (ALL). Without RETURN nothing changes. Returns false for a bad
-   option list (answer BAD). */
+   *extended_r (the answer is ESEARCH) and *ret_r (and *partial_r for
+   PARTIAL); "RETURN ()" is RETURN (ALL). Without RETURN nothing
+   changes. Returns false for a bad option list (answer BAD): an
+   unknown option, PARTIAL twice or with ALL (RFC 9394 3.1). */
 bool imap_search_parse_return(const struct imap_arg **args, bool *extended_r,
-			      enum imap_search_return *ret_r);
+			      enum imap_search_return *ret_r,
+			      struct imap_search_partial *partial_r);
 
 /* A command's sequence-set argument ("$" included) as sorted, merged
    sequence ranges of the selected mailbox (from cmd->pool): numbers

@@ -3,6 +3,7 @@
 #include "imap-sync.h"
 #include "imap-flags.h"
 #include "imap-condstore.h"
+#include "imap-uidonly.h"
 
 /* What a sync reports, gathered for the lines that list several. */
 struct sync_ctx {
@@ -45,8 +46,9 @@ static void sync_expunge(void *context, uint32_t seq, uint32_t uid)
 	struct sync_ctx *ctx = context;
 	struct client *client = ctx->client;
 
-	/* RFC 7162 3.2.10.2: VANISHED instead, once QRESYNC is enabled */
-	if (client->qresync)
+	/* RFC 7162 3.2.10.2: VANISHED instead, once QRESYNC is enabled;
+	   RFC 9586 3.4, 3.6: and with UIDONLY */
+	if (client->qresync || client->uidonly)
 		uidset_add(&ctx->vanished, uid);
 	else
 		client_send_linef(client, "* %u EXPUNGE", seq);
@@ -100,8 +102,9 @@ static void sync_flags_changed(void *context, uint32_t seq)
 	   sequence numbers */
 	/* RFC 7162 3.2.4: UID and MODSEQ after a CONDSTORE enabling
 	   command */
-	if (client->imap4rev2 || client->condstore ||
-	    (client->cmd != NULL && client->cmd->uid))
+	if ((client->imap4rev2 || client->condstore ||
+	     (client->cmd != NULL && client->cmd->uid)) &&
+	    imap_fetch_resp_wants_uid(client))
 		snprintf(uid, sizeof(uid), "UID %u ",
 			 mailbox_msg_uid(client->mailbox, seq));
 	if (client->condstore) {
@@ -110,11 +113,13 @@ static void sync_flags_changed(void *context, uint32_t seq)
 								seq));
 		client->modseq_sent = true;
 	}
-	buffer_init(&buf, IMAP_FLAGS_STR_MAX);
-	if (imap_write_msg_flags(&buf, client->mailbox, seq,
-				 !client->imap4rev2) == 0)
-		client_send_linef(client, "* %u FETCH (%sFLAGS %s%s)", seq, uid,
-				  (const char *)buf.data, modseq);
+	buffer_init(&buf, IMAP_FLAGS_STR_MAX + 128);
+	if (imap_fetch_resp_begin(client, seq, &buf) == 0 &&
+	    buffer_printf(&buf, "%sFLAGS ", uid) == 0 &&
+	    imap_write_msg_flags(&buf, client->mailbox, seq,
+				 !client->imap4rev2) == 0 &&
+	    buffer_printf(&buf, "%s)", modseq) == 0)
+		client_send_line(client, buf.data);
 	buffer_free(&buf);
 }
 

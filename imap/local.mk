@@ -41,6 +41,18 @@ imap_imap_SOURCES = \
 	imap/cmd-select.c \
 	imap/cmd-getquota.c imap/cmd-getquotaroot.c imap/cmd-setquota.c \
 	imap/imap-quota.c imap/imap-quota.h
+# COMPRESS=DEFLATE (RFC 4978): the deflate transport under the streams
+imap_imap_SOURCES += imap/cmd-compress.c imap/imap-compress.c \
+	imap/imap-compress.h
+# UIDONLY (RFC 9586): UIDFETCH responses
+imap_imap_SOURCES += imap/imap-uidonly.c imap/imap-uidonly.h
+check_PROGRAMS += tests/unit/test-imap-compress
+TESTS += tests/unit/test-imap-compress
+tests_unit_test_imap_compress_SOURCES = tests/unit/test-imap-compress.c \
+	imap/imap-compress.c
+tests_unit_test_imap_compress_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
+tests_unit_test_imap_compress_LDADD = tests/unit/libtest.a index/libindex.a \
+	$(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
 imap_imap_LDADD = index/libindex.a $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
 # SHA-256 of deliveries (imap-deliver.c)
 imap_imap_LDADD += $(SSL_LIBS)
@@ -54,6 +66,16 @@ imap_imap_SOURCES += imap/imap-fetch-body.c imap/imap-fetch-body.h \
 # ENVELOPE/BODY/BODYSTRUCTURE through the mail cache, stored deflated
 imap_imap_SOURCES += imap/imap-fetch-cache.c imap/imap-fetch-cache.h \
 	imap/imap-cache-text.c imap/imap-cache-text.h
+# FETCH PREVIEW (RFC 8970), through the mail cache too
+imap_imap_SOURCES += imap/imap-preview.c imap/imap-preview.h
+check_PROGRAMS += tests/unit/test-imap-preview
+TESTS += tests/unit/test-imap-preview
+tests_unit_test_imap_preview_SOURCES = tests/unit/test-imap-preview.c \
+	imap/imap-preview.c imap/imap-fetch-body.c imap/imap-body-stream.c \
+	imap/imap-fetch-cache.c imap/imap-cache-text.c
+tests_unit_test_imap_preview_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
+tests_unit_test_imap_preview_LDADD = tests/unit/libtest.a index/libindex.a \
+	$(LIBMAILINDEX) $(LIBMIME) $(LIBMOAT) $(ZLIB_LIBS)
 check_PROGRAMS += tests/unit/test-imap-cache-text
 TESTS += tests/unit/test-imap-cache-text
 tests_unit_test_imap_cache_text_SOURCES = tests/unit/test-imap-cache-text.c \

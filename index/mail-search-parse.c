@@ -383,7 +383,11 @@ static int parse_named_key(struct search_parser *sp, const char *name,
 	if ((name[0] >= '0' && name[0] <= '9') || name[0] == '*' ||
 	    name[0] == '$') {
 		arg->key = MSK_SEQSET;
-		return parse_set(sp, name, arg);
+		if (parse_set(sp, name, arg) < 0)
+			return -1;
+		if (arg->key == MSK_SEQSET)
+			sp->program->uses_seqset = true;
+		return 0;
 	}
 	return parse_error(sp, "Unknown search key: ", name);
 }
@@ -516,4 +520,9 @@ bool mail_search_program_uses_saved(const struct mail_search_program *program)
 bool mail_search_program_uses_modseq(const struct mail_search_program *program)
 {
 	return program->uses_modseq;
+}
+
+bool mail_search_program_uses_seqset(const struct mail_search_program *program)
+{
+	return program->uses_seqset;
 }

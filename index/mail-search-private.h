@@ -72,6 +72,7 @@ struct mail_search_program {
 	struct mail_search_arg *args;
 	bool uses_saved;
 	bool uses_modseq;     /* a MODSEQ key (RFC 7162 3.1.5) */
+	bool uses_seqset;     /* a sequence-set key (not "$") */
 	/* Leaves by class, for the header and body passes. */
 	struct mail_search_arg **header_leaves, **text_leaves;
 	unsigned int header_leaf_count, text_leaf_count;

@@ -70,6 +70,9 @@ bool mail_search_program_uses_saved(const struct mail_search_program *program);
 /* Whether the program has a MODSEQ key: the answer then ends in the
    highest modseq of the matches (RFC 7162 3.1.6). */
 bool mail_search_program_uses_modseq(const struct mail_search_program *program);
+/* Whether the program has a sequence-set key ("1:5", not "$" or UID):
+   refused once UIDONLY is enabled (RFC 9586 3.5). */
+bool mail_search_program_uses_seqset(const struct mail_search_program *program);
 
 struct mail_search_ctx;
 

@@ -3,8 +3,9 @@
 INBOX, kept between runs by clients/imapflow-sync.js, must equal the
 server's after each round of random changes by another session: once
 resyncing with SELECT (QRESYNC ...), once with CONDSTORE's FETCH
-(CHANGEDSINCE) and a UID SEARCH. Skipped only when node or imapflow is
-missing."""
+(CHANGEDSINCE) and a UID SEARCH. The QRESYNC resync runs both over
+COMPRESS=DEFLATE (imapflow negotiates it when offered) and without.
+Skipped only when node or imapflow is missing."""
 
 import json
 import os
@@ -42,19 +43,22 @@ def need_imapflow():
     return node, modules
 
 
-def run_sync(server, mode, state_path):
+def run_sync(server, mode, state_path, comp="compress"):
     node, modules = need_imapflow()
     env = dict(os.environ, NODE_PATH=str(modules))
     p = subprocess.run([node, str(HERE / "clients" / "imapflow-sync.js"), mode,
                         str(server.port), "testuser1",
-                        server.users["testuser1"]["password"], str(state_path)],
+                        server.users["testuser1"]["password"], str(state_path),
+                        comp],
                        env=env, capture_output=True, timeout=NODE_TIMEOUT)
     assert p.returncode == 0, p.stderr.decode(errors="replace")
     return json.loads(state_path.read_text())
 
 
-@pytest.mark.parametrize("mode", ["qresync", "condstore"])
-def test_imapflow_resync(moat_server, tmp_path, mode):
+@pytest.mark.parametrize("mode,comp", [("qresync", "compress"),
+                                       ("qresync", "plain"),
+                                       ("condstore", "compress")])
+def test_imapflow_resync(moat_server, tmp_path, mode, comp):
     need_imapflow()
     seed = random.randrange(10**9)
     print(f"seed {seed}")
@@ -64,13 +68,14 @@ def test_imapflow_resync(moat_server, tmp_path, mode):
     for i in range(12):
         assert o.append("INBOX", f"Subject: {i}\r\n\r\nbody\r\n".encode()).ok
     state_path = tmp_path / "state.json"
-    state = run_sync(moat_server, mode, state_path)
+    state = run_sync(moat_server, mode, state_path, comp)
+    assert state["compressed"] == (comp == "compress")
     vanished = changed = 0
     for _ in range(ROUNDS):
         for _ in range(rng.randint(1, 4)):
             other_session_op(rng, o, len(full_fetch(o)))
         ok(o, "NOOP")
-        state = run_sync(moat_server, mode, state_path)
+        state = run_sync(moat_server, mode, state_path, comp)
         truth = {str(uid): sorted(f) for uid, f in full_fetch(o).items()}
         assert state["flags"] == truth, (state, truth)
         vanished += state["vanished"]

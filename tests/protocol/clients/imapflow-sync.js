@@ -1,7 +1,11 @@
 // One synchronisation of a cached INBOX by imapflow (a real client
 // library), for tests/protocol/test_imapflow.py.
 //
-//   node imapflow-sync.js MODE PORT USER PASS STATE.json
+//   node imapflow-sync.js MODE PORT USER PASS STATE.json [COMPRESS]
+//
+// COMPRESS "compress" (the default): imapflow negotiates COMPRESS=DEFLATE
+// as it does when the server offers it, and the run fails if the session
+// was not compressed; "plain": compression disabled.
 //
 // MODE qresync: ENABLE QRESYNC, SELECT (QRESYNC (uidvalidity modseq)),
 // applying the VANISHED (EARLIER) and FETCH it answers; MODE condstore:
@@ -15,13 +19,15 @@ const fs = require('fs');
 const { ImapFlow } = require('imapflow');
 
 async function main() {
-    const [mode, port, user, pass, statePath] = process.argv.slice(2);
+    const [mode, port, user, pass, statePath, comp = 'compress'] =
+        process.argv.slice(2);
     let state = fs.existsSync(statePath) ?
         JSON.parse(fs.readFileSync(statePath, 'utf8')) : null;
     const client = new ImapFlow({
         host: '127.0.0.1', port: Number(port), secure: false,
         doSTARTTLS: false, auth: { user, pass }, logger: false,
         qresync: mode === 'qresync', disableAutoIdle: true,
+        disableCompression: comp !== 'compress',
     });
     const flags = new Map(state ? Object.entries(state.flags)
         .map(([uid, f]) => [Number(uid), new Set(f)]) : []);
@@ -35,6 +41,9 @@ async function main() {
     await client.connect();
     if (mode === 'qresync' && !client.enabled.has('QRESYNC'))
         throw new Error('QRESYNC was not enabled');
+    // imapflow keeps its deflate stream here once COMPRESS succeeded
+    if ((comp === 'compress') !== !!client._deflate)
+        throw new Error(`compression is ${client._deflate ? 'on' : 'off'}`);
     const opts = state && mode === 'qresync' ?
         { uidValidity: BigInt(state.uidValidity),
           changedSince: BigInt(state.highestModseq) } : {};
@@ -69,7 +78,7 @@ async function main() {
         highestModseq: String(box.highestModseq),
         flags: Object.fromEntries([...flags].map(([u, f]) =>
             [u, [...f].filter(x => x !== '\\Recent').sort()])),
-        vanished, changed,
+        vanished, changed, compressed: !!client._deflate,
     };
     await client.logout();
     fs.writeFileSync(statePath, JSON.stringify(out));
