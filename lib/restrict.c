@@ -119,6 +119,12 @@ void restrict_process(const struct restrict_settings *set)
 	/* The uid change left the process non-dumpable; keep it so: a core
 	   of imap-login or auth may hold other users' passwords. */
 	verify_dropped(set);
+	/* Last: the checks above make calls (setuid) no filter allows. */
+	const char *error;
+	if (moat_seccomp_install(set->seccomp_profile, set->seccomp_mode,
+				 &error) < 0)
+		i_fatal("seccomp filter %s: %s",
+			moat_seccomp_profile_name(set->seccomp_profile), error);
 }
 
 void restrict_master_capabilities(const char *const *keep)
