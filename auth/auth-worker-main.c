@@ -134,11 +134,12 @@ int main(void)
 
 	memset(&worker, 0, sizeof(worker));
 	worker.service = master_service_init("auth-worker");
+	/* Before the drop: its seccomp filter has no prctl(). */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		i_fatal("prctl(PR_SET_DUMPABLE) failed: %s", strerror(errno));
 	/* Stays uid 0 (no MOAT_UID): capabilities go, no_new_privs is set. */
 	master_service_drop_privileges(worker.service,
 				       MOAT_SECCOMP_PROFILE_AUTH_WORKER);
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		i_fatal("prctl(PR_SET_DUMPABLE) failed: %s", strerror(errno));
 	worker.master_conn = master_service_connect_master(worker.service,
 		IPC_PROTO_WORKER_MASTER, worker_master_input, &worker);
 	worker.auth_conn = ipc_conn_create(

@@ -5,7 +5,9 @@
    (moat-deliver: lmtp can only add messages, imap-deliver.h) and to
    master over its own socketpair (fd 3, moat-imap-master). Runs as the user's uid/gid (MOAT_UID/MOAT_GID) with
    no capabilities, no_new_privs, the service's vsz_limit and the imap
-   seccomp allowlist (files, but no exec and no socket of its own); no chroot
+   seccomp allowlist (files, but no exec and no socket of its own) and,
+   with landlock = yes, Landlock: it may change files only beneath its
+   home and mail root and read only system directories; no chroot
    (it needs the user's mail files, which it owns). It parses client bytes
    only after dropping privileges, and can reach nothing of other users.
    One process serves all of the user's connections on one event loop. */
@@ -232,6 +234,10 @@ int main(void)
 		i_fatal("%s", error);
 	proc->user.mail_root = root;
 
+	/* Another user's Maildir stays out of reach even under the same
+	   mail_uid: only the home and the mail root can be written. */
+	const char *const rw_paths[] = { home, root, NULL };
+	master_service_set_landlock(proc->service, rw_paths);
 	master_service_drop_privileges(proc->service, MOAT_SECCOMP_PROFILE_IMAP);
 	/* mail files are the user's alone */
 	umask(0077);

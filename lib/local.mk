@@ -13,6 +13,7 @@ lib_libmoat_a_SOURCES = \
 	lib/restrict.c lib/restrict.h \
 	lib/seccomp-filter.h lib/seccomp-private.h \
 	lib/seccomp-install.c lib/seccomp-table.c \
+	lib/landlock.c lib/landlock.h \
 	lib/imap-parser.c lib/imap-parser.h lib/imap-arg.c \
 	lib/imap-seqset-parse.c lib/imap-seqset-parse.h \
 	lib/config-parser.c lib/config-parser.h \

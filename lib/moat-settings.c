@@ -150,6 +150,7 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(ssl_cert_username_field, SET_ENUM, "commonName",
 	       .enum_values = ssl_cert_username_values),
 	GLOBAL(seccomp, SET_ENUM, "yes", .enum_values = seccomp_values),
+	GLOBAL(landlock, SET_BOOL, "yes"),
 };
 
 #define SERVICE(n, t, ...) { .name = #n, .type = (t), \

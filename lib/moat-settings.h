@@ -181,6 +181,8 @@ struct moat_settings {
 	enum moat_ssl_cert_username_field ssl_cert_username_field;
 	/* Syscall allowlists of the children (lib/seccomp-filter.h). */
 	enum moat_seccomp_mode seccomp;
+	/* Landlock for imap: only its own home and mail root (lib/landlock.h). */
+	bool landlock;
 
 	struct moat_service_settings *services;
 	unsigned int service_count;
