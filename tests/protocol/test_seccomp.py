@@ -8,6 +8,7 @@ are tested per profile by tests/unit/test-seccomp.c; here the whole
 server must work under them, which the rest of the suite checks too
 (seccomp = yes is the default)."""
 
+import ctypes
 import os
 import signal
 
@@ -19,6 +20,18 @@ from test_lmtp import MSG, Lmtp, data, fetch_all, start
 
 SECCOMP_FILTER = "2"
 SECCOMP_NONE = "0"
+SYS_LANDLOCK_CREATE_RULESET = 444   # x86_64 and aarch64 alike
+LANDLOCK_CREATE_RULESET_VERSION = 1
+
+
+def landlock_abi():
+    """The kernel's Landlock ABI version, or 0 without Landlock."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), None,
+                       ctypes.c_size_t(0),
+                       ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
+    return max(abi, 0)
 
 
 def status_field(pid, field):
@@ -66,6 +79,11 @@ def test_every_child_filtered(moat_server):
     # master itself is not filtered (it must fork and exec its children)
     assert status_field(moat_server.pid, "Seccomp") == SECCOMP_NONE
     assert c.command("NOOP").ok
+    # imap confined itself with Landlock where the kernel can (ABI 2);
+    # else it said so in one line (tests/unit/test-landlock.c checks
+    # what the confinement allows)
+    without = "landlock: " in moat_server.logs()
+    assert without == (landlock_abi() < 2), moat_server.logs()[-2000:]
 
 
 @root_only
