@@ -7,6 +7,15 @@
 
 #include <stdint.h>
 
+/* A sanitizer build: the lists gain what the runtimes need. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
+#  define MOAT_SECCOMP_SANITIZER 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#    define MOAT_SECCOMP_SANITIZER 1
+#  endif
+#endif
+
 enum seccomp_rule_kind {
 	SECCOMP_RULE_ANY = 0,     /* allowed with any arguments */
 	SECCOMP_RULE_ARG0_EQ,     /* only when argument 0 == value */

@@ -130,14 +130,6 @@ static const struct seccomp_rule pam_rules[] = {
 	ANY(capget), ANY(pselect6), ANY(select),
 };
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
-#  define MOAT_SECCOMP_SANITIZER 1
-#elif defined(__has_feature)
-#  if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-#    define MOAT_SECCOMP_SANITIZER 1
-#  endif
-#endif
-
 #ifdef MOAT_SECCOMP_SANITIZER
 /* What the ASan/UBSan runtimes call while the process runs and while they
    write a report (an alternate signal stack, the dumpable flag, their own
