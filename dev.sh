@@ -19,6 +19,7 @@ DEMO_TLS_PORT=1993
 DEMO_LMTP_PORT=1024
 
 PACKAGES=(build-essential autoconf automake pkg-config libssl-dev libcap-dev
+	libseccomp-dev  # lib/seccomp-*.c: the per-process syscall allowlists
 	libpam0g-dev zlib1g-dev libcrypt-dev libargon2-dev openssl python3-pytest
 	clang libclang-rt-14-dev socat
 	unicode-data  # UnicodeData.txt: lib/unicode-gen builds i;unicode-casemap's tables

@@ -5,7 +5,9 @@
    pam_unix and getspnam() read /etc/shadow (root:shadow 0640: uid 0
    reads it as its owner, without any capability). It keeps uid 0 but
    drops every capability (effective, permitted, inheritable, ambient and
-   bounding), sets no_new_privs and is not dumpable (it sees passwords).
+   bounding), sets no_new_privs, is not dumpable (it sees passwords) and
+   runs under the auth-worker seccomp allowlist (no exec, no ptrace, no
+   setuid: PAM modules still get sockets and files).
    It talks only to master (MASTER_CHANNEL_FD) and to auth (MASTER_AUTH_FD,
    moat-auth-worker); auth is trusted but its records are still bounded
    and checked, a malformed one ends the worker (master starts another).
@@ -132,10 +134,12 @@ int main(void)
 
 	memset(&worker, 0, sizeof(worker));
 	worker.service = master_service_init("auth-worker");
-	/* Stays uid 0 (no MOAT_UID): capabilities go, no_new_privs is set. */
-	master_service_drop_privileges(worker.service);
+	/* Before the drop: its seccomp filter has no prctl(). */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		i_fatal("prctl(PR_SET_DUMPABLE) failed: %s", strerror(errno));
+	/* Stays uid 0 (no MOAT_UID): capabilities go, no_new_privs is set. */
+	master_service_drop_privileges(worker.service,
+				       MOAT_SECCOMP_PROFILE_AUTH_WORKER);
 	worker.master_conn = master_service_connect_master(worker.service,
 		IPC_PROTO_WORKER_MASTER, worker_master_input, &worker);
 	worker.auth_conn = ipc_conn_create(

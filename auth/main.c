@@ -4,8 +4,9 @@
    SECURITY: talks only to master (MASTER_CHANNEL_FD) and to the
    imap-login processes whose sockets master hands it (LOGIN-CONN); it
    has no listening socket and no network access of its own. It runs as
-   default_internal_user (moat-auth), not chrooted, with no capabilities
-   and no_new_privs, and drops privileges before reading any file or
+   default_internal_user (moat-auth), not chrooted, with no capabilities,
+   no_new_privs and the auth seccomp allowlist (files read-only, AF_UNIX
+   sockets only, no exec), and drops privileges before reading any file or
    record. It reads the passwd-files named by passdb/userdb and the
    oauth2-file token file (which must be readable by that user and not by
    imap-login's). Hash checks (crypt, argon2, PBKDF2, SCRAM) run in
@@ -47,7 +48,7 @@ static void auth_init(struct auth *auth)
 	auth->db = auth_db_init(auth->set, &error);
 	if (auth->db == NULL)
 		auth_config_fatal("auth: invalid passdb/userdb settings: %s", error);
-	master_service_drop_privileges(auth->service);
+	master_service_drop_privileges(auth->service, MOAT_SECCOMP_PROFILE_AUTH);
 
 	/* Read the files now so that a permission problem shows at start. */
 	auth_db_preload(auth->db);

@@ -6,7 +6,9 @@
    It talks to master over an inherited socket (fd 3, moat-login-master)
    and to auth over another (fd 5, moat-auth-client); it can reach nothing
    else. It runs as default_login_user (moat-login), chrooted to an empty
-   root-owned directory, with no capabilities and no_new_privs, and drops
+   root-owned directory, with no capabilities, no_new_privs and the
+   imap-login seccomp allowlist (no open, no exec, no socket but the
+   AF_UNIX pairs of its TLS relays, no executable mappings), and drops
    to that state in master_service_drop_privileges() before it accepts a
    single client. It never learns which user a login becomes beyond what
    auth tells it, cannot redeem the token auth gives it (only master can),
@@ -59,7 +61,7 @@ int main(void)
 	   chroot: the TLS key came from master in our settings copy. */
 	lp.ssl_ctx = login_ssl_ctx_init(lp.set);
 
-	master_service_drop_privileges(lp.service);
+	master_service_drop_privileges(lp.service, MOAT_SECCOMP_PROFILE_IMAP_LOGIN);
 
 	login_master_connect(&lp);
 	login_auth_connect(&lp, MASTER_AUTH_FD);

@@ -4,7 +4,10 @@
    after authentication), to lmtp over delivery sockets master hands over
    (moat-deliver: lmtp can only add messages, imap-deliver.h) and to
    master over its own socketpair (fd 3, moat-imap-master). Runs as the user's uid/gid (MOAT_UID/MOAT_GID) with
-   no capabilities, no_new_privs and the service's vsz_limit; no chroot
+   no capabilities, no_new_privs, the service's vsz_limit and the imap
+   seccomp allowlist (files, but no exec and no socket of its own) and,
+   with landlock = yes, Landlock: it may change files only beneath its
+   home and mail root and read only system directories; no chroot
    (it needs the user's mail files, which it owns). It parses client bytes
    only after dropping privileges, and can reach nothing of other users.
    One process serves all of the user's connections on one event loop. */
@@ -231,7 +234,11 @@ int main(void)
 		i_fatal("%s", error);
 	proc->user.mail_root = root;
 
-	master_service_drop_privileges(proc->service);
+	/* Another user's Maildir stays out of reach even under the same
+	   mail_uid: only the home and the mail root can be written. */
+	const char *const rw_paths[] = { home, root, NULL };
+	master_service_set_landlock(proc->service, rw_paths);
+	master_service_drop_privileges(proc->service, MOAT_SECCOMP_PROFILE_IMAP);
 	/* mail files are the user's alone */
 	umask(0077);
 	/* INBOX and the SPECIAL-USE folders (RFC 6154) exist from login on */

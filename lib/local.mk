@@ -11,6 +11,9 @@ lib_libmoat_a_SOURCES = \
 	lib/ktls.c lib/ktls.h \
 	lib/ipc.c lib/ipc.h \
 	lib/restrict.c lib/restrict.h \
+	lib/seccomp-filter.h lib/seccomp-private.h \
+	lib/seccomp-install.c lib/seccomp-table.c \
+	lib/landlock.c lib/landlock.h \
 	lib/imap-parser.c lib/imap-parser.h lib/imap-arg.c \
 	lib/imap-seqset-parse.c lib/imap-seqset-parse.h \
 	lib/config-parser.c lib/config-parser.h \
@@ -30,4 +33,4 @@ lib/unicode-casemap-data.h: lib/unicode-gen$(EXEEXT) $(UNICODE_DATA_DIR)/Unicode
 	$(AM_V_GEN)lib/unicode-gen$(EXEEXT) $(UNICODE_DATA_DIR)/UnicodeData.txt >$@.tmp && \
 		mv -f $@.tmp $@
 
-LIBMOAT = lib/libmoat.a $(CAP_LIBS)
+LIBMOAT = lib/libmoat.a $(CAP_LIBS) $(SECCOMP_LIBS)

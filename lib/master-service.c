@@ -13,6 +13,7 @@ struct master_service {
 	struct ioloop *ioloop;
 	struct moat_settings *set;
 	const struct moat_service_settings *service_set;
+	const char *const *landlock_rw_paths;
 };
 
 const char *master_service_getenv(const char *name)
@@ -96,13 +97,24 @@ static uid_t env_id(const char *name)
 	return (uid_t)id;
 }
 
-void master_service_drop_privileges(struct master_service *service)
+void master_service_set_landlock(struct master_service *service,
+				 const char *const *rw_paths)
+{
+	service->landlock_rw_paths = rw_paths;
+}
+
+void master_service_drop_privileges(struct master_service *service,
+				    enum moat_seccomp_profile seccomp_profile)
 {
 	struct restrict_settings rset = {
 		.uid = env_id("MOAT_UID"),
 		.gid = (gid_t)env_id("MOAT_GID"),
 		.chroot_dir = getenv("MOAT_CHROOT"),
 		.vsz_limit = service->service_set->vsz_limit,
+		.seccomp_profile = seccomp_profile,
+		.seccomp_mode = service->set->seccomp,
+		.landlock_rw_paths = service->set->landlock ?
+			service->landlock_rw_paths : NULL,
 	};
 	if (geteuid() != 0) {
 		i_info("not running as root: %s keeps uid %u (development mode)",
@@ -111,6 +123,10 @@ void master_service_drop_privileges(struct master_service *service)
 		rset.gid = (gid_t)-1;
 	}
 	restrict_process(&rset);
+	if (rset.seccomp_mode == MOAT_SECCOMP_LOG)
+		i_info("seccomp = log: calls outside the %s allowlist are "
+		       "logged by the kernel, not refused",
+		       moat_seccomp_profile_name(seccomp_profile));
 }
 
 struct ipc_conn *

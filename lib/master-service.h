@@ -60,10 +60,16 @@ master_service_get_settings(struct master_service *service);
 const struct moat_service_settings *
 master_service_get_service_settings(struct master_service *service);
 
-/* restrict_process() with MOAT_UID/MOAT_GID/MOAT_CHROOT and the service's
-   vsz_limit. Logs (once) when not running as root that privileges are not
-   dropped (development mode). */
-void master_service_drop_privileges(struct master_service *service);
+/* restrict_process() with MOAT_UID/MOAT_GID/MOAT_CHROOT, the service's
+   vsz_limit and, last, seccomp_profile's filter in the mode of the seccomp
+   setting. Logs (once) when not running as root that privileges are not
+   dropped (development mode), and when seccomp = log. */
+void master_service_drop_privileges(struct master_service *service,
+				    enum moat_seccomp_profile seccomp_profile);
+/* Before the drop: with landlock = yes, confine the process to rw_paths
+   (NULL-terminated, lib/landlock.h; kept by the caller until then). */
+void master_service_set_landlock(struct master_service *service,
+				 const char *const *rw_paths);
 
 /* The channel to master on MASTER_CHANNEL_FD with the given protocol. */
 struct ipc_conn *

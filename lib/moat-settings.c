@@ -21,7 +21,8 @@
 _Static_assert(sizeof(enum moat_fsync_mode) == sizeof(unsigned int),
 	       "SET_ENUM stores enums as unsigned int");
 _Static_assert(sizeof(enum moat_ssl_mode) == sizeof(unsigned int) &&
-	       sizeof(enum moat_ssl_protocol) == sizeof(unsigned int),
+	       sizeof(enum moat_ssl_protocol) == sizeof(unsigned int) &&
+	       sizeof(enum moat_seccomp_mode) == sizeof(unsigned int),
 	       "SET_ENUM stores enums as unsigned int");
 
 static int check_protocols(pool_t pool, const char *value,
@@ -53,6 +54,8 @@ static const char *const ssl_values[] = { "no", "yes", "required", NULL };
 static const char *const ssl_protocol_values[] = {
 	"TLSv1.2", "TLSv1.3", NULL
 };
+/* In the order of enum moat_seccomp_mode. */
+static const char *const seccomp_values[] = { "no", "yes", "log", NULL };
 /* In the order of enum moat_ssl_cert_username_field. */
 static const char *const ssl_cert_username_values[] = {
 	"commonName", "emailAddress", "x500UniqueIdentifier", NULL
@@ -150,6 +153,8 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(ssl_ktls, SET_BOOL, "no"),
 	GLOBAL(ssl_cert_username_field, SET_ENUM, "commonName",
 	       .enum_values = ssl_cert_username_values),
+	GLOBAL(seccomp, SET_ENUM, "yes", .enum_values = seccomp_values),
+	GLOBAL(landlock, SET_BOOL, "yes"),
 };
 
 #define SERVICE(n, t, ...) { .name = #n, .type = (t), \

@@ -8,6 +8,7 @@
 
 #include "mempool.h"
 #include "buffer.h"
+#include "seccomp-filter.h"
 
 enum moat_fsync_mode {
 	MOAT_FSYNC_OPTIMIZED = 0,  /* fsync what an OK promises (default, safe) */
@@ -183,6 +184,10 @@ struct moat_settings {
 	   kernel and OpenSSL offload both directions (lib/ktls.h). */
 	bool ssl_ktls;
 	enum moat_ssl_cert_username_field ssl_cert_username_field;
+	/* Syscall allowlists of the children (lib/seccomp-filter.h). */
+	enum moat_seccomp_mode seccomp;
+	/* Landlock for imap: only its own home and mail root (lib/landlock.h). */
+	bool landlock;
 
 	struct moat_service_settings *services;
 	unsigned int service_count;

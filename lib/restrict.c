@@ -2,12 +2,14 @@
 #include "lib.h"
 #include "restrict.h"
 #include "log.h"
+#include "landlock.h"
 
 #include <grp.h>
 #include <pwd.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #  define MOAT_ASAN 1
@@ -90,6 +92,10 @@ void restrict_process(const struct restrict_settings *set)
 {
 	bool root = geteuid() == 0;
 
+	/* Read the time zone now: the zone file is outside a chroot, and the
+	   seccomp filters of imap-login and lmtp allow no open. glibc keeps
+	   it while TZ stays as it is. */
+	tzset();
 	restrict_rlimits(set);
 	if (set->chroot_dir != NULL && set->chroot_dir[0] != '\0') {
 		if (set->chroot_dir[0] != '/')
@@ -119,6 +125,20 @@ void restrict_process(const struct restrict_settings *set)
 	/* The uid change left the process non-dumpable; keep it so: a core
 	   of imap-login or auth may hold other users' passwords. */
 	verify_dropped(set);
+	const char *error;
+	if (set->landlock_rw_paths != NULL) {
+		int ret = landlock_confine(set->landlock_rw_paths, &error);
+		if (ret < 0)
+			i_fatal("landlock: %s", error);
+		if (ret == 0)
+			i_info("landlock: %s: running without it", error);
+	}
+	/* Last: the checks above make calls (setuid, Landlock's) no filter
+	   allows. */
+	if (moat_seccomp_install(set->seccomp_profile, set->seccomp_mode,
+				 &error) < 0)
+		i_fatal("seccomp filter %s: %s",
+			moat_seccomp_profile_name(set->seccomp_profile), error);
 }
 
 void restrict_master_capabilities(const char *const *keep)

@@ -1,9 +1,14 @@
 #ifndef RESTRICT_H
 #define RESTRICT_H
+
+#include "seccomp-filter.h"
+
 /* Dropping privileges, in one place and one fixed order:
      rlimits, chroot (+ chdir "/"), setgroups, setresgid, setresuid,
      check that root cannot be regained, clear all capabilities (effective,
-     permitted, inheritable, ambient and bounding), no_new_privs.
+     permitted, inheritable, ambient and bounding), no_new_privs,
+     Landlock where asked (landlock.h), and last the process's seccomp
+     filter (seccomp-filter.h).
    Any failure is fatal: a process that could not drop what it should must
    not serve a single byte. Run it in main() before the event loop. */
 
@@ -21,6 +26,13 @@ struct restrict_settings {
 	/* RLIMIT_NPROC = 0 (cannot fork); only effective for non-root uids. */
 	bool no_fork;
 	/* Leave the capability bounding set alone (master keeps some caps). */
+	/* The syscall allowlist installed last; PROFILE_NONE (0) or mode
+	   NO install none. */
+	enum moat_seccomp_profile seccomp_profile;
+	enum moat_seccomp_mode seccomp_mode;
+	/* NULL: no Landlock. Else the directories the process may change
+	   (landlock_confine()); a kernel without Landlock is logged once. */
+	const char *const *landlock_rw_paths;
 };
 
 /* Fatal on any failure. Returns only when every step succeeded. */

@@ -8,7 +8,8 @@
    (moat-deliver), on which it can only add a message. It accepts on the
    listening sockets master opened (fd 5..). It runs as its own user
    (service lmtp's user, moat-lmtp: not imap-login's or auth's), chrooted
-   to an empty root-owned directory, with no capabilities and no_new_privs,
+   to an empty root-owned directory, with no capabilities, no_new_privs and
+   the lmtp seccomp allowlist (no open, no exec, no socket creation),
    dropped to in master_service_drop_privileges() before it accepts a
    single connection. It opens no file: a message lives in a sealed memfd
    that goes to each recipient's imap process, which writes it. A
@@ -142,7 +143,7 @@ int main(void)
 	hostname_init(&proc);
 	listeners_init(&proc);
 
-	master_service_drop_privileges(proc.service);
+	master_service_drop_privileges(proc.service, MOAT_SECCOMP_PROFILE_LMTP);
 	lmtp_master_connect(&proc);
 	lmtp_listen_update(&proc);
 

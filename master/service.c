@@ -334,6 +334,17 @@ static bool child_log_exit(struct child *child, int status)
 {
 	const char *name = child->service->name;
 
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
+		/* The kernel's seccomp kill (lib/seccomp-filter.h): name it, and
+		   say how to learn which call it was. */
+		i_error("service(%s): child %d%s%s killed with signal %d (SIGSYS: "
+			"a system call outside its seccomp allowlist; "
+			"seccomp = log names it in the kernel log, see "
+			"doc/security.md)", name, (int)child->pid,
+			child->user != NULL ? " of user " : "",
+			child->user != NULL ? child->user : "", SIGSYS);
+		return true;
+	}
 	if (WIFSIGNALED(status)) {
 		i_error("service(%s): child %d killed with signal %d%s", name,
 			(int)child->pid, WTERMSIG(status),

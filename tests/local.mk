@@ -15,7 +15,9 @@ UNIT_TESTS = \
 	tests/unit/test-imap-parser \
 	tests/unit/test-imap-seqset-parse \
 	tests/unit/test-config \
-	tests/unit/test-unicode-casemap
+	tests/unit/test-unicode-casemap \
+	tests/unit/test-seccomp \
+	tests/unit/test-landlock
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -31,6 +33,8 @@ tests_unit_test_imap_parser_LDADD = $(UNIT_LDADD)
 tests_unit_test_imap_seqset_parse_LDADD = $(UNIT_LDADD)
 tests_unit_test_config_LDADD = $(UNIT_LDADD)
 tests_unit_test_unicode_casemap_LDADD = $(UNIT_LDADD)
+tests_unit_test_seccomp_LDADD = $(UNIT_LDADD)
+tests_unit_test_landlock_LDADD = $(UNIT_LDADD)
 # the whole table against Python's unicodedata (needs test-unicode-casemap)
 TESTS += tests/unit/check-unicode-casemap-ucd.sh
 EXTRA_DIST += tests/unit/check-unicode-casemap-ucd.sh \

@@ -35,11 +35,11 @@ declare -A deps=(
 	[fuzz-sasl]="-I auth $(ls auth/sasl-*.c auth/password-scheme*.c auth/password-crypto.c auth/password-scram.c | tr '\n' ' ') $LIB -lcrypto -lcrypt -largon2"
 	[fuzz-index-files]="index/mail-index.c index/mail-index-map.c index/mail-index-modseq.c index/mail-index-view.c index/mail-index-transaction.c index/mail-transaction-log.c index/mail-cache.c $LIB -lz"
 	[fuzz-message-parser]="$MIME_ALL lib/imap-parser.c lib/imap-arg.c $LIB"
-	[fuzz-login-session]="-I imap-login $(srcs imap-login) $SESSION $LIB_ALL -lssl -lcrypto -lcap"
+	[fuzz-login-session]="-I imap-login $(srcs imap-login) $SESSION $LIB_ALL -lssl -lcrypto -lcap -lseccomp"
 	[fuzz-config]="lib/config-parser.c lib/moat-settings.c lib/settings-def.c $LIB"
 	[fuzz-ipc]="-I auth auth/auth-worker-protocol.c lib/ipc.c lib/ioloop.c $LIB"
 	[fuzz-lmtp]="-I lmtp lmtp/lmtp-proto.c lmtp/lmtp-data.c $LIB"
-	[fuzz-imap-session]="-I imap $(srcs imap) $INDEX_ALL $MIME_ALL $SESSION $LIB_ALL -lz -lcap -lcrypto"
+	[fuzz-imap-session]="-I imap $(srcs imap) $INDEX_ALL $MIME_ALL $SESSION $LIB_ALL -lz -lcap -lseccomp -lcrypto"
 )
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=gnu11 -g -O1 $SAN -I $build -I lib -I index -I mime"

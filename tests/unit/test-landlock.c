@@ -1,0 +1,165 @@
+/* Unit tests for lib/landlock.c: a forked child confined as the imap
+   process is (its home and mail root writable, the system directories
+   readable) must reach its own Maildir and not another user's, although
+   both belong to the same uid. Needs no root. Skipped, with a line
+   saying so, where the kernel has no Landlock ABI 2. */
+#include "test-common.h"
+#include "landlock.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+/* Child exit codes. */
+#define CHILD_OK 0
+#define CHILD_NO_LANDLOCK 77
+/* 10 + the number of the check that failed */
+#define CHILD_CHECK_BASE 10
+
+#define TEST_PATH_MAX 512
+
+static char home_a[TEST_PATH_MAX], root_a[TEST_PATH_MAX + 16];
+static char home_b[TEST_PATH_MAX], root_b[TEST_PATH_MAX + 16];
+static char path_buf[TEST_PATH_MAX * 2];
+
+static const char *path(const char *dir, const char *rel)
+{
+	(void)snprintf(path_buf, sizeof(path_buf), "%s/%s", dir, rel);
+	return path_buf;
+}
+
+static void make_user(char *home, char *root, const char *name)
+{
+	(void)snprintf(home, TEST_PATH_MAX, "%s/%s", test_tmpdir(), name);
+	(void)snprintf(root, TEST_PATH_MAX + 16, "%s/Maildir", home);
+	static const char *const subdirs[] = { "", "/cur", "/new", "/tmp" };
+	test_assert(mkdir(home, 0700) == 0);
+	for (unsigned int i = 0; i < N_ELEMENTS(subdirs); i++) {
+		char dir[TEST_PATH_MAX + 32];
+		(void)snprintf(dir, sizeof(dir), "%s%s", root, subdirs[i]);
+		test_assert(mkdir(dir, 0700) == 0);
+	}
+	int fd = open(path(root, "cur/1.msg:2,S"), O_WRONLY | O_CREAT, 0600);
+	test_assert(fd >= 0 && write(fd, "Subject: x\r\n\r\n", 14) == 14);
+	close(fd);
+}
+
+static bool can_open(const char *p, int flags)
+{
+	int fd = open(p, flags | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* The checks in the confined child; returns 0 or the failed check's
+   number. */
+static int confined_checks(void)
+{
+	int fd;
+
+	/* another user's Maildir: neither its files nor its listing */
+	if (can_open(path(root_b, "cur/1.msg:2,S"), O_RDONLY) || errno != EACCES)
+		return 1;
+	if (opendir(path(root_b, "cur")) != NULL || errno != EACCES)
+		return 2;
+	if (can_open(path(root_b, "new/2.msg"), O_WRONLY | O_CREAT))
+		return 3;
+	/* beside the homes: nothing new */
+	if (can_open(path(test_tmpdir(), "planted"), O_WRONLY | O_CREAT))
+		return 4;
+	/* its own: read, deliver (tmp/ then rename into new/), move, remove */
+	if (!can_open(path(root_a, "cur/1.msg:2,S"), O_RDONLY))
+		return 5;
+	fd = open(path(root_a, "tmp/2.msg"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, "x", 1) != 1 || ftruncate(fd, 0) < 0)
+		return 6;
+	close(fd);
+	char from[sizeof(path_buf)];
+	memcpy(from, path(root_a, "tmp/2.msg"), sizeof(from));
+	if (rename(from, path(root_a, "new/2.msg")) < 0)
+		return 7;
+	if (mkdir(path(root_a, ".Sub"), 0700) < 0 || rmdir(path_buf) < 0)
+		return 8;
+	if (unlink(path(root_a, "new/2.msg")) < 0)
+		return 9;
+	/* the home beside the Maildir (the index may live there) */
+	if (!can_open(path(home_a, "dovecot-like-file"), O_WRONLY | O_CREAT))
+		return 10;
+	/* system files: read only, nothing executed */
+	if (!can_open("/etc/passwd", O_RDONLY) || can_open("/etc/passwd", O_WRONLY))
+		return 11;
+	char *const argv[] = { (char *)"true", NULL };
+	char *const envp[] = { NULL };
+	if (execve("/bin/true", argv, envp) == 0 || errno != EACCES)
+		return 12;
+	return 0;
+}
+
+static void test_landlock_other_user_unreachable(void)
+{
+	make_user(home_a, root_a, "a");
+	make_user(home_b, root_b, "b");
+
+	pid_t pid = fork();
+	test_assert(pid >= 0);
+	if (pid == 0) {
+		const char *const rw[] = { home_a, root_a, NULL };
+		const char *error;
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			_exit(CHILD_CHECK_BASE);
+		int ret = landlock_confine(rw, &error);
+		if (ret == 0) {
+			fprintf(stderr, "test-landlock: skipped: %s\n", error);
+			_exit(CHILD_NO_LANDLOCK);
+		}
+		if (ret < 0) {
+			fprintf(stderr, "test-landlock: %s\n", error);
+			_exit(CHILD_CHECK_BASE);
+		}
+		int failed = confined_checks();
+		_exit(failed == 0 ? CHILD_OK : CHILD_CHECK_BASE + failed);
+	}
+	int status;
+	test_assert(waitpid(pid, &status, 0) == pid);
+	test_assert(WIFEXITED(status));
+	if (WEXITSTATUS(status) == CHILD_NO_LANDLOCK)
+		return;
+	test_assert_int(WEXITSTATUS(status), CHILD_OK);
+	/* unconfined, the parent still reaches both */
+	test_assert(can_open(path(root_b, "cur/1.msg:2,S"), O_RDONLY));
+}
+
+/* A path that does not exist (a mail root created later) is skipped;
+   the rest still confines. */
+static void test_landlock_missing_path(void)
+{
+	pid_t pid = fork();
+	test_assert(pid >= 0);
+	if (pid == 0) {
+		const char *const rw[] = { home_a, path(home_a, "missing"), "", NULL };
+		const char *error;
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			_exit(CHILD_CHECK_BASE);
+		int ret = landlock_confine(rw, &error);
+		if (ret == 0)
+			_exit(CHILD_NO_LANDLOCK);
+		if (ret < 0)
+			_exit(CHILD_CHECK_BASE);
+		if (!can_open(path(root_a, "cur/1.msg:2,S"), O_RDONLY))
+			_exit(CHILD_CHECK_BASE + 1);
+		if (can_open(path(root_b, "cur/1.msg:2,S"), O_RDONLY))
+			_exit(CHILD_CHECK_BASE + 2);
+		_exit(CHILD_OK);
+	}
+	int status;
+	test_assert(waitpid(pid, &status, 0) == pid);
+	test_assert(WIFEXITED(status) && (WEXITSTATUS(status) == CHILD_OK ||
+					  WEXITSTATUS(status) == CHILD_NO_LANDLOCK));
+}
+
+TEST_MAIN(TEST(test_landlock_other_user_unreachable),
+	  TEST(test_landlock_missing_path))
