@@ -1,0 +1,75 @@
+/* WHO and KICK from moatadm, through master (imap-admin.h). */
+#include "imap-admin.h"
+#include "imap-client.h"
+#include "strfuncs.h"
+
+static bool imap_admin_listed(const char *const *list, unsigned int count,
+			      const char *address)
+{
+	for (unsigned int i = 0; i < count; i++) {
+		if (strcmp(list[i], address) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void imap_admin_who(struct imap_user *user, struct ipc_conn *master,
+			   const char *id)
+{
+	const char *args[IPC_MAX_ARGS];
+	char count_str[32];
+	unsigned int sessions = 0, count = 3;
+
+	args[0] = "WHO-REPLY";
+	args[1] = id;
+	args[2] = count_str;
+	for (struct client *c = user->clients; c != NULL; c = c->next) {
+		if (c->disconnected)
+			continue;
+		sessions++;
+		if (count - 3 < IMAP_ADMIN_WHO_ADDRESSES_MAX &&
+		    !imap_admin_listed(args + 3, count - 3, c->session))
+			args[count++] = c->session;
+	}
+	args[count] = NULL;
+	snprintf(count_str, sizeof(count_str), "%u", sessions);
+	(void)ipc_send(master, args, -1);
+}
+
+static void imap_admin_kick(struct imap_user *user, struct ipc_conn *master,
+			    const char *id, const char *reason)
+{
+	char count_str[32];
+	unsigned int sessions = 0;
+
+	/* client_disconnect() frees from the loop: the list stays valid. */
+	for (struct client *c = user->clients; c != NULL; c = c->next) {
+		if (c->disconnected)
+			continue;
+		client_disconnect(c, reason, "Kicked by the administrator");
+		sessions++;
+	}
+	i_info("kicked %u session(s) (moatadm): %s", sessions, reason);
+	snprintf(count_str, sizeof(count_str), "%u", sessions);
+	(void)ipc_sendv(master, -1, "KICK-REPLY", id, count_str, NULL);
+}
+
+bool imap_admin_input(struct imap_user *user, struct ipc_conn *master,
+		      const char *const *args)
+{
+	unsigned int count = str_array_length(args);
+
+	if (strcmp(args[0], "WHO") == 0) {
+		if (count != 2)
+			i_fatal("master sent an invalid WHO record");
+		imap_admin_who(user, master, args[1]);
+		return true;
+	}
+	if (strcmp(args[0], "KICK") == 0) {
+		if (count != 3)
+			i_fatal("master sent an invalid KICK record");
+		imap_admin_kick(user, master, args[1], args[2]);
+		return true;
+	}
+	return false;
+}
