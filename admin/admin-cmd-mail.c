@@ -361,7 +361,7 @@ int admin_cmd_quota(struct admin_ctx *ctx, int argc, char **argv)
    SEARCHRES): the next command works on them without moatadm holding
    the list, which grows with the mailbox. */
 static int admin_mail_select_query(struct admin_ctx *ctx,
-				   struct admin_imap *imap, bool write,
+				   struct admin_imap *imap,
 				   const char *mailbox, int argc, char **argv)
 {
 	const char *program, *error, *name;
@@ -372,8 +372,7 @@ static int admin_mail_select_query(struct admin_ctx *ctx,
 	if (admin_mailbox_names(ctx, 1, (char **)&mailbox, &name) != 0)
 		return ADMIN_EXIT_USAGE;
 	int ret = admin_mail_run(ctx, imap, mailbox,
-		p_strdup_printf(ctx->pool, "%s %s", write ? "SELECT" : "EXAMINE",
-				name), NULL, NULL);
+		p_strdup_printf(ctx->pool, "EXAMINE %s", name), NULL, NULL);
 	if (ret != 0)
 		return ret;
 	return admin_mail_run(ctx, imap, "search",
@@ -387,7 +386,6 @@ struct admin_fetch_ctx {
 	/* indexes into admin_fetch_fields, in the order asked */
 	unsigned int fields[N_ELEMENTS(admin_fetch_fields)];
 	unsigned int field_count;
-	unsigned int expunged;
 };
 
 /* N FETCH (KEY value KEY value ...) */
@@ -403,9 +401,6 @@ static void admin_fetch_untagged(void *context, const char *resp, size_t len)
 	memset(found, 0, sizeof(found));
 	admin_imap_value_next(pool, &pos, end, &seq);
 	admin_imap_value_next(pool, &pos, end, &word);
-	if (word.type == ADMIN_IMAP_VALUE_ATOM &&
-	    (strcasecmp(word.data, "EXPUNGE") == 0))
-		fctx->expunged++;
 	if (word.type != ADMIN_IMAP_VALUE_ATOM ||
 	    strcasecmp(word.data, "FETCH") != 0) {
 		pool_unref(&pool);
@@ -506,7 +501,7 @@ static int admin_search_or_fetch(struct admin_ctx *ctx, int argc, char **argv,
 	int ret = admin_mail_open(ctx, user, &imap);
 	if (ret != 0)
 		return ret;
-	ret = admin_mail_select_query(ctx, imap, false, mailbox, argc - first,
+	ret = admin_mail_select_query(ctx, imap, mailbox, argc - first,
 				      argv + first);
 	if (ret != 0) {
 		admin_imap_close(&imap);
@@ -532,11 +527,73 @@ int admin_cmd_fetch(struct admin_ctx *ctx, int argc, char **argv)
 	return admin_search_or_fetch(ctx, argc, argv, true);
 }
 
+/* Expunge works through the mailbox in UID ranges of this many: each
+   range's matches (an ESEARCH ALL set) stay small whatever the mailbox
+   holds, and moat's UID EXPUNGE takes explicit sets, not "$". */
+#define ADMIN_EXPUNGE_UID_RANGE 1000
+
+struct admin_expunge_ctx {
+	pool_t pool;
+	uint32_t uidnext;
+	const char *set;          /* the range's matches, NULL for none */
+	unsigned int expunged;
+};
+
+/* SELECT's "OK [UIDNEXT n]", ESEARCH's "... ALL set", EXPUNGE lines. */
+static void admin_expunge_untagged(void *context, const char *resp, size_t len)
+{
+	struct admin_expunge_ctx *ectx = context;
+	const char *line = p_strndup(ectx->pool, resp, len);
+	const char *p;
+	unsigned int num;
+
+	if (str_begins(line, "OK [UIDNEXT ", &p)) {
+		char *digits = p_strndup(ectx->pool, p, strspn(p, "0123456789"));
+		if (str_to_uint(digits, &num) == 0)
+			ectx->uidnext = num;
+	} else if (str_begins(line, "ESEARCH ", NULL) &&
+		   (p = strstr(line, " ALL ")) != NULL) {
+		p += 5;
+		ectx->set = p_strndup(ectx->pool, p, strspn(p, "0123456789:,"));
+	} else if (len > 8 && strcmp(line + len - 8, " EXPUNGE") == 0) {
+		ectx->expunged++;
+	}
+}
+
+static int admin_expunge_range(struct admin_ctx *ctx, struct admin_imap *imap,
+			       struct admin_expunge_ctx *ectx, uint32_t lo,
+			       const char *program)
+{
+	uint32_t hi = lo + ADMIN_EXPUNGE_UID_RANGE - 1;
+	pool_t pool = pool_create("admin expunge range", 1024);
+	int ret;
+
+	ectx->pool = pool;
+	ectx->set = NULL;
+	ret = admin_mail_run(ctx, imap, "search", p_strdup_printf(pool,
+		"UID SEARCH RETURN (ALL) UID %u:%u %s", lo, hi, program),
+		admin_expunge_untagged, ectx);
+	if (ret == 0 && ectx->set != NULL && ectx->set[0] != '\0') {
+		ret = admin_mail_run(ctx, imap, "store", p_strdup_printf(pool,
+			"UID STORE %s +FLAGS.SILENT (\\Deleted)", ectx->set),
+			NULL, NULL);
+		/* UID EXPUNGE (RFC 4315): only the matches go, not other
+		   messages someone marked \Deleted. */
+		if (ret == 0)
+			ret = admin_mail_run(ctx, imap, "expunge",
+				p_strdup_printf(pool, "UID EXPUNGE %s", ectx->set),
+				admin_expunge_untagged, ectx);
+	}
+	ectx->pool = ctx->pool;
+	pool_unref(&pool);
+	return ret;
+}
+
 int admin_cmd_expunge(struct admin_ctx *ctx, int argc, char **argv)
 {
 	static const char *const numeric[] = { "expunged", NULL };
-	struct admin_fetch_ctx fctx = { .field_count = 0 };
-	const char *user;
+	struct admin_expunge_ctx ectx = { .pool = ctx->pool };
+	const char *user, *program, *error, *name;
 	struct admin_imap *imap;
 	char num[32];
 
@@ -544,25 +601,27 @@ int admin_cmd_expunge(struct admin_ctx *ctx, int argc, char **argv)
 	if (first < 0 || argc - first < 2)
 		return admin_usage(ctx, "expunge -u USER MAILBOX QUERY...");
 	const char *mailbox = argv[first++];
+	if (admin_query_build(ctx->pool, argc - first, argv + first, time(NULL),
+			      &program, &error) < 0)
+		return admin_fail(ctx, ADMIN_EXIT_USAGE, "usage", "%s", error);
+	if (admin_mailbox_names(ctx, 1, (char **)&mailbox, &name) != 0)
+		return ADMIN_EXIT_USAGE;
 	int ret = admin_mail_open(ctx, user, &imap);
 	if (ret != 0)
 		return ret;
-	ret = admin_mail_select_query(ctx, imap, true, mailbox, argc - first,
-				      argv + first);
-	/* UID EXPUNGE $ (RFC 4315): only the matches go, not other
-	   messages someone marked \Deleted. */
-	if (ret == 0)
-		ret = admin_mail_run(ctx, imap, "store",
-			"UID STORE $ +FLAGS.SILENT (\\Deleted)", NULL, NULL);
-	if (ret == 0)
-		ret = admin_mail_run(ctx, imap, "expunge", "UID EXPUNGE $",
-				     admin_fetch_untagged, &fctx);
+	ret = admin_mail_run(ctx, imap, mailbox,
+		p_strdup_printf(ctx->pool, "SELECT %s", name),
+		admin_expunge_untagged, &ectx);
+	/* Messages that arrive meanwhile get UIDs >= uidnext: not ours. */
+	for (uint32_t lo = 1; ret == 0 && lo < ectx.uidnext;
+	     lo += ADMIN_EXPUNGE_UID_RANGE)
+		ret = admin_expunge_range(ctx, imap, &ectx, lo, program);
 	admin_imap_close(&imap);
 	if (ret != 0)
 		return ret;
 	struct admin_output *out =
 		admin_output_begin(ctx, ADMIN_OUTPUT_OBJECT, numeric);
-	snprintf(num, sizeof(num), "%u", fctx.expunged);
+	snprintf(num, sizeof(num), "%u", ectx.expunged);
 	admin_output_rowv(out, "mailbox", mailbox, "expunged", num, NULL);
 	return admin_output_end(&out, 0, NULL, NULL);
 }
