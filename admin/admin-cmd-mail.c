@@ -334,15 +334,39 @@ static void admin_quota_untagged(void *context, const char *resp, size_t len)
 	pool_unref(&pool);
 }
 
+static void admin_row_to_output(void *context, const char *const *kv)
+{
+	admin_output_row(context, kv);
+}
+
+/* quota recalc: the imap process walks the Maildir (MAILOP). */
+static int admin_quota_recalc(struct admin_ctx *ctx, const char *user)
+{
+	static const char *const numeric[] = {
+		"storage_bytes", "messages", NULL
+	};
+	const char *args[] = { "MAILOP", user, "quota-recalc", NULL };
+	const char *code, *text;
+
+	struct admin_output *out =
+		admin_output_begin(ctx, ADMIN_OUTPUT_OBJECT, numeric);
+	int ret = admin_conn_request(ctx, args, admin_row_to_output, out, NULL,
+				     &code, &text);
+	return admin_output_end(&out, ret, code, text);
+}
+
 int admin_cmd_quota(struct admin_ctx *ctx, int argc, char **argv)
 {
 	static const char *const numeric[] = { "usage", "limit", NULL };
 	const char *user, *text, *code;
 	struct admin_imap *imap;
 
-	if (argc < 2 || strcmp(argv[1], "get") != 0 ||
+	if (argc < 2 || (strcmp(argv[1], "get") != 0 &&
+			 strcmp(argv[1], "recalc") != 0) ||
 	    admin_mail_user_opt(argc - 1, argv + 1, &user) != argc - 1)
-		return admin_usage(ctx, "quota get -u USER");
+		return admin_usage(ctx, "quota get|recalc -u USER");
+	if (strcmp(argv[1], "recalc") == 0)
+		return admin_quota_recalc(ctx, user);
 	int ret = admin_mail_open(ctx, user, &imap);
 	if (ret != 0)
 		return ret;

@@ -1,6 +1,7 @@
 /* WHO and KICK from moatadm, through master (imap-admin.h). */
 #include "imap-admin.h"
 #include "imap-client.h"
+#include "mailbox-quota.h"
 #include "strfuncs.h"
 
 static bool imap_admin_listed(const char *const *list, unsigned int count,
@@ -54,6 +55,30 @@ static void imap_admin_kick(struct imap_user *user, struct ipc_conn *master,
 	(void)ipc_sendv(master, -1, "KICK-REPLY", id, count_str, NULL);
 }
 
+/* Walks every folder (as a missing maildirsize would): the loop waits
+   meanwhile, which the admin asked for. */
+static void imap_admin_quota_recalc(struct imap_user *user,
+				    struct ipc_conn *master, const char *id)
+{
+	struct mailbox_quota_usage usage;
+	const char *error;
+	char storage[32], messages[32];
+
+	if (mailbox_quota_recalc(user->mail_root, &user->quota, &usage,
+				 &error) < 0) {
+		i_error("quota recalc (moatadm) failed: %s", error);
+		(void)ipc_sendv(master, -1, "ADMIN-OP-REPLY", id, "fail", error,
+				NULL);
+		return;
+	}
+	i_info("quota recalculated (moatadm): %lld bytes, %lld messages",
+	       (long long)usage.storage, (long long)usage.messages);
+	snprintf(storage, sizeof(storage), "%lld", (long long)usage.storage);
+	snprintf(messages, sizeof(messages), "%lld", (long long)usage.messages);
+	(void)ipc_sendv(master, -1, "ADMIN-OP-REPLY", id, "ok", "",
+			"storage_bytes", storage, "messages", messages, NULL);
+}
+
 bool imap_admin_input(struct imap_user *user, struct ipc_conn *master,
 		      const char *const *args)
 {
@@ -63,6 +88,12 @@ bool imap_admin_input(struct imap_user *user, struct ipc_conn *master,
 		if (count != 2)
 			i_fatal("master sent an invalid WHO record");
 		imap_admin_who(user, master, args[1]);
+		return true;
+	}
+	if (strcmp(args[0], "ADMIN-OP") == 0) {
+		if (count != 3 || strcmp(args[2], "quota-recalc") != 0)
+			i_fatal("master sent an invalid ADMIN-OP record");
+		imap_admin_quota_recalc(user, master, args[1]);
 		return true;
 	}
 	if (strcmp(args[0], "KICK") == 0) {

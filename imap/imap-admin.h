@@ -4,6 +4,9 @@
    (moat-imap-master, doc/architecture.md):
      WHO <id>           -> WHO-REPLY <id> <sessions> <address>...
      KICK <id> <reason> -> KICK-REPLY <id> <sessions ended>
+     ADMIN-OP <id> quota-recalc
+                        -> ADMIN-OP-REPLY <id> ok|fail <text>
+                           [<key> <value>]...
    Master is trusted: a malformed record is fatal, as for its others. */
 
 #include "imap-common.h"

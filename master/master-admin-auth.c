@@ -72,6 +72,41 @@ static void admin_mail_session(struct admin_request *req,
 	close(pair[1]);
 }
 
+static void admin_mailop_timeout(void *context)
+{
+	struct admin_request *req = context;
+
+	req->to = NULL;
+	admin_request_fail(req, "tempfail", "the mail process did not answer "
+			   "in time (it may still finish)");
+}
+
+/* The user's imap process, the one writer of the user's files, does it:
+   ADMIN-OP <id> <op>. */
+static void admin_mailop_send(struct admin_request *req,
+			      const char *const *fields)
+{
+	struct master *master = req->client->admin->master;
+	const char *error;
+
+	struct child *imap = imap_get_user(master, fields, &error);
+	if (imap == NULL) {
+		admin_request_fail(req, "tempfail", error);
+		return;
+	}
+	if (ipc_sendv(imap->conn, -1, "ADMIN-OP", req->id, req->op, NULL) < 0) {
+		admin_request_fail(req, "tempfail", "mail process unavailable");
+		return;
+	}
+	i_info("moatadm: %s of user %s by uid %u", req->op, fields[0],
+	       (unsigned)req->client->uid);
+	req->waiting = i_malloc(sizeof(pid_t));
+	req->waiting[0] = imap->pid;
+	req->waiting_count = 1;
+	req->to = timeout_add(master->ioloop, ADMIN_MAILOP_TIMEOUT_MSECS,
+			      admin_mailop_timeout, req);
+}
+
 static void admin_user_send(struct admin_request *req,
 			    const char *const *fields)
 {
@@ -95,7 +130,8 @@ bool master_admin_auth_reply(struct master *master, const char *const *args)
 		return false;
 	struct admin_request *req = admin_request_find(master->admin, args[1]);
 	if (req == NULL ||
-	    (req->kind != ADMIN_REQ_USER && req->kind != ADMIN_REQ_MAIL))
+	    (req->kind != ADMIN_REQ_USER && req->kind != ADMIN_REQ_MAIL &&
+	     req->kind != ADMIN_REQ_MAILOP))
 		return true;   /* its client went away meanwhile */
 	if (strcmp(args[0], "USERDB-NOTFOUND") == 0) {
 		admin_request_fail(req, "notfound", "No such user");
@@ -108,8 +144,10 @@ bool master_admin_auth_reply(struct master *master, const char *const *args)
 	timeout_remove(&req->to);
 	if (req->kind == ADMIN_REQ_USER)
 		admin_user_send(req, args + 2);
-	else
+	else if (req->kind == ADMIN_REQ_MAIL)
 		admin_mail_session(req, args + 2);
+	else
+		admin_mailop_send(req, args + 2);
 	return true;
 }
 

@@ -139,7 +139,7 @@ static void admin_imap_ask(struct admin_request *req, const char *name)
 			      admin_imap_timeout, req);
 }
 
-static struct admin_request *
+struct admin_request *
 admin_imap_request_of(struct master *master, pid_t pid, const char *id)
 {
 	if (master->admin == NULL || id == NULL)
@@ -151,11 +151,38 @@ admin_imap_request_of(struct master *master, pid_t pid, const char *id)
 }
 
 /* WHO-REPLY <id> <sessions> <address>... / KICK-REPLY <id> <sessions> */
+/* ADMIN-OP-REPLY <id> ok|notfound|fail <text> [<key> <value>]... */
+static void admin_mailop_reply(struct child *imap, const char *const *args)
+{
+	unsigned int count = str_array_length(args);
+	struct admin_request *req = count < 4 || count % 2 != 0 ? NULL :
+		admin_imap_request_of(imap->master, imap->pid, args[1]);
+
+	if (req == NULL) {
+		if (count < 4 || count % 2 != 0)
+			i_error("imap process %d sent a malformed ADMIN-OP-REPLY",
+				(int)imap->pid);
+		return;
+	}
+	if (strcmp(args[2], "ok") == 0) {
+		if (count > 4)
+			admin_send_row(req->client, args + 4);
+		admin_request_done(req);
+	} else {
+		admin_request_fail(req, strcmp(args[2], "notfound") == 0 ?
+				   "notfound" : "tempfail", args[3]);
+	}
+}
+
 bool master_admin_imap_reply(struct child *imap, const char *const *args)
 {
 	bool who = strcmp(args[0], "WHO-REPLY") == 0;
 	unsigned int sessions;
 
+	if (strcmp(args[0], "ADMIN-OP-REPLY") == 0) {
+		admin_mailop_reply(imap, args);
+		return true;
+	}
 	if (!who && strcmp(args[0], "KICK-REPLY") != 0)
 		return false;
 	unsigned int count = str_array_length(args);
@@ -206,6 +233,11 @@ void master_admin_imap_gone(struct child *imap)
 		struct admin_request *req = c->req;
 		if (req == NULL || !admin_is_waiting(req, imap->pid))
 			continue;
+		if (req->kind == ADMIN_REQ_MAILOP) {
+			admin_request_fail(req, "tempfail",
+					   "the mail process went away");
+			continue;
+		}
 		admin_waiting_remove(req, imap->pid);
 		if (req->waiting_count == 0) {
 			timeout_remove(&req->to);
@@ -301,6 +333,7 @@ static const struct admin_cmd_def admin_cmds[] = {
 	{ "USER", 1, ADMIN_REQ_USER, true },
 	{ "MAIL", 1, ADMIN_REQ_MAIL, true },
 	{ "AUTH-TEST", 2, ADMIN_REQ_AUTH_TEST, true },
+	{ "MAILOP", 2, ADMIN_REQ_MAILOP, true },
 };
 
 static void admin_cmd_start(struct admin_conn *client,
@@ -338,6 +371,14 @@ static void admin_cmd_start(struct admin_conn *client,
 		i_info("moatadm kick of user %s by uid %u: %s", req->user,
 		       (unsigned)client->uid, req->reason);
 		admin_imap_ask(req, "KICK");
+		break;
+	case ADMIN_REQ_MAILOP:
+		if (strcmp(args[2], "quota-recalc") != 0) {
+			admin_request_fail(req, "usage", "Unknown mail operation");
+			return;
+		}
+		req->op = i_strdup(args[2]);
+		admin_auth_userdb(req);
 		break;
 	case ADMIN_REQ_USER:
 	case ADMIN_REQ_MAIL:

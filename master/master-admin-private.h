@@ -11,6 +11,7 @@ enum admin_request_kind {
 	ADMIN_REQ_USER,
 	ADMIN_REQ_MAIL,
 	ADMIN_REQ_AUTH_TEST,
+	ADMIN_REQ_MAILOP,
 };
 
 struct admin_conn;
@@ -22,6 +23,7 @@ struct admin_request {
 	char id[32];              /* "admin-N": sent to auth and imap */
 	char *user;
 	char *reason;             /* KICK */
+	char *op;                 /* MAILOP */
 	/* imap processes asked (WHO, STATS, KICK) that have not answered */
 	pid_t *waiting;
 	unsigned int waiting_count;
@@ -78,6 +80,9 @@ struct admin_request *admin_request_find(struct master_admin *admin,
 					 const char *id);
 
 /* master-admin-cmd.c: the requests */
+/* The request with id that waits for the imap process pid, or NULL. */
+struct admin_request *admin_imap_request_of(struct master *master, pid_t pid,
+					    const char *id);
 void admin_cmd_dispatch(struct admin_conn *client, const char *const *args);
 /* A request's resources (not the struct): timers, sockets, lists. */
 void admin_request_cleanup(struct admin_request *req);

@@ -166,6 +166,7 @@ static void admin_request_free(struct admin_request **_req)
 	admin_request_cleanup(req);
 	free(req->user);
 	free(req->reason);
+	free(req->op);
 	free(req);
 }
 

@@ -6,12 +6,15 @@
    (SO_PEERCRED, SO_PEERGROUPS) and serves one request at a time:
 
      WHO | KICK <user> <reason> | RELOAD | STOP | LOG | STATS |
-     USER <user> | AUTH-TEST <user> <b64:password> | MAIL <user>
+     USER <user> | AUTH-TEST <user> <b64:password> | MAIL <user> |
+     MAILOP <user> <op>
 
    answered by ROW records (<key> <value> pairs), then DONE, or
    FAIL <code> <text> with code usage, notfound, refused or tempfail.
    MAIL answers MAIL-OK <user> +fd: a stream socket that the user's imap
-   process serves as an already logged-in IMAP session. */
+   process serves as an already logged-in IMAP session. MAILOP has the
+   user's imap process (spawned if needed) do what IMAP cannot:
+   quota-recalc. */
 
 #include "master-common.h"
 
@@ -28,6 +31,8 @@
 /* Longest a request waits for auth or an imap process; then it
    answers what it has (WHO, STATS) or fails with tempfail. */
 #define ADMIN_REQUEST_TIMEOUT_MSECS 10000
+/* A MAILOP walks a user's whole Maildir (quota-recalc). */
+#define ADMIN_MAILOP_TIMEOUT_MSECS 120000
 /* Warnings and errors kept for LOG, each cut to ADMIN_LOG_LINE_MAX. */
 #define ADMIN_LOG_RING_SIZE 100
 #define ADMIN_LOG_LINE_MAX 1024
@@ -56,7 +61,8 @@ void master_admin_lmtp_rcpt_ok(struct master *master);
 /* A USERDB-* answer of auth whose id is an admin request's: handled,
    true. Otherwise false (someone else's). */
 bool master_admin_auth_reply(struct master *master, const char *const *args);
-/* WHO-REPLY or KICK-REPLY of an imap process: true if it was one. */
+/* WHO-REPLY, KICK-REPLY or ADMIN-OP-REPLY of an imap process: true if
+   it was one. */
 bool master_admin_imap_reply(struct child *imap, const char *const *args);
 /* An imap process's channel closed: no answer will come from it. */
 void master_admin_imap_gone(struct child *imap);

@@ -165,3 +165,25 @@ def test_quota_get(moat_server):
     assert rows["MESSAGE"]["usage"] == 4 and rows["MESSAGE"]["limit"] == 100
     assert rows["STORAGE"]["limit"] == 1024
     assert rows["STORAGE"]["usage"] >= 1
+
+
+@pytest.mark.moat_settings(quota_storage="1M", quota_messages=100)
+def test_quota_recalc_counts_what_other_writers_left(moat_server):
+    fill_inbox(moat_server)
+    moat_server.close_clients()
+    # another Maildir writer, which does not know maildirsize
+    extra = message("dropped in")
+    path = moat_server.maildir("testuser1") / "cur" / "1700000000.M1P1.other:2,S"
+    path.write_bytes(extra)
+    moat_server.chown_home(moat_server.users["testuser1"])
+    r = moatadm(moat_server, "quota", "recalc", "-u", "testuser1", json_out=True)
+    assert r.returncode == 0, (r, moat_server.logs())
+    got = as_json(r)
+    assert got["messages"] == 5
+    assert got["storage_bytes"] >= len(extra)
+    rows = {row["resource"]: row for row in as_json(
+        moatadm(moat_server, "quota", "get", "-u", "testuser1", json_out=True))}
+    assert rows["MESSAGE"]["usage"] == 5
+    assert "quota recalculated (moatadm)" in moat_server.logs()
+    bad = moatadm(moat_server, "quota", "recalc", "-u", "nobody-here")
+    assert bad.returncode == EX_NOUSER, bad
