@@ -40,21 +40,96 @@ static const struct admin_fetch_field admin_fetch_fields[] = {
 	{ "text", "BODY.PEEK[]", "BODY[]" },
 };
 
-/* -u USER before the command's other arguments (getopt over argv, whose
-   argv[0] is the subcommand). Returns the index of the first other
-   argument, or -1 (usage). */
-static int admin_mail_user_opt(int argc, char **argv, const char **user_r)
+/* -u USER (or -A, where all_r is not NULL) before the command's other
+   arguments (getopt over argv, whose argv[0] is the subcommand). Returns
+   the index of the first other argument, or -1 (usage). */
+static int admin_mail_user_opt_all(int argc, char **argv, const char **user_r,
+				   bool *all_r)
 {
+	bool all = false;
 	int c;
 
 	*user_r = NULL;
 	optind = 0;
-	while ((c = getopt(argc, argv, "+u:")) != -1) {
-		if (c != 'u')
+	while ((c = getopt(argc, argv, all_r != NULL ? "+u:A" : "+u:")) != -1) {
+		if (c == 'u')
+			*user_r = optarg;
+		else if (c == 'A')
+			all = true;
+		else
 			return -1;
-		*user_r = optarg;
 	}
-	return *user_r == NULL ? -1 : optind;
+	if (all_r != NULL)
+		*all_r = all;
+	if ((*user_r == NULL) == !all)
+		return -1;   /* one of -u and -A */
+	return optind;
+}
+
+static int admin_mail_user_opt(int argc, char **argv, const char **user_r)
+{
+	return admin_mail_user_opt_all(argc, argv, user_r, NULL);
+}
+
+/* ---- -A: every user of the passwd-file userdbs ---- */
+
+struct admin_users {
+	char **names;
+	unsigned int count, alloc;
+};
+
+static void admin_users_row(void *context, const char *const *kv)
+{
+	struct admin_users *users = context;
+
+	if (kv[0] == NULL || kv[1] == NULL || strcmp(kv[0], "user") != 0)
+		return;
+	if (users->count == users->alloc) {
+		users->alloc = users->alloc == 0 ? 64 : users->alloc * 2;
+		users->names = i_realloc(users->names,
+					 i_mul_size(users->alloc, sizeof(char *)));
+	}
+	users->names[users->count++] = i_strdup(kv[1]);
+}
+
+static void admin_users_free(struct admin_users *users)
+{
+	for (unsigned int i = 0; i < users->count; i++)
+		free(users->names[i]);
+	free(users->names);
+}
+
+typedef int admin_user_func_t(struct admin_ctx *ctx, const char *user,
+			      struct admin_output *out, void *context);
+
+/* func for each user, rows prefixed with the user; a user whose answer
+   is "not found" (no such mailbox) is skipped. Returns the exit code of
+   the last failure, 0 if none. */
+static int admin_for_users(struct admin_ctx *ctx, struct admin_output *out,
+			   admin_user_func_t *func, void *context)
+{
+	const char *args[] = { "USERS", NULL };
+	struct admin_users users = { .count = 0 };
+	const char *code, *text;
+	int worst = 0;
+
+	int ret = admin_conn_request(ctx, args, admin_users_row, &users, NULL,
+				     &code, &text);
+	if (ret != 0) {
+		admin_users_free(&users);
+		ctx->errors_to_stderr = true;
+		return admin_fail(ctx, ret, code, "%s", text);
+	}
+	ctx->errors_to_stderr = true;
+	for (unsigned int i = 0; i < users.count; i++) {
+		admin_output_set_prefix(out, "user", users.names[i]);
+		ret = func(ctx, users.names[i], out, context);
+		if (ret != 0 && ret != ADMIN_EXIT_NOTFOUND)
+			worst = ret;
+	}
+	admin_output_set_prefix(out, NULL, NULL);
+	admin_users_free(&users);
+	return worst;
 }
 
 static int admin_mail_open(struct admin_ctx *ctx, const char *user,
@@ -340,43 +415,66 @@ static void admin_row_to_output(void *context, const char *const *kv)
 }
 
 /* quota recalc: the imap process walks the Maildir (MAILOP). */
-static int admin_quota_recalc(struct admin_ctx *ctx, const char *user)
+static int admin_quota_recalc_user(struct admin_ctx *ctx, const char *user,
+				   struct admin_output *out,
+				   void *context ATTR_UNUSED)
 {
-	static const char *const numeric[] = {
-		"storage_bytes", "messages", NULL
-	};
 	const char *args[] = { "MAILOP", user, "quota-recalc", NULL };
 	const char *code, *text;
 
-	struct admin_output *out =
-		admin_output_begin(ctx, ADMIN_OUTPUT_OBJECT, numeric);
 	int ret = admin_conn_request(ctx, args, admin_row_to_output, out, NULL,
 				     &code, &text);
-	return admin_output_end(&out, ret, code, text);
+	if (ret != 0)
+		return admin_fail(ctx, ret, code, "%s: %s", user, text);
+	return 0;
 }
 
-int admin_cmd_quota(struct admin_ctx *ctx, int argc, char **argv)
+static int admin_quota_get_user(struct admin_ctx *ctx, const char *user,
+				struct admin_output *out,
+				void *context ATTR_UNUSED)
 {
-	static const char *const numeric[] = { "usage", "limit", NULL };
-	const char *user, *text, *code;
 	struct admin_imap *imap;
+	const char *text, *code;
 
-	if (argc < 2 || (strcmp(argv[1], "get") != 0 &&
-			 strcmp(argv[1], "recalc") != 0) ||
-	    admin_mail_user_opt(argc - 1, argv + 1, &user) != argc - 1)
-		return admin_usage(ctx, "quota get|recalc -u USER");
-	if (strcmp(argv[1], "recalc") == 0)
-		return admin_quota_recalc(ctx, user);
 	int ret = admin_mail_open(ctx, user, &imap);
 	if (ret != 0)
 		return ret;
-	struct admin_output *out =
-		admin_output_begin(ctx, ADMIN_OUTPUT_TABLE, numeric);
 	ret = admin_imap_run(imap, "GETQUOTAROOT \"INBOX\"",
 			     admin_quota_untagged, out, &text);
 	admin_imap_close(&imap);
 	int exit_code = admin_mail_exit(ret, text, &code);
-	return admin_output_end(&out, exit_code, code, text);
+	if (exit_code != 0)
+		return admin_fail(ctx, exit_code, code, "%s: %s", user, text);
+	return 0;
+}
+
+int admin_cmd_quota(struct admin_ctx *ctx, int argc, char **argv)
+{
+	static const char *const get_numeric[] = { "usage", "limit", NULL };
+	static const char *const recalc_numeric[] = {
+		"storage_bytes", "messages", NULL
+	};
+	const char *user;
+	bool all;
+
+	if (argc < 2 || (strcmp(argv[1], "get") != 0 &&
+			 strcmp(argv[1], "recalc") != 0) ||
+	    admin_mail_user_opt_all(argc - 1, argv + 1, &user, &all) != argc - 1)
+		return admin_usage(ctx, "quota get|recalc -u USER | -A");
+	bool recalc = strcmp(argv[1], "recalc") == 0;
+	admin_user_func_t *func = recalc ? admin_quota_recalc_user :
+		admin_quota_get_user;
+	struct admin_output *out = admin_output_begin(ctx,
+		recalc && !all ? ADMIN_OUTPUT_OBJECT : ADMIN_OUTPUT_TABLE,
+		recalc ? recalc_numeric : get_numeric);
+	int ret = all ? admin_for_users(ctx, out, func, NULL) :
+		func(ctx, user, out, NULL);
+	if (ret != 0 && !all) {
+		admin_output_abort(&out);   /* reported where it happened */
+		return ret;
+	}
+	return admin_output_end(&out, ret, ret == 0 ? NULL : "failed",
+				"some users failed (see above)");
 }
 
 /* ---- search, fetch, expunge ---- */
@@ -613,39 +711,60 @@ static int admin_expunge_range(struct admin_ctx *ctx, struct admin_imap *imap,
 	return ret;
 }
 
-int admin_cmd_expunge(struct admin_ctx *ctx, int argc, char **argv)
+struct admin_expunge_args {
+	const char *mailbox, *name, *program;
+};
+
+static int admin_expunge_user(struct admin_ctx *ctx, const char *user,
+			      struct admin_output *out, void *context)
 {
-	static const char *const numeric[] = { "expunged", NULL };
+	const struct admin_expunge_args *args = context;
 	struct admin_expunge_ctx ectx = { .pool = ctx->pool };
-	const char *user, *program, *error, *name;
 	struct admin_imap *imap;
 	char num[32];
 
-	int first = admin_mail_user_opt(argc, argv, &user);
-	if (first < 0 || argc - first < 2)
-		return admin_usage(ctx, "expunge -u USER MAILBOX QUERY...");
-	const char *mailbox = argv[first++];
-	if (admin_query_build(ctx->pool, argc - first, argv + first, time(NULL),
-			      &program, &error) < 0)
-		return admin_fail(ctx, ADMIN_EXIT_USAGE, "usage", "%s", error);
-	if (admin_mailbox_names(ctx, 1, (char **)&mailbox, &name) != 0)
-		return ADMIN_EXIT_USAGE;
 	int ret = admin_mail_open(ctx, user, &imap);
 	if (ret != 0)
 		return ret;
-	ret = admin_mail_run(ctx, imap, mailbox,
-		p_strdup_printf(ctx->pool, "SELECT %s", name),
+	ret = admin_mail_run(ctx, imap, args->mailbox,
+		p_strdup_printf(ctx->pool, "SELECT %s", args->name),
 		admin_expunge_untagged, &ectx);
 	/* Messages that arrive meanwhile get UIDs >= uidnext: not ours. */
 	for (uint32_t lo = 1; ret == 0 && lo < ectx.uidnext;
 	     lo += ADMIN_EXPUNGE_UID_RANGE)
-		ret = admin_expunge_range(ctx, imap, &ectx, lo, program);
+		ret = admin_expunge_range(ctx, imap, &ectx, lo, args->program);
 	admin_imap_close(&imap);
 	if (ret != 0)
 		return ret;
-	struct admin_output *out =
-		admin_output_begin(ctx, ADMIN_OUTPUT_OBJECT, numeric);
 	snprintf(num, sizeof(num), "%u", ectx.expunged);
-	admin_output_rowv(out, "mailbox", mailbox, "expunged", num, NULL);
-	return admin_output_end(&out, 0, NULL, NULL);
+	admin_output_rowv(out, "mailbox", args->mailbox, "expunged", num, NULL);
+	return 0;
+}
+
+int admin_cmd_expunge(struct admin_ctx *ctx, int argc, char **argv)
+{
+	static const char *const numeric[] = { "expunged", NULL };
+	struct admin_expunge_args args;
+	const char *user, *error;
+	bool all;
+
+	int first = admin_mail_user_opt_all(argc, argv, &user, &all);
+	if (first < 0 || argc - first < 2)
+		return admin_usage(ctx, "expunge -u USER | -A MAILBOX QUERY...");
+	args.mailbox = argv[first++];
+	if (admin_query_build(ctx->pool, argc - first, argv + first, time(NULL),
+			      &args.program, &error) < 0)
+		return admin_fail(ctx, ADMIN_EXIT_USAGE, "usage", "%s", error);
+	if (admin_mailbox_names(ctx, 1, (char **)&args.mailbox, &args.name) != 0)
+		return ADMIN_EXIT_USAGE;
+	struct admin_output *out = admin_output_begin(ctx,
+		all ? ADMIN_OUTPUT_TABLE : ADMIN_OUTPUT_OBJECT, numeric);
+	int ret = all ? admin_for_users(ctx, out, admin_expunge_user, &args) :
+		admin_expunge_user(ctx, user, out, &args);
+	if (ret != 0 && !all) {
+		admin_output_abort(&out);   /* reported where it happened */
+		return ret;
+	}
+	return admin_output_end(&out, ret, "failed",
+				"some users failed (see above)");
 }

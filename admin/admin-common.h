@@ -24,6 +24,9 @@ struct admin_ctx {
 	const char *config_path;
 	struct moat_settings *set;
 	bool json;
+	/* -A runs one command per user into one document: a user's failure
+	   goes to stderr as text, not as the document */
+	bool errors_to_stderr;
 	pool_t pool;              /* lives for the whole run */
 };
 

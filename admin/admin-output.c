@@ -18,6 +18,7 @@ struct admin_output {
 	pool_t row_pool;          /* the row being built; emptied per row */
 	struct admin_output_field fields[ADMIN_OUTPUT_FIELDS_MAX];
 	unsigned int field_count;
+	const char *prefix_key, *prefix_value;
 };
 
 struct admin_output *admin_output_begin(struct admin_ctx *ctx,
@@ -165,11 +166,21 @@ static void admin_output_text_row(struct admin_output *out)
 	}
 }
 
+void admin_output_set_prefix(struct admin_output *out, const char *key,
+			     const char *value)
+{
+	out->prefix_key = key;
+	out->prefix_value = value;
+}
+
 void admin_output_row_begin(struct admin_output *out)
 {
 	if (out->row_pool == NULL)
 		out->row_pool = pool_create("admin output row", 4096);
 	out->field_count = 0;
+	if (out->prefix_key != NULL)
+		admin_output_field(out, out->prefix_key, out->prefix_value,
+				   strlen(out->prefix_value));
 }
 
 void admin_output_field(struct admin_output *out, const char *key,
@@ -220,6 +231,16 @@ void admin_output_rowv(struct admin_output *out, ...)
 	admin_output_row(out, kv);
 }
 
+void admin_output_abort(struct admin_output **_out)
+{
+	struct admin_output *out = *_out;
+
+	*_out = NULL;
+	if (out->row_pool != NULL)
+		pool_unref(&out->row_pool);
+	fflush(stdout);
+}
+
 int admin_output_end(struct admin_output **_out, int exit_code,
 		     const char *code, const char *text)
 {
@@ -229,7 +250,7 @@ int admin_output_end(struct admin_output **_out, int exit_code,
 	*_out = NULL;
 	if (out->row_pool != NULL)
 		pool_unref(&out->row_pool);
-	if (exit_code != 0 && out->rows == 0)
+	if (exit_code != 0 && out->rows == 0 && !ctx->errors_to_stderr)
 		return admin_fail(ctx, exit_code, code, "%s", text);
 	if (ctx->json) {
 		if (out->shape != ADMIN_OUTPUT_OBJECT)

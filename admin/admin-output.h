@@ -24,6 +24,10 @@ struct admin_output;
 struct admin_output *admin_output_begin(struct admin_ctx *ctx,
 					enum admin_output_shape shape,
 					const char *const *numeric_keys);
+/* Every following row starts with the field key = value (moatadm -A:
+   the user). NULL key: none. The strings must outlive the rows. */
+void admin_output_set_prefix(struct admin_output *out, const char *key,
+			     const char *value);
 /* kv: key, value, key, value, ..., NULL. Every row of a TABLE has the
    first row's keys. */
 void admin_output_row(struct admin_output *out, const char *const *kv);
@@ -36,10 +40,14 @@ void admin_output_field(struct admin_output *out, const char *key,
 			const void *data, size_t size);
 void admin_output_row_end(struct admin_output *out);
 /* Close the document. With a failure code (exit_code != 0) the JSON
-   error document replaces an empty result; after printed rows the
-   error goes to stderr. Returns exit_code. */
+   error document replaces an empty result (not with -A, whose users'
+   failures went to stderr); otherwise the error goes to stderr after
+   the document. Returns exit_code. */
 int admin_output_end(struct admin_output **out, int exit_code,
 		     const char *code, const char *text);
+
+/* Drop an output whose command failed before any row and reported it. */
+void admin_output_abort(struct admin_output **out);
 
 /* JSON string of size bytes to stdout (quotes included); invalid UTF-8
    bytes become U+FFFD. */

@@ -77,7 +77,7 @@ int admin_fail(struct admin_ctx *ctx, int exit_code, const char *code,
 	va_start(va, fmt);
 	vsnprintf(text, sizeof(text), fmt, va);
 	va_end(va);
-	if (ctx->json) {
+	if (ctx->json && !ctx->errors_to_stderr) {
 		fputs("{\"error\": {\"code\": ", stdout);
 		admin_json_string(code != NULL ? code : "error",
 				  strlen(code != NULL ? code : "error"));

@@ -18,5 +18,6 @@ master_moat_SOURCES = \
 	master/master-admin.c \
 	master/master-admin-cmd.c \
 	master/master-admin-log.c \
-	master/master-admin-auth.c
+	master/master-admin-auth.c \
+	master/master-admin-users.c
 master_moat_LDADD = $(LIBMOAT)

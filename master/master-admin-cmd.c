@@ -397,7 +397,7 @@ void admin_cmd_dispatch(struct admin_conn *client, const char *const *args)
 	struct admin_request *req;
 
 	if (strcmp(args[0], "RELOAD") == 0 || strcmp(args[0], "STOP") == 0 ||
-	    strcmp(args[0], "LOG") == 0) {
+	    strcmp(args[0], "LOG") == 0 || strcmp(args[0], "USERS") == 0) {
 		req = i_malloc(sizeof(*req));
 		req->client = client;
 		client->req = req;
@@ -407,6 +407,8 @@ void admin_cmd_dispatch(struct admin_conn *client, const char *const *args)
 			admin_cmd_reload(req);
 		else if (args[0][0] == 'S')
 			admin_cmd_stop(req);
+		else if (args[0][0] == 'U')
+			admin_users_send(req);
 		else {
 			admin_log_send(client);
 			admin_request_done(req);

@@ -87,6 +87,9 @@ void admin_cmd_dispatch(struct admin_conn *client, const char *const *args);
 /* A request's resources (not the struct): timers, sockets, lists. */
 void admin_request_cleanup(struct admin_request *req);
 
+/* master-admin-users.c: USERS (moatadm -A) */
+void admin_users_send(struct admin_request *req);
+
 /* master-admin-log.c: the ring of warnings and errors */
 void admin_log_init(struct master_admin *admin);
 void admin_log_deinit(struct master_admin *admin);

@@ -7,7 +7,7 @@
 
      WHO | KICK <user> <reason> | RELOAD | STOP | LOG | STATS |
      USER <user> | AUTH-TEST <user> <b64:password> | MAIL <user> |
-     MAILOP <user> <op>
+     MAILOP <user> <op> | USERS
 
    answered by ROW records (<key> <value> pairs), then DONE, or
    FAIL <code> <text> with code usage, notfound, refused or tempfail.

@@ -187,3 +187,36 @@ def test_quota_recalc_counts_what_other_writers_left(moat_server):
     assert "quota recalculated (moatadm)" in moat_server.logs()
     bad = moatadm(moat_server, "quota", "recalc", "-u", "nobody-here")
     assert bad.returncode == EX_NOUSER, bad
+
+
+@pytest.mark.moat_settings(quota_messages=100)
+def test_all_users_expunge_and_quota(moat_server):
+    """-A: every user of the passwd-file userdb, one document."""
+    fill_inbox(moat_server)
+    c2 = moat_server.login("testuser2")
+    assert c2.append("INBOX", message("for two"), flags=["\\Deleted"]).ok
+    assert c2.command("CREATE Retention").ok
+    r = moatadm(moat_server, "expunge", "-A", "INBOX", "deleted", json_out=True)
+    assert r.returncode == 0, (r, moat_server.logs())
+    rows = {row["user"]: row for row in as_json(r)}
+    assert set(rows) == {"testuser1", "testuser2"}
+    assert rows["testuser1"]["expunged"] == 1
+    assert rows["testuser2"]["expunged"] == 1
+    assert rows["testuser1"]["mailbox"] == "INBOX"
+    # a user without the mailbox is skipped, not a failure
+    r = moatadm(moat_server, "expunge", "-A", "Retention", "all", json_out=True)
+    assert r.returncode == 0, r
+    assert [row["user"] for row in as_json(r)] == ["testuser2"]
+    r = moatadm(moat_server, "quota", "recalc", "-A")
+    assert r.returncode == 0, r
+    lines = r.stdout.splitlines()
+    assert lines[0] == "user\tstorage_bytes\tmessages"
+    assert sorted(line.split("\t")[0] for line in lines[1:]) == ["testuser1", "testuser2"]
+    assert {line.split("\t")[0]: line.split("\t")[2] for line in lines[1:]} == {
+        "testuser1": "3", "testuser2": "0"}
+    got = as_json(moatadm(moat_server, "quota", "get", "-A", json_out=True))
+    assert {row["user"] for row in got} == {"testuser1", "testuser2"}
+    # -u and -A together, or neither, is a usage error
+    assert moatadm(moat_server, "expunge", "-A", "-u", "testuser1", "INBOX",
+                   "all").returncode == EX_USAGE
+    assert moatadm(moat_server, "quota", "get").returncode == EX_USAGE
