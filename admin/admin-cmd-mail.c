@@ -419,7 +419,7 @@ static int admin_quota_recalc_user(struct admin_ctx *ctx, const char *user,
 				   struct admin_output *out,
 				   void *context ATTR_UNUSED)
 {
-	const char *args[] = { "MAILOP", user, "quota-recalc", NULL };
+	const char *args[] = { "MAILOP", user, "quota-recalc", "", NULL };
 	const char *code, *text;
 
 	int ret = admin_conn_request(ctx, args, admin_row_to_output, out, NULL,
@@ -767,4 +767,27 @@ int admin_cmd_expunge(struct admin_ctx *ctx, int argc, char **argv)
 	}
 	return admin_output_end(&out, ret, "failed",
 				"some users failed (see above)");
+}
+
+/* ---- index check ---- */
+
+int admin_cmd_index(struct admin_ctx *ctx, int argc, char **argv)
+{
+	static const char *const numeric[] = {
+		"messages", "uidvalidity", "uidnext", NULL
+	};
+	const char *user, *code, *text;
+
+	if (argc < 2 || strcmp(argv[1], "check") != 0)
+		return admin_usage(ctx, "index check -u USER [MAILBOX]");
+	int first = admin_mail_user_opt(argc - 1, argv + 1, &user);
+	if (first < 0 || argc - 1 - first > 1)
+		return admin_usage(ctx, "index check -u USER [MAILBOX]");
+	const char *mailbox = argc - 1 - first == 1 ? argv[1 + first] : "";
+	const char *args[] = { "MAILOP", user, "index-check", mailbox, NULL };
+	struct admin_output *out =
+		admin_output_begin(ctx, ADMIN_OUTPUT_TABLE, numeric);
+	int ret = admin_conn_request(ctx, args, admin_row_to_output, out, NULL,
+				     &code, &text);
+	return admin_output_end(&out, ret, code, text);
 }

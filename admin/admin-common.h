@@ -60,5 +60,6 @@ int admin_cmd_quota(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_search(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_fetch(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_expunge(struct admin_ctx *ctx, int argc, char **argv);
+int admin_cmd_index(struct admin_ctx *ctx, int argc, char **argv);
 
 #endif

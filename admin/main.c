@@ -24,6 +24,7 @@ static const struct admin_cmd admin_cmds[] = {
 	{ "auth", admin_cmd_auth, true },
 	{ "expunge", admin_cmd_expunge, true },
 	{ "fetch", admin_cmd_fetch, true },
+	{ "index", admin_cmd_index, true },
 	{ "kick", admin_cmd_kick, true },
 	{ "log", admin_cmd_log, true },
 	{ "mailbox", admin_cmd_mailbox, true },
@@ -45,7 +46,8 @@ static void ATTR_NORETURN usage(int code)
 		"  who | kick USER [REASON] | reload | stop | log | stats\n"
 		"  user USER | auth test USER [PASSWORD] | pw [moat-pw options]\n"
 		"  mailbox list|status|create|delete|rename -u USER ...\n"
-		"  quota get -u USER\n"
+		"  quota get|recalc -u USER | -A\n"
+		"  index check -u USER [MAILBOX]\n"
 		"  search -u USER MAILBOX QUERY...\n"
 		"  fetch -u USER MAILBOX FIELDS QUERY...\n"
 		"  expunge -u USER MAILBOX QUERY...\n"
@@ -65,6 +67,8 @@ int admin_exit_code(const char *fail_code)
 		return ADMIN_EXIT_REFUSED;
 	if (strcmp(fail_code, "tempfail") == 0)
 		return ADMIN_EXIT_TEMPFAIL;
+	if (strcmp(fail_code, "failed") == 0)
+		return ADMIN_EXIT_FAILED;
 	return ADMIN_EXIT_SOFTWARE;
 }
 

@@ -4,8 +4,11 @@
    (moat-imap-master, doc/architecture.md):
      WHO <id>           -> WHO-REPLY <id> <sessions> <address>...
      KICK <id> <reason> -> KICK-REPLY <id> <sessions ended>
-     ADMIN-OP <id> quota-recalc
-                        -> ADMIN-OP-REPLY <id> ok|fail <text>
+     ADMIN-OP <id> quota-recalc ""
+     ADMIN-OP <id> index-check <mailbox, UTF-8; "" = all>
+                        -> ADMIN-OP-ROW <id> <key> <value>... (index-check:
+                           one per mailbox), then
+                           ADMIN-OP-REPLY <id> ok|notfound|failed|fail <text>
                            [<key> <value>]...
    Master is trusted: a malformed record is fatal, as for its others. */
 

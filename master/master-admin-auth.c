@@ -94,7 +94,8 @@ static void admin_mailop_send(struct admin_request *req,
 		admin_request_fail(req, "tempfail", error);
 		return;
 	}
-	if (ipc_sendv(imap->conn, -1, "ADMIN-OP", req->id, req->op, NULL) < 0) {
+	if (ipc_sendv(imap->conn, -1, "ADMIN-OP", req->id, req->op,
+		      req->reason, NULL) < 0) {
 		admin_request_fail(req, "tempfail", "mail process unavailable");
 		return;
 	}

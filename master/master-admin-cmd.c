@@ -170,8 +170,20 @@ static void admin_mailop_reply(struct child *imap, const char *const *args)
 		admin_request_done(req);
 	} else {
 		admin_request_fail(req, strcmp(args[2], "notfound") == 0 ?
-				   "notfound" : "tempfail", args[3]);
+				   "notfound" : strcmp(args[2], "failed") == 0 ?
+				   "failed" : "tempfail", args[3]);
 	}
+}
+
+/* ADMIN-OP-ROW <id> <key> <value>...: one row of a MAILOP's answer. */
+static void admin_mailop_row(struct child *imap, const char *const *args)
+{
+	unsigned int count = str_array_length(args);
+	struct admin_request *req = count < 2 || count % 2 != 0 ? NULL :
+		admin_imap_request_of(imap->master, imap->pid, args[1]);
+
+	if (req != NULL)
+		admin_send_row(req->client, args + 2);
 }
 
 bool master_admin_imap_reply(struct child *imap, const char *const *args)
@@ -181,6 +193,10 @@ bool master_admin_imap_reply(struct child *imap, const char *const *args)
 
 	if (strcmp(args[0], "ADMIN-OP-REPLY") == 0) {
 		admin_mailop_reply(imap, args);
+		return true;
+	}
+	if (strcmp(args[0], "ADMIN-OP-ROW") == 0) {
+		admin_mailop_row(imap, args);
 		return true;
 	}
 	if (!who && strcmp(args[0], "KICK-REPLY") != 0)
@@ -333,7 +349,7 @@ static const struct admin_cmd_def admin_cmds[] = {
 	{ "USER", 1, ADMIN_REQ_USER, true },
 	{ "MAIL", 1, ADMIN_REQ_MAIL, true },
 	{ "AUTH-TEST", 2, ADMIN_REQ_AUTH_TEST, true },
-	{ "MAILOP", 2, ADMIN_REQ_MAILOP, true },
+	{ "MAILOP", 3, ADMIN_REQ_MAILOP, true },
 };
 
 static void admin_cmd_start(struct admin_conn *client,
@@ -373,11 +389,14 @@ static void admin_cmd_start(struct admin_conn *client,
 		admin_imap_ask(req, "KICK");
 		break;
 	case ADMIN_REQ_MAILOP:
-		if (strcmp(args[2], "quota-recalc") != 0) {
+		if ((strcmp(args[2], "quota-recalc") != 0 &&
+		     strcmp(args[2], "index-check") != 0) ||
+		    (args[3][0] != '\0' && !admin_field_ok(args[3], ADMIN_USER_MAX))) {
 			admin_request_fail(req, "usage", "Unknown mail operation");
 			return;
 		}
 		req->op = i_strdup(args[2]);
+		req->reason = i_strdup(args[3]);   /* the op's argument */
 		admin_auth_userdb(req);
 		break;
 	case ADMIN_REQ_USER:

@@ -7,14 +7,15 @@
 
      WHO | KICK <user> <reason> | RELOAD | STOP | LOG | STATS |
      USER <user> | AUTH-TEST <user> <b64:password> | MAIL <user> |
-     MAILOP <user> <op> | USERS
+     MAILOP <user> <op> <arg> | USERS
 
    answered by ROW records (<key> <value> pairs), then DONE, or
    FAIL <code> <text> with code usage, notfound, refused or tempfail.
    MAIL answers MAIL-OK <user> +fd: a stream socket that the user's imap
    process serves as an already logged-in IMAP session. MAILOP has the
    user's imap process (spawned if needed) do what IMAP cannot:
-   quota-recalc. */
+   quota-recalc, index-check <mailbox or "">. FAIL codes also "failed"
+   (the operation found a problem: an inconsistent index). */
 
 #include "master-common.h"
 
