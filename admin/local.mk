@@ -13,6 +13,8 @@ admin_moatadm_SOURCES = \
 	admin/admin-output.c admin/admin-output.h \
 	admin/admin-cmd-server.c \
 	admin/admin-cmd-pw.c \
+	admin/admin-mail.c admin/admin-mail.h \
+	admin/admin-cmd-mailbox.c \
 	admin/admin-cmd-mail.c
 admin_moatadm_CPPFLAGS = $(AM_CPPFLAGS) -DMOAT_SBINDIR=\"$(sbindir)\"
 admin_moatadm_LDADD = admin/libadmin.a $(LIBINDEX) $(LIBMOAT)
