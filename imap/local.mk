@@ -18,6 +18,7 @@ imap_imap_SOURCES = \
 	imap/imap-mailbox.c imap/imap-mailbox.h \
 	imap/imap-list.c imap/imap-list.h \
 	imap/imap-status.c imap/imap-status.h \
+	imap/imap-admin.c imap/imap-admin.h \
 	imap/cmd-create.c \
 	imap/cmd-delete.c \
 	imap/cmd-list.c \

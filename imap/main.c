@@ -13,6 +13,7 @@
    One process serves all of the user's connections on one event loop. */
 #include "imap-common.h"
 #include "imap-client.h"
+#include "imap-admin.h"
 #include "imap-deliver.h"
 #include "imap-quota.h"
 #include "master-service.h"
@@ -200,6 +201,8 @@ static void master_input(void *context, const char *const *args, int fd)
 			master_service_stop(proc->service);
 		return;
 	}
+	if (imap_admin_input(&proc->user, proc->master, args))
+		return;
 	i_fatal("master sent an unknown record");
 }
 

@@ -27,7 +27,8 @@ index_libindex_a_SOURCES = \
 	index/mailbox-import.c \
 	index/mailbox-delivery.c \
 	index/mailbox-quota.c index/mailbox-quota.h \
-	index/mailbox-quota-account.c index/mailbox-quota-warning.c
+	index/mailbox-quota-account.c index/mailbox-quota-warning.c \
+	index/mailbox-check.c index/mailbox-check.h
 LIBINDEX = index/libindex.a
 
 INDEX_TEST_LDADD = $(LIBINDEX) $(LIBMAILINDEX) tests/unit/libtest.a $(LIBMOAT) \

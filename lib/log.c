@@ -14,6 +14,8 @@ static const char *log_prefix = "";
 static char *log_context;
 static bool log_timestamps, log_debug_enabled;
 static int log_fd = STDERR_FILENO;
+static log_hook_t *log_hook;
+static void *log_hook_context;
 
 static const char *const level_names[] = {
 	"debug", "info", "warning", "error", "fatal"
@@ -28,6 +30,12 @@ void log_init(const char *prefix, bool timestamps)
 void log_set_fd(int fd)
 {
 	log_fd = fd;
+}
+
+void log_set_hook(log_hook_t *hook, void *context)
+{
+	log_hook = hook;
+	log_hook_context = context;
 }
 
 void log_set_debug(bool enabled)
@@ -63,6 +71,7 @@ void log_write_line(const char *prefix, const char *text, size_t len)
 	int ret = snprintf(line + pos, LOG_LINE_MAX - pos, "%s", prefix);
 	if (ret > 0)
 		pos = MIN(pos + (size_t)ret, (size_t)LOG_LINE_MAX - 1);
+	size_t text_start = pos;
 	for (size_t i = 0; i < len && pos < LOG_LINE_MAX; i++) {
 		unsigned char c = (unsigned char)text[i];
 		/* Children's lines may echo client bytes: no control chars. */
@@ -70,6 +79,9 @@ void log_write_line(const char *prefix, const char *text, size_t len)
 	}
 	line[pos++] = '\n';
 	(void)!write(log_fd, line, pos);
+	if (log_hook != NULL)
+		log_hook(log_hook_context, prefix, line + text_start,
+			 pos - 1 - text_start);
 }
 
 void log_vwrite(enum log_level level, const char *fmt, va_list args)
@@ -81,6 +93,7 @@ void log_vwrite(enum log_level level, const char *fmt, va_list args)
 	if (level == LOG_DEBUG && !log_debug_enabled)
 		return;
 	pos = log_timestamp(line, sizeof(line));
+	size_t text_start = pos + strlen(log_prefix);
 	ret = snprintf(line + pos, LOG_LINE_MAX - pos, "%s%s: %s%s",
 		       log_prefix, level_names[level],
 		       log_context != NULL ? log_context : "",
@@ -97,6 +110,10 @@ void log_vwrite(enum log_level level, const char *fmt, va_list args)
 	}
 	line[pos++] = '\n';
 	(void)!write(log_fd, line, pos);
+	if (log_hook != NULL)
+		log_hook(log_hook_context, log_prefix,
+			 line + MIN(text_start, pos - 1),
+			 pos - 1 - MIN(text_start, pos - 1));
 }
 
 #define LOG_FUNC(name, level) \

@@ -18,6 +18,15 @@ void log_set_debug(bool enabled);
    the prefix, so grep works on user names. */
 void log_set_context(const char *context);
 
+/* Called after each line went out (debug lines only when enabled): master
+   keeps its recent warnings and errors for moatadm. prefix is the line's
+   ("master: ", a child's "imap(user)[pid]: "); text the rest without the
+   LF, starting with "level: " (a child's line as the child wrote it,
+   control bytes replaced). Must not log. NULL removes it. */
+typedef void log_hook_t(void *context, const char *prefix, const char *text,
+			size_t len);
+void log_set_hook(log_hook_t *hook, void *context);
+
 void i_debug(const char *fmt, ...) ATTR_FORMAT(1, 2);
 void i_info(const char *fmt, ...) ATTR_FORMAT(1, 2);
 void i_warning(const char *fmt, ...) ATTR_FORMAT(1, 2);

@@ -74,6 +74,7 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(default_internal_user, SET_STRING, "moat-auth",
 	       .flags = SET_FLAG_NONEMPTY),
 	GLOBAL(protocols, SET_STRING, "imap", .check = check_protocols),
+	GLOBAL(admin_group, SET_STRING, ""),
 	GLOBAL(mail_location, SET_STRING, "maildir:~/Maildir",
 	       .check = check_mail_location),
 	GLOBAL(mail_uid, SET_STRING, ""),

@@ -83,6 +83,9 @@ struct moat_settings {
 	const char *default_login_user;     /* imap-login's uid */
 	const char *default_internal_user;  /* auth's uid */
 	const char *protocols;
+	/* The group (besides root) that may use master's admin socket
+	   (moatadm); "" = root only. */
+	const char *admin_group;
 
 	/* mail */
 	const char *mail_location;   /* "maildir:~/Maildir" */

@@ -2,6 +2,7 @@
    token; master redeems the token with auth (imap-login cannot), then
    passes the fd to the user's imap process. */
 #include "master-common.h"
+#include "master-admin.h"
 #include "strfuncs.h"
 
 #include <signal.h>
@@ -135,6 +136,7 @@ static void handoff_route(struct master *master, struct handoff *handoff,
 	i_info("login: user=<%s>, method=%s, rip=%s, lip=%s, tls=%s, pid=%d",
 	       args[2], handoff->fields[HF_MECH], handoff->fields[HF_RIP],
 	       handoff->fields[HF_LIP], handoff->fields[HF_TLS], (int)imap->pid);
+	master_admin_login_ok(master);
 	handoff_reply(handoff, "HANDOFF-OK", NULL);
 }
 

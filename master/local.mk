@@ -12,5 +12,12 @@ master_moat_SOURCES = \
 	master/service-auth-worker.c \
 	master/service-imap.c \
 	master/service-lmtp.c \
-	master/handoff.c
+	master/handoff.c \
+	master/master-admin.h \
+	master/master-admin-private.h \
+	master/master-admin.c \
+	master/master-admin-cmd.c \
+	master/master-admin-log.c \
+	master/master-admin-auth.c \
+	master/master-admin-users.c
 master_moat_LDADD = $(LIBMOAT)

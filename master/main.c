@@ -9,6 +9,7 @@
    between its children; it never reads a byte a client sent. Started
    without root (development) everything runs as the invoking user. */
 #include "master-common.h"
+#include "master-admin.h"
 #include "restrict.h"
 
 #include <fcntl.h>
@@ -153,18 +154,19 @@ static void sig_term(void *context)
 	services_stop(master);
 }
 
-static void sig_hup(void *context)
+int master_reload(struct master *master, const char **error_r)
 {
-	struct master *master = context;
+	static char error_buf[512];
 	const char *error;
 	struct moat_settings *old = master->set;
 
-	i_info("SIGHUP: reloading %s", master->config_path);
 	master->set = NULL;
 	if (master_settings_load(master, master->config_path, &error) < 0) {
 		master->set = old;
 		i_error("reload failed, keeping the old settings: %s", error);
-		return;
+		snprintf(error_buf, sizeof(error_buf), "%s", error);
+		*error_r = error_buf;
+		return -1;
 	}
 	moat_settings_free(&old);
 	services_init(master);
@@ -179,6 +181,17 @@ static void sig_hup(void *context)
 	master->config_fd = master_settings_create_fd(master->set, false);
 	master->login_config_fd = master_settings_create_fd(master->set, true);
 	services_reload(master);
+	master_admin_reload(master);
+	return 0;
+}
+
+static void sig_hup(void *context)
+{
+	struct master *master = context;
+	const char *error;
+
+	i_info("SIGHUP: reloading %s", master->config_path);
+	(void)master_reload(master, &error);
 }
 
 static void daemonize(void)
@@ -264,6 +277,7 @@ int main(int argc, char *argv[])
 
 	master.ioloop = io_loop_create();
 	login_limits_init(&master);
+	master_admin_init(&master);
 	io_loop_add_signal(master.ioloop, SIGCHLD, sig_chld, &master);
 	io_loop_add_signal(master.ioloop, SIGTERM, sig_term, &master);
 	io_loop_add_signal(master.ioloop, SIGINT, sig_term, &master);
@@ -274,6 +288,7 @@ int main(int argc, char *argv[])
 	io_loop_run(master.ioloop);
 
 	i_info("stopped");
+	master_admin_deinit(&master);
 	login_limits_deinit(&master);
 	master_listeners_close(&master);
 	(void)unlink(master.pid_path);

@@ -109,7 +109,12 @@ struct master {
 	unsigned int next_lmtp_rcpt_id;
 	struct timeout *stop_timeout;
 	struct timeout *idle_check_timeout;   /* idle_kill of imap-login */
+	struct master_admin *admin;   /* the admin socket (master-admin.h) */
 };
+
+/* main.c: re-read the config (SIGHUP, moatadm reload). On failure the
+   old settings stay and *error_r says why. */
+int master_reload(struct master *master, const char **error_r);
 
 /* master-settings.c */
 int master_settings_load(struct master *master, const char *path,

@@ -1,5 +1,6 @@
 /* The auth process: spawning it and its channel (moat-auth-master). */
 #include "master-common.h"
+#include "master-admin.h"
 
 #include <signal.h>
 
@@ -61,8 +62,10 @@ void auth_input(void *context, const char *const *args, int fd)
 	}
 	if (strcmp(args[0], "USER") == 0 || strcmp(args[0], "NOTFOUND") == 0)
 		handoff_auth_reply(master, args);
-	else if (strncmp(args[0], "USERDB-", 7) == 0)
-		lmtp_rcpt_auth_reply(master, args);
+	else if (strncmp(args[0], "USERDB-", 7) == 0) {
+		if (!master_admin_auth_reply(master, args))
+			lmtp_rcpt_auth_reply(master, args);
+	}
 	else {
 		i_error("auth sent an unknown record %s, restarting it", args[0]);
 		child_kill(child, SIGKILL);

@@ -1,6 +1,7 @@
 /* Per-user imap processes: one per user, serving all of the user's
    connections; spawned on the first login, gone after a linger time. */
 #include "master-common.h"
+#include "master-admin.h"
 #include "strfuncs.h"
 
 #include <signal.h>
@@ -121,6 +122,7 @@ void imap_input(void *context, const char *const *args, int fd)
 
 	if (args == NULL) {
 		ipc_conn_destroy(&child->conn);
+		master_admin_imap_gone(child);
 		return;
 	}
 	if (fd >= 0) {
@@ -134,6 +136,8 @@ void imap_input(void *context, const char *const *args, int fd)
 		   reaches the process before SHUTDOWN-OK does. */
 		child->shutdown_requested = true;
 		(void)ipc_sendv(child->conn, -1, "SHUTDOWN-OK", NULL);
+	} else if (master_admin_imap_reply(child, args)) {
+		/* WHO-REPLY, KICK-REPLY */
 	} else {
 		i_error("imap process %d sent an unknown record, killing it", (int)child->pid);
 		child_kill(child, SIGKILL);

@@ -4,6 +4,7 @@
    lmtp one end of a fresh socketpair whose other end the imap process
    serves as a delivery connection (doc/architecture.md). */
 #include "master-common.h"
+#include "master-admin.h"
 
 #include "strfuncs.h"
 
@@ -248,6 +249,7 @@ static void rcpt_route(struct master *master, struct lmtp_rcpt *rcpt,
 	} else {
 		i_debug("lmtp: recipient %s is user %s (imap pid %d)",
 			rcpt->user, args[2], (int)imap->pid);
+		master_admin_lmtp_rcpt_ok(master);
 		rcpt_reply(rcpt, pair[1], "RCPT-OK", args[2], NULL);
 	}
 	close(pair[0]);

@@ -1,0 +1,27 @@
+# admin/: moatadm, the admin tool (sbin; doc/moatadm.8).
+# libadmin.a: the parts unit tests reach (query words, IMAP values).
+noinst_LIBRARIES += admin/libadmin.a
+admin_libadmin_a_SOURCES = \
+	admin/admin-common.h \
+	admin/admin-imap.c admin/admin-imap.h \
+	admin/admin-query.c admin/admin-query.h
+
+sbin_PROGRAMS += admin/moatadm
+admin_moatadm_SOURCES = \
+	admin/main.c \
+	admin/admin-conn.c admin/admin-conn.h \
+	admin/admin-output.c admin/admin-output.h \
+	admin/admin-cmd-server.c \
+	admin/admin-cmd-pw.c \
+	admin/admin-mail.c admin/admin-mail.h \
+	admin/admin-cmd-mailbox.c \
+	admin/admin-cmd-mail.c
+admin_moatadm_CPPFLAGS = $(AM_CPPFLAGS) -DMOAT_SBINDIR=\"$(sbindir)\"
+admin_moatadm_LDADD = admin/libadmin.a $(LIBINDEX) $(LIBMOAT)
+
+ADMIN_UNIT_TESTS = tests/unit/test-admin-query
+check_PROGRAMS += $(ADMIN_UNIT_TESTS)
+TESTS += $(ADMIN_UNIT_TESTS)
+tests_unit_test_admin_query_LDADD = tests/unit/libtest.a admin/libadmin.a \
+	$(LIBINDEX) $(LIBMOAT)
+tests_unit_test_admin_query_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/admin

@@ -1,0 +1,15 @@
+#ifndef MAILBOX_CHECK_H
+#define MAILBOX_CHECK_H
+/* moatadm's "index check" of an open mailbox (mailbox.h). */
+
+#include "mailbox.h"
+
+/* The full O(n) consistency check of the mailbox's index view (ascending
+   uids below next_uid, known flag bits, modseqs, the header's counts:
+   mail_index_view_check()). *rebuilt_r: the index was unusable when the
+   handle opened and was rebuilt (logged then). Returns 0, or -1 with
+   *error_r (static) when the view is inconsistent. */
+int mailbox_index_check(struct mailbox *box, bool *rebuilt_r,
+			const char **error_r);
+
+#endif
