@@ -23,8 +23,9 @@
    mail cache's 31 (index/mail-cache.h MAIL_CACHE_FIELD_NAME_MAX). */
 #define HDR_CACHE_NAME_SIZE \
 	(4 + IMAP_FETCH_HDR_NAME_MAX + 1 + sizeof(IMAP_FETCH_HDR_VERSION))
-/* Entries merged per answer: the header's fields at most. */
-#define HDR_FIELDS_MAX (IMAP_FETCH_HDR_MAX / 2)
+/* Occurrences of the listed fields merged per answer; a header with
+   more (a long Received chain asked for) is read from the file. */
+#define HDR_FIELDS_MAX 1024
 
 bool imap_fetch_hdr_cacheable(const struct imap_fetch_item *item)
 {
@@ -112,6 +113,7 @@ static int hdr_value_build(const unsigned char *h, size_t n, const char *name,
 			   buffer_t *value)
 {
 	size_t name_len = strlen(name), pos = 0;
+	unsigned int entries = 0;
 	uint16_t place = 0;
 
 	buffer_reset(value);
@@ -131,12 +133,13 @@ static int hdr_value_build(const unsigned char *h, size_t n, const char *name,
 		if (f.name_len == name_len &&
 		    strncasecmp((const char *)h + f.start, name, name_len) == 0) {
 			uint32_t len = (uint32_t)(f.end - f.start);
+			entries++;
 			if (buffer_append(value, &place, sizeof(place)) < 0 ||
 			    buffer_append(value, &len, sizeof(len)) < 0 ||
 			    buffer_append(value, h + f.start, len) < 0)
 				return -1;
 		}
-		if (place == UINT16_MAX)
+		if (place == UINT16_MAX || entries > HDR_FIELDS_MAX)
 			return -1;
 		place++;
 	}
@@ -186,20 +189,28 @@ void imap_fetch_hdr_fill(struct imap_msg_structure *ms, struct mailbox *box,
 	const char *error;
 
 	buffer_init(&hdr, IMAP_FETCH_HDR_MAX);
-	/* every byte of the header can be in one value, plus its entry */
-	buffer_init(&value, IMAP_FETCH_HDR_MAX + 64);
+	/* every byte of the header can be in one value, with the magic
+	   and the head of each entry */
+	buffer_init(&value, IMAP_FETCH_HDR_MAX + 1 +
+		    HDR_ENTRY_HEAD * (HDR_FIELDS_MAX + 1));
 	if (hdr_read(ms, box, seq, fd, &hdr) < 0) {
 		i_debug("FETCH %u: header not cached (too big or unreadable)",
 			seq);
 		goto out;
 	}
 	for (unsigned int i = 0; i < sec->field_count; i++) {
+		const void *data;
+		size_t size;
+
+		hdr_cache_name(sec->fields[i], field, sizeof(field));
+		/* a value already there is not added again (a list that
+		   misses for another name must not grow the cache) */
 		if (hdr_name_repeated(sec, i) ||
+		    mailbox_msg_cache_lookup(box, seq, field, &data, &size) > 0 ||
 		    hdr_value_build((const unsigned char *)hdr.data, hdr.used,
 				    sec->fields[i],
 				    &value) < 0)
 			continue;
-		hdr_cache_name(sec->fields[i], field, sizeof(field));
 		if (mailbox_msg_cache_add(box, seq, field, value.data,
 					  value.used, &error) == 0)
 			ms->cache_pending++;
