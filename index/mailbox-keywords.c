@@ -252,17 +252,15 @@ static int kw_store_batch_locked(struct mailbox *box,
 	maildir_watch_settle(box->watch);
 	if (changes == 0) {
 		mail_index_transaction_rollback(&t);
+	} else if (mailbox_index_commit(box, &t, &commit_error) < 0 ||
+		   /* the session sees its own changes at once, as STORE
+		      answers them */
+		   mailbox_view_refresh_own(box, 0, &commit_error) < 0) {
+		*error_r = commit_error;
+		return -1;
+	}
+	if (changes == 0 && !batch->conditional)
 		return ret;
-	}
-	if (mailbox_index_commit(box, &t, &commit_error) < 0) {
-		*error_r = commit_error;
-		return -1;
-	}
-	/* the session sees its own changes at once, as STORE answers them */
-	if (mailbox_view_refresh_own(box, 0, &commit_error) < 0) {
-		*error_r = commit_error;
-		return -1;
-	}
 	/* the caller reports these itself (STORE's FETCH): not again as
 	   changes found by a sync */
 	for (unsigned int j = 0; j < i; j++) {

@@ -114,3 +114,19 @@ def test_store_range_unchangedsince(moat_server):
     for seq in range(1, COUNT + 1):
         want = {"\\Seen"} if seq in (5, 130) else {"\\Flagged"}
         assert got[seq] == want, (seq, got[seq])
+
+
+def test_store_unchangedsince_all_fail_not_told_twice(moat_server):
+    """Every message fails UNCHANGEDSINCE: the reply tells their flags,
+    and the next sync does not tell them again."""
+    c = fill(moat_server, 5)
+    other = moat_server.login("testuser1")
+    ok(other, "SELECT INBOX")
+    top = max(int(m) for line in ok(c, "FETCH 1:* (MODSEQ)").untagged
+              for m in re.findall(rb"MODSEQ \((\d+)\)", line))
+    ok(other, "STORE 2:3 +FLAGS (\\Answered)")
+    r = ok(c, f"STORE 2:3 (UNCHANGEDSINCE {top}) +FLAGS.SILENT (\\Flagged)")
+    assert b"[MODIFIED 2:3]" in r.line, r
+    assert flags_of(r) == {2: {"\\Answered"}, 3: {"\\Answered"}}, r
+    r = ok(c, "NOOP")
+    assert flags_of(r) == {}, r
