@@ -47,6 +47,8 @@ void bench_client_init(struct bench_run *run, struct bench_client *c,
 	c->fd = -1;
 	c->in = bench_malloc(BENCH_READ_SIZE);
 	c->resp = bench_malloc(BENCH_MAX_RESPONSE + 1);
+	if (run->wl->pipelinable)
+		c->ops = bench_malloc(sizeof(*c->ops) * set->pipeline);
 	if (run->wl->transcript) {
 		c->transcript = bench_malloc(sizeof(*c->transcript) *
 					     BENCH_TRANSCRIPT_LINES);
@@ -71,6 +73,7 @@ void bench_client_close(struct bench_client *c)
 	c->literal_left = 0;
 	c->out_used = c->out_pos = 0;
 	c->want_write = false;
+	c->ops_count = 0;
 }
 
 static void client_finish(struct bench_client *c)
@@ -229,6 +232,20 @@ void bench_client_command(struct bench_client *c, const char *fmt, ...)
 	line[len++] = '\r';
 	line[len++] = '\n';
 	c->cmd_start_us = bench_now_us();
+	if (c->run->wl->pipelinable && c->state == BENCH_CLIENT_RUN) {
+		if (c->ops_count >= c->run->set->pipeline) {
+			fprintf(stderr, "imapload: pipeline overrun\n");
+			abort();
+		}
+		struct bench_op *op = &c->ops[c->ops_count++];
+
+		*op = c->next_op;
+		memcpy(op->tag, c->tag, sizeof(op->tag));
+		op->start_us = c->cmd_start_us;
+		op->got = 0;
+		op->why = NULL;
+		memset(&c->next_op, 0, sizeof(c->next_op));
+	}
 	client_send(c, line, (size_t)len);
 }
 
@@ -260,8 +277,34 @@ static void client_login(struct bench_client *c)
 			     c->run->set->password);
 }
 
+/* Pipelinable workloads: keep --pipeline commands in flight; LOGOUT
+   once the workload has nothing more and every reply is in. */
+static void client_pipe_fill(struct bench_client *c)
+{
+	struct bench_run *run = c->run;
+	unsigned int gen = c->conn_gen;
+
+	c->state = BENCH_CLIENT_RUN;
+	while (c->ops_count < run->set->pipeline && !c->ops_stop &&
+	       !run->stopping && c->conn_gen == gen) {
+		if (!run->wl->send_op(c)) {
+			c->ops_stop = true;
+			break;
+		}
+	}
+	if (c->ops_count == 0 && c->conn_gen == gen &&
+	    (c->ops_stop || run->stopping)) {
+		c->state = BENCH_CLIENT_LOGOUT;
+		bench_client_command(c, "LOGOUT");
+	}
+}
+
 void bench_client_go(struct bench_client *c)
 {
+	if (c->run->wl->pipelinable) {
+		client_pipe_fill(c);
+		return;
+	}
 	c->state = BENCH_CLIENT_RUN;
 	if ((c->run->stopping && !c->run->wl->drain) ||
 	    !c->run->wl->send_op(c)) {
@@ -418,6 +461,36 @@ static void client_setup_reply(struct bench_client *c, bool ok,
 	client_setup_next(c);
 }
 
+/* The tagged completion of ops[idx] of a pipelinable workload. */
+static void client_pipe_tagged(struct bench_client *c, unsigned int idx,
+			       const char *status, const char *text)
+{
+	struct bench_run *run = c->run;
+	struct bench_op op = c->ops[idx];
+	const char *error = "";
+	uint64_t now = bench_now_us();
+
+	memmove(&c->ops[idx], &c->ops[idx + 1],
+		(c->ops_count - idx - 1) * sizeof(c->ops[0]));
+	c->ops_count--;
+	if (strcasecmp(status, "OK") != 0) {
+		if (strcasecmp(status, "BAD") == 0 ||
+		    text_says_unsupported(text)) {
+			bench_stats_unsupported(&run->stats, text);
+			c->ops_stop = true;
+		} else {
+			bench_stats_error(&run->stats, "%s %s: %s",
+					  run->wl->name, status, text);
+		}
+	} else if (!run->wl->op_check(c, &op, &error)) {
+		bench_stats_error(&run->stats, "%s: %s", run->wl->name, error);
+	} else if (run->measuring &&
+		   op.start_us >= run->start_us && now <= run->end_us) {
+		bench_stats_add(&run->stats, now - op.start_us);
+	}
+	client_pipe_fill(c);
+}
+
 /* The tagged completion of the command in flight. */
 static void client_tagged(struct bench_client *c, const char *status,
 			  const char *text)
@@ -522,6 +595,24 @@ static void client_response(struct bench_client *c, char *line, size_t len)
 		client_send(c, c->append_msg->data, c->append_msg->size);
 		client_send_untagged(c, "\r\n");
 		return;
+	}
+	if (wl->pipelinable && c->state == BENCH_CLIENT_RUN) {
+		for (unsigned int i = 0; i < c->ops_count; i++) {
+			size_t len_i = strlen(c->ops[i].tag);
+
+			if (strncmp(line, c->ops[i].tag, len_i) != 0 ||
+			    line[len_i] != ' ')
+				continue;
+			char *status = line + len_i + 1;
+			char *text = strchr(status, ' ');
+
+			if (text != NULL)
+				*text++ = '\0';
+			else
+				text = status + strlen(status);
+			client_pipe_tagged(c, i, status, text);
+			return;
+		}
 	}
 	if (strncmp(line, c->tag, tag_len) == 0 && line[tag_len] == ' ') {
 		char *status = line + tag_len + 1;

@@ -38,6 +38,19 @@ struct bench_reply {
 	uint64_t literal_bytes;
 };
 
+/* One command of a pipelinable workload in flight: what its replies may
+   name and must hold. Replies are matched to the oldest command they
+   fit, so a server that runs pipelined commands in parallel (RFC 9051
+   5.5) is judged right too. */
+struct bench_op {
+	char tag[16];
+	uint64_t start_us;
+	uint32_t first, last;	/* the sequence range its FETCHes may name */
+	unsigned int items;	/* the workload's bits: what each must hold */
+	unsigned int expect, got; /* responses it must have / has had */
+	const char *why;	/* the first wrong response seen (static) */
+};
+
 struct bench_client;
 struct bench_run;
 
@@ -49,6 +62,12 @@ struct bench_workload {
 	bool create;		/* CREATE the mailbox (unless INBOX) */
 	bool once;		/* populate/steps: no time window */
 	bool is_append;
+	/* Up to --pipeline commands in flight, each a struct bench_op: the
+	   workload fills c->next_op before bench_client_command(), its
+	   .untagged reads c->ops, .op_check judges one at its tagged OK. */
+	bool pipelinable;
+	bool (*op_check)(struct bench_client *c, const struct bench_op *op,
+			 const char **error_r);
 	/* Sends the next operation; false when the client has nothing left. */
 	bool (*send_op)(struct bench_client *c);
 	/* An untagged response line (literals left out) of the operation. */
@@ -133,6 +152,11 @@ struct bench_client {
 	uint32_t exists;
 	bool exists_seen;
 	unsigned int op_count;	/* operations sent by this client */
+	/* pipelinable workloads: the commands in flight, oldest first */
+	struct bench_op next_op;
+	struct bench_op *ops;
+	unsigned int ops_count;
+	bool ops_stop;		/* unsupported: send no more, then LOGOUT */
 	unsigned int step;	/* steps workload: the current step */
 	void *wl_data;		/* the workload's per-client state */
 	/* ring of the last lines (workloads with .transcript) */

@@ -80,10 +80,54 @@ static bool need_messages(struct bench_client *c)
 	return false;
 }
 
+/* ---- pipelinable workloads: replies matched to the commands in flight */
+
+/* The oldest command in flight that still waits for a response naming
+   seq (0: any), or NULL. */
+static struct bench_op *op_waiting(struct bench_client *c, uint32_t seq)
+{
+	for (unsigned int i = 0; i < c->ops_count; i++) {
+		struct bench_op *op = &c->ops[i];
+
+		if (op->got < op->expect &&
+		    (seq == 0 || (seq >= op->first && seq <= op->last)))
+			return op;
+	}
+	return NULL;
+}
+
+/* Every response the command waited for came, and each was right. */
+static bool op_check_count(struct bench_client *c, const struct bench_op *op,
+			   const char **error_r)
+{
+	static char error[128];
+
+	(void)c;
+	if (op->why != NULL) {
+		*error_r = op->why;
+		return false;
+	}
+	if (op->got != op->expect) {
+		snprintf(error, sizeof(error), "%u of %u responses (range "
+			 "%u:%u)", op->got, op->expect, op->first, op->last);
+		*error_r = error;
+		return false;
+	}
+	return true;
+}
+
+/* A response nobody waits for: charged to the oldest command. */
+static void op_unexpected(struct bench_client *c, const char *why)
+{
+	if (c->ops_count > 0 && c->ops[0].why == NULL)
+		c->ops[0].why = why;
+}
+
 /* ---- LIST, STATUS ---- */
 
 static bool send_list(struct bench_client *c)
 {
+	c->next_op.expect = 1;	/* the INBOX line */
 	bench_client_command(c, "LIST \"\" *");
 	return true;
 }
@@ -91,65 +135,248 @@ static bool send_list(struct bench_client *c)
 static void untagged_list(struct bench_client *c, const char *line)
 {
 	const char *name;
+	struct bench_op *op;
 
 	if (strncasecmp(line, "* LIST ", 7) != 0)
 		return;
-	c->reply.list_count++;
 	name = strrchr(line, ' ');
-	if (name != NULL && (strcasecmp(name, " INBOX") == 0 ||
-			     strcasecmp(name, " \"INBOX\"") == 0))
-		c->reply.list_inbox = true;
-}
-
-static bool check_list(struct bench_client *c, const char **error_r)
-{
-	if (!c->reply.list_inbox) {
-		*error_r = "no LIST response for INBOX";
-		return false;
-	}
-	return true;
+	if (name == NULL || (strcasecmp(name, " INBOX") != 0 &&
+			     strcasecmp(name, " \"INBOX\"") != 0))
+		return;
+	if ((op = op_waiting(c, 0)) != NULL)
+		op->got++;
+	else
+		op_unexpected(c, "a LIST response for INBOX nobody asked for");
 }
 
 static bool send_status(struct bench_client *c)
 {
+	c->next_op.expect = 1;
 	bench_client_command(c, "STATUS INBOX (MESSAGES UNSEEN RECENT)");
 	return true;
 }
 
 static void untagged_status(struct bench_client *c, const char *line)
 {
+	unsigned int expect = c->run->set->expect_messages;
+	struct bench_op *op;
 	const char *p;
 
 	if (strncasecmp(line, "* STATUS ", 9) != 0)
 		return;
-	c->reply.status_seen = true;
+	if ((op = op_waiting(c, 0)) == NULL) {
+		op_unexpected(c, "a STATUS response nobody asked for");
+		return;
+	}
+	op->got++;
 	p = strstr(line, "MESSAGES ");
-	c->reply.status_complete = p != NULL &&
-		strstr(line, "UNSEEN ") != NULL &&
-		strstr(line, "RECENT ") != NULL;
-	c->reply.status_messages = p == NULL ? -1 : strtol(p + 9, NULL, 10);
+	if (p == NULL || strstr(line, "UNSEEN ") == NULL ||
+	    strstr(line, "RECENT ") == NULL)
+		op->why = "STATUS response lacks MESSAGES, UNSEEN or RECENT";
+	else if (expect != 0 && strtol(p + 9, NULL, 10) != (long)expect)
+		op->why = "STATUS MESSAGES is not the expected count";
 }
 
-static bool check_status(struct bench_client *c, const char **error_r)
-{
-	static char error[128];
-	unsigned int expect = c->run->set->expect_messages;
+/* ---- the issue's shapes (imaptest's, see the top of this file) ---- */
 
-	if (!c->reply.status_seen) {
-		*error_r = "no STATUS response";
-		return false;
+/* FETCH items a fetch-range picks 1-4 of, and what the response holds. */
+static const struct {
+	const char *cmd, *resp;
+} range_items[] = {
+	{ "UID", "UID " }, { "FLAGS", "FLAGS (" },
+	{ "ENVELOPE", "ENVELOPE (" }, { "INTERNALDATE", "INTERNALDATE \"" },
+	{ "BODY", "BODY (" }, { "BODYSTRUCTURE", "BODYSTRUCTURE (" },
+	{ "RFC822.SIZE", "RFC822.SIZE " },
+};
+#define RANGE_ITEMS_COUNT (sizeof(range_items) / sizeof(range_items[0]))
+/* bit of BODY.PEEK[HEADER.FIELDS (...)], asked in a quarter of picks */
+#define RANGE_ITEM_HEADER_FIELDS (1U << RANGE_ITEMS_COUNT)
+static const char *const header_names[] = {
+	"From", "To", "Cc", "Subject", "References", "In-Reply-To",
+	"Message-ID",
+};
+#define HEADER_NAMES_COUNT (sizeof(header_names) / sizeof(header_names[0]))
+/* Longest range a fetch-range / store-range asks for. */
+#define RANGE_FETCH_MAX 100
+#define RANGE_STORE_MAX 50
+
+/* FETCH2: one message, one of these; bits above the range items. */
+static const struct {
+	const char *cmd, *resp;
+} fetch2_sections[] = {
+	{ "BODY.PEEK[HEADER]", "BODY[HEADER] " },
+	{ "RFC822.HEADER", "RFC822.HEADER " },
+	{ "BODY.PEEK[]", "BODY[] " },
+	{ "BODY.PEEK[1]", "BODY[1] " },
+	{ "BODY.PEEK[TEXT]", "BODY[TEXT] " },
+};
+#define FETCH2_COUNT (sizeof(fetch2_sections) / sizeof(fetch2_sections[0]))
+#define FETCH2_SHIFT (RANGE_ITEMS_COUNT + 1)
+
+/* n distinct picks of 0..max-1 as bits (n <= max <= 32). */
+static unsigned int pick_bits(unsigned int n, unsigned int max)
+{
+	unsigned int bits = 0, count = 0;
+
+	while (count < n) {
+		unsigned int b = 1U << (bench_random() % max);
+
+		if ((bits & b) == 0) {
+			bits |= b;
+			count++;
+		}
 	}
-	if (!c->reply.status_complete) {
-		*error_r = "STATUS response lacks MESSAGES, UNSEEN or RECENT";
+	return bits;
+}
+
+/* A random range of 1..min(exists, max) messages into next_op. */
+static void pick_range(struct bench_client *c, unsigned int max)
+{
+	unsigned int len, first;
+
+	if (max > c->exists)
+		max = c->exists;
+	if (max == 0)
+		max = 1;
+	len = 1 + bench_random() % max;
+	first = 1 + bench_random() % (c->exists - len + 1);
+	c->next_op.first = first;
+	c->next_op.last = first + len - 1;
+}
+
+static bool send_fetch_range(struct bench_client *c)
+{
+	char items[512];
+	size_t len = 0;
+	unsigned int bits, i;
+
+	if (!need_messages(c))
 		return false;
+	pick_range(c, RANGE_FETCH_MAX);
+	bits = pick_bits(1 + bench_random() % 4, RANGE_ITEMS_COUNT);
+	for (i = 0; i < RANGE_ITEMS_COUNT; i++) {
+		if ((bits & (1U << i)) != 0)
+			len += (size_t)snprintf(items + len, sizeof(items) - len,
+						"%s%s", len > 0 ? " " : "",
+						range_items[i].cmd);
 	}
-	if (expect != 0 && c->reply.status_messages != (long)expect) {
-		snprintf(error, sizeof(error), "MESSAGES %ld, expected %u",
-			 c->reply.status_messages, expect);
-		*error_r = error;
+	if (bench_random() % 4 == 0) {
+		unsigned int names = pick_bits(1 + bench_random() % 4,
+					       HEADER_NAMES_COUNT);
+		bool first = true;
+
+		bits |= RANGE_ITEM_HEADER_FIELDS;
+		len += (size_t)snprintf(items + len, sizeof(items) - len,
+					" BODY.PEEK[HEADER.FIELDS (");
+		for (i = 0; i < HEADER_NAMES_COUNT; i++) {
+			if ((names & (1U << i)) == 0)
+				continue;
+			len += (size_t)snprintf(items + len, sizeof(items) - len,
+						"%s%s", first ? "" : " ",
+						header_names[i]);
+			first = false;
+		}
+		len += (size_t)snprintf(items + len, sizeof(items) - len,
+					")]");
+	}
+	c->next_op.items = bits;
+	c->next_op.expect = c->next_op.last - c->next_op.first + 1;
+	bench_client_command(c, "FETCH %u:%u (%s)", c->next_op.first,
+			     c->next_op.last, items);
+	return true;
+}
+
+static bool fetch_line_has(const char *line, unsigned int bits)
+{
+	for (unsigned int i = 0; i < RANGE_ITEMS_COUNT; i++) {
+		if ((bits & (1U << i)) != 0 &&
+		    strstr(line, range_items[i].resp) == NULL)
+			return false;
+	}
+	if ((bits & RANGE_ITEM_HEADER_FIELDS) != 0 &&
+	    strstr(line, "BODY[HEADER.FIELDS (") == NULL)
 		return false;
+	for (unsigned int i = 0; i < FETCH2_COUNT; i++) {
+		if ((bits & (1U << (FETCH2_SHIFT + i))) != 0 &&
+		    strstr(line, fetch2_sections[i].resp) == NULL)
+			return false;
 	}
 	return true;
+}
+
+/* A FETCH response belongs to the oldest command in flight whose range
+   holds it and whose items it carries (two pipelined FETCHes may be
+   answered interleaved). */
+static void untagged_fetch_range(struct bench_client *c, const char *line)
+{
+	unsigned int seq;
+
+	if (!parse_fetch_seq(line, &seq))
+		return;
+	for (unsigned int i = 0; i < c->ops_count; i++) {
+		struct bench_op *op = &c->ops[i];
+
+		if (op->got < op->expect && seq >= op->first &&
+		    seq <= op->last && fetch_line_has(line, op->items)) {
+			op->got++;
+			return;
+		}
+	}
+	if (op_waiting(c, seq) != NULL)
+		op_waiting(c, seq)->why = "a FETCH response lacks an item";
+	else
+		op_unexpected(c, "a FETCH response nobody asked for");
+}
+
+static bool send_fetch2(struct bench_client *c)
+{
+	unsigned int section = bench_random() % FETCH2_COUNT;
+
+	if (!need_messages(c))
+		return false;
+	c->next_op.first = c->next_op.last = 1 + bench_random() % c->exists;
+	c->next_op.items = 1U << (FETCH2_SHIFT + section);
+	c->next_op.expect = 1;
+	bench_client_command(c, "FETCH %u %s", c->next_op.first,
+			     fetch2_sections[section].cmd);
+	return true;
+}
+
+static bool send_store_range(struct bench_client *c)
+{
+	static const char *const modes[] = { "FLAGS", "+FLAGS", "-FLAGS" };
+	char flags[256];
+	size_t len = 0, i;
+	uint32_t pick;
+
+	if (!need_messages(c))
+		return false;
+	pick_range(c, c->exists / 5 < RANGE_STORE_MAX ? c->exists / 5 :
+		   RANGE_STORE_MAX);
+	pick = bench_random();
+	flags[0] = '\0';
+	for (i = 0; i < sizeof(store_flags) / sizeof(store_flags[0]); i++) {
+		if ((pick & (1U << i)) == 0)
+			continue;
+		len += (size_t)snprintf(flags + len, sizeof(flags) - len,
+					"%s%s", len > 0 ? " " : "",
+					store_flags[i]);
+	}
+	/* replies: FLAGS of the range (Dovecot leaves out unchanged ones,
+	   and other sessions' changes may come): not counted, but each
+	   FETCH must show FLAGS */
+	bench_client_command(c, "STORE %u:%u %s%s (%s)", c->next_op.first,
+			     c->next_op.last, modes[bench_random() % 3],
+			     bench_random() % 2 == 0 ? ".SILENT" : "", flags);
+	return true;
+}
+
+static void untagged_store_range(struct bench_client *c, const char *line)
+{
+	unsigned int seq;
+
+	if (parse_fetch_seq(line, &seq) && strstr(line, "FLAGS (") == NULL)
+		op_unexpected(c, "a FETCH response to STORE without FLAGS");
 }
 
 /* ---- FETCH, STORE ---- */
@@ -447,12 +674,27 @@ static const struct bench_workload workloads[] = {
 	{ .name = "login", .description = "connect, LOGIN, LOGOUT",
 	  .reconnect = true, .send_op = send_nothing },
 	{ .name = "list", .description = "LIST \"\" *",
-	  .send_op = send_list, .untagged = untagged_list,
-	  .check = check_list },
+	  .pipelinable = true, .op_check = op_check_count,
+	  .send_op = send_list, .untagged = untagged_list },
 	{ .name = "status",
-	  .description = "STATUS INBOX (MESSAGES UNSEEN RECENT)",
-	  .send_op = send_status, .untagged = untagged_status,
-	  .check = check_status },
+	  .description = "STATUS INBOX (MESSAGES UNSEEN RECENT), nothing "
+	  "selected", .pipelinable = true, .op_check = op_check_count,
+	  .send_op = send_status, .untagged = untagged_status },
+	{ .name = "fetch-range",
+	  .description = "FETCH <random range of up to 100> (1-4 random "
+	  "items; HEADER.FIELDS in a quarter)", .select = true,
+	  .pipelinable = true, .op_check = op_check_count,
+	  .send_op = send_fetch_range, .untagged = untagged_fetch_range },
+	{ .name = "fetch2",
+	  .description = "FETCH <random> one of BODY.PEEK[HEADER], "
+	  "RFC822.HEADER, BODY.PEEK[], BODY.PEEK[1], BODY.PEEK[TEXT]",
+	  .select = true, .pipelinable = true, .op_check = op_check_count,
+	  .send_op = send_fetch2, .untagged = untagged_fetch_range },
+	{ .name = "store-range",
+	  .description = "STORE <random range of up to min(n/5, 50)> "
+	  "FLAGS/+FLAGS/-FLAGS[.SILENT] (random flags, keywords)",
+	  .select = true, .pipelinable = true, .op_check = op_check_count,
+	  .send_op = send_store_range, .untagged = untagged_store_range },
 	{ .name = "fetch-all",
 	  .description = "FETCH 1:* (UID FLAGS ENVELOPE INTERNALDATE "
 	  "BODYSTRUCTURE)", .select = true,

@@ -3,7 +3,7 @@
 #
 #   bench/compare.sh [--quick] [--prefix DIR] [--imapload PATH] [--rounds N]
 #                    [--secs N] [--big N] [--out FILE] [--keep]
-#                    [--only WORKLOAD[,WORKLOAD...]]
+#                    [--only WORKLOAD[,WORKLOAD...]] [--pipeline N]
 #
 # Starts a private moat (from --prefix, default build/bench/local) and two
 # private Dovecots (Debian's package, installed when missing: stock settings
@@ -17,8 +17,12 @@
 #   --quick: 2 rounds of 1 s, fewer client counts: under 3 minutes.
 #   default: 3 rounds of 5 s, every client count: under 20 minutes.
 #   --only: run just these workloads (login, login-hp, list, status,
-#     fetch-all, fetch-body, store, append, append-one-mailbox,
-#     append-own-mailbox, big), e.g. --only status,list.
+#     fetch-all, fetch-body, store, fetch-range, fetch2, store-range,
+#     append, append-one-mailbox, append-own-mailbox, big), e.g.
+#     --only status,list; a pipelined run is named with "-pN" (list-p8).
+#   --pipeline N: the depth of the pipelined runs of list, status,
+#     fetch-range, fetch2 and store-range (8), which follow their runs
+#     with one command in flight; 1 = no pipelined runs.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +38,7 @@ SECS=""
 BIG=""
 OUT=""
 ONLY=""
+PIPE=8
 CORPUS=${BENCH_CORPUS:-$ROOT/../shared/corpus/lists/linux-xfs.mbox.xz}
 READ_USERS=20          # testuser1..20, 100 messages each
 INBOX_MESSAGES=100
@@ -50,7 +55,8 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift ;;
 	--keep) BENCH_KEEP=1 ;;
 	--only) ONLY=",$2,"; shift ;;
-	*) sed -n '2,20p' "$0" >&2; exit 2 ;;
+	--pipeline) PIPE=$2; shift ;;
+	*) sed -n '2,24p' "$0" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -224,6 +230,26 @@ for c in $FETCH_CLIENTS; do
 	bench_pair fetch-body "$c" "moat dovecot" -t "$SECS" fetch-body
 done
 for c in $FETCH_CLIENTS; do bench_pair store "$c" "moat dovecot" -t "$SECS" store; done
+# The shapes of issue 15 (imaptest's), one command in flight and then
+# PIPE in flight per connection: 1 and 10 clients, each its own user.
+# wl_for NAME DEPTH: the name a run is reported (and --only chosen) by.
+wl_for() { if [ "$2" = 1 ]; then echo "$1"; else echo "$1-p$2"; fi; }
+DEPTHS=1
+[ "$PIPE" = 1 ] || DEPTHS="1 $PIPE"
+for d in $DEPTHS; do
+	for c in $FEW; do
+		[ "$d" = 1 ] || bench_pair "$(wl_for list "$d")" "$c" "moat dovecot" \
+			-t "$SECS" --pipeline "$d" list
+		[ "$d" = 1 ] || bench_pair "$(wl_for status "$d")" "$c" "moat dovecot" \
+			-t "$SECS" -e "$INBOX_MESSAGES" --pipeline "$d" status
+		bench_pair "$(wl_for fetch-range "$d")" "$c" "moat dovecot" \
+			-t "$SECS" -e "$INBOX_MESSAGES" --pipeline "$d" fetch-range
+		bench_pair "$(wl_for fetch2 "$d")" "$c" "moat dovecot" \
+			-t "$SECS" --pipeline "$d" fetch2
+		bench_pair "$(wl_for store-range "$d")" "$c" "moat dovecot" \
+			-t "$SECS" --pipeline "$d" store-range
+	done
+done
 bench_append_pair append 1 INBOX "$APPEND_SECS"
 for c in $CONC; do
 	bench_append_pair append-one-mailbox "$c" INBOX "$APPEND_SECS"

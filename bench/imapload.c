@@ -98,7 +98,10 @@ static void usage(void)
 "                NIL data), counted apart; without it they are errors\n"
 "  --no-self-copy\n"
 "                stress: no COPY into the selected mailbox\n"
-"workloads:\n");
+"  --pipeline N  keep N commands in flight per connection (1; at most %d):\n"
+"                the next goes out before the previous reply is in\n"
+"                (list, status, fetch-range, store-range, fetch2)\n"
+"workloads:\n", BENCH_MAX_PIPELINE);
 	bench_workload_list(stderr);
 	exit(2);
 }
@@ -149,6 +152,7 @@ static void parse_args(int argc, char **argv, struct bench_settings *set)
 		{ "mailboxes", required_argument, NULL, 'B' },
 		{ "rfc2180-lenient", no_argument, NULL, 'A' },
 		{ "no-self-copy", no_argument, NULL, 'N' },
+		{ "pipeline", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
@@ -166,6 +170,7 @@ static void parse_args(int argc, char **argv, struct bench_settings *set)
 	set->text_word = "the";
 	set->users = 1;
 	set->mailboxes = 3;
+	set->pipeline = 1;
 	while ((ch = getopt_long(argc, argv, "h:p:c:t:u:f:SP:m:s:n:e:w:W:M:r:v",
 				 longopts, NULL)) != -1) {
 		switch (ch) {
@@ -194,13 +199,15 @@ static void parse_args(int argc, char **argv, struct bench_settings *set)
 		case 'B': set->mailboxes = parse_uint(optarg, 26); break;
 		case 'A': set->rfc2180_lenient = true; break;
 		case 'N': set->no_self_copy = true; break;
+		case 'L': set->pipeline = parse_uint(optarg, BENCH_MAX_PIPELINE);
+			break;
 		default: usage();
 		}
 	}
 	if (optind < argc && set->workload == NULL)
 		set->workload = argv[optind++];
 	if (set->workload == NULL || optind != argc || set->clients == 0 ||
-	    set->users == 0 || set->mailboxes == 0)
+	    set->users == 0 || set->mailboxes == 0 || set->pipeline == 0)
 		usage();
 	if (!fmt_is_safe(set->user_fmt) || !fmt_is_safe(set->mailbox) ||
 	    strchr(set->password, '"') != NULL ||
@@ -350,6 +357,7 @@ static void run_free(struct bench_run *run)
 		free(c->resp);
 		free(c->out);
 		free(c->transcript);
+		free(c->ops);
 	}
 	if (run->wl->run_deinit != NULL)
 		run->wl->run_deinit(run);
@@ -381,6 +389,10 @@ int main(int argc, char **argv)
 	}
 	if (run.wl->step_done != NULL)
 		set.clients = 1;
+	if (set.pipeline > 1 && !run.wl->pipelinable) {
+		fprintf(stderr, "workload %s does not pipeline\n", set.workload);
+		return 2;
+	}
 	if (run.wl->is_append)
 		load_messages(&run);
 	bench_stats_init(&run.stats);

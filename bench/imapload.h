@@ -22,6 +22,9 @@
 #define BENCH_MAX_CLIENTS 1000
 /* Longest user, password or mailbox name accepted from the command line. */
 #define BENCH_MAX_NAME 128
+/* Most commands one connection keeps in flight (--pipeline): imaptest's
+   pipelining is a handful deep; more only measures socket buffers. */
+#define BENCH_MAX_PIPELINE 64
 
 struct bench_settings {
 	const char *host;
@@ -41,6 +44,7 @@ struct bench_settings {
 	const char *text_word;
 	const char *maildir;		/* big: the Maildir to touch */
 	unsigned int seed;
+	unsigned int pipeline;		/* commands in flight per connection */
 	bool verbose;
 	/* stress: clients spread over this many users, each with this
 	   many mailboxes; RFC 2180 4.1.2, 4.1.3, 4.4.1 answers (NO

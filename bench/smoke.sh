@@ -70,6 +70,14 @@ smoke status -c 2 -t "$SECS" -e "$MESSAGES" status
 smoke fetch-all -c 2 -t "$SECS" -e "$MESSAGES" fetch-all
 smoke fetch-body -c 2 -t "$SECS" fetch-body
 smoke store -c 2 -t "$SECS" store
+smoke fetch-range -c 2 -t "$SECS" -e "$MESSAGES" fetch-range
+smoke fetch2 -c 2 -t "$SECS" fetch2
+smoke store-range -c 2 -t "$SECS" store-range
+smoke status-pipelined -c 2 -t "$SECS" -e "$MESSAGES" --pipeline 8 status
+smoke list-pipelined -t "$SECS" --pipeline 8 list
+smoke fetch-range-pipelined -c 2 -t "$SECS" -e "$MESSAGES" --pipeline 8 fetch-range
+smoke fetch2-pipelined -c 2 -t "$SECS" --pipeline 8 fetch2
+smoke store-range-pipelined -c 2 -t "$SECS" --pipeline 8 store-range
 smoke append -t "$SECS" -u apuser1 -f 0 -S append
 smoke append-one-mailbox -c 2 -t "$SECS" -u apuser2 -f 0 -S append
 smoke append-own-mailbox -c 2 -t "$SECS" -u apuser3 -f 0 -S -m 'bench%u' append

@@ -2,8 +2,10 @@
    -FLAGS, each with .SILENT, on system flags and keywords, and the
    UNCHANGEDSINCE modifier (RFC 7162 3.1.3: each message is tested and
    changed atomically; those that fail are listed in [MODIFIED]). Each
-   message is one rename of its file; other sessions see the change at
-   their next sync. */
+   message is one rename of its file; the messages of a command are
+   committed to the index together (one log append and one fdatasync
+   per MAILBOX_CHANGE_BATCH_MAX messages) before the reply. Other
+   sessions see the change at their next sync. */
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-uidonly.h"
@@ -149,52 +151,42 @@ static void store_expected(const struct store_ctx *ctx, enum mail_flags *flags,
 	}
 }
 
-/* Returns false after an I/O error (logged). */
-static bool store_msg(struct client_command *cmd, struct store_ctx *ctx,
-		      uint32_t seq, bool *changed_r)
-{
-	static const enum mailbox_flags_change modes[] = {
-		[STORE_REPLACE] = MAILBOX_FLAGS_REPLACE,
-		[STORE_ADD] = MAILBOX_FLAGS_ADD,
-		[STORE_REMOVE] = MAILBOX_FLAGS_REMOVE,
-	};
-	struct mailbox *box = cmd->client->mailbox;
-	enum mail_flags old = mailbox_msg_flags(box, seq) & MAIL_FLAGS_PERMANENT;
-	uint32_t old_kw = mailbox_msg_keywords(box, seq);
-	const char *error;
+/* One batch of messages: their numbers and their flags before it. */
+struct store_batch {
+	uint32_t seqs[MAILBOX_CHANGE_BATCH_MAX];
+	enum mail_flags old_flags[MAILBOX_CHANGE_BATCH_MAX];
+	uint32_t old_kw[MAILBOX_CHANGE_BATCH_MAX];
+	enum mailbox_change_result results[MAILBOX_CHANGE_BATCH_MAX];
+	unsigned int count;
+};
 
-	if (mailbox_msg_is_expunged(box, seq)) {
+/* The reply for one message of a committed batch. */
+static void store_report(struct client_command *cmd, struct store_ctx *ctx,
+			 const struct store_batch *b, unsigned int i,
+			 bool *changed_r)
+{
+	struct mailbox *box = cmd->client->mailbox;
+	uint32_t seq = b->seqs[i];
+
+	switch (b->results[i]) {
+	case MAILBOX_CHANGE_EXPUNGED:
 		/* its flags can no longer change (RFC 2180 4.2) */
 		ctx->some_expunged = true;
-		return true;
-	}
-	/* +FLAGS/-FLAGS apply to the file's flags at the time of the change,
-	   so another writer's concurrent change of other flags survives. */
-	int ret = ctx->conditional ?
-		mailbox_msg_change_flags_cond(box, seq, modes[ctx->mode],
-					      ctx->list.flags, ctx->keywords,
-					      ctx->unchanged_since, &error) :
-		mailbox_msg_change_flags(box, seq, modes[ctx->mode],
-					 ctx->list.flags, ctx->keywords,
-					 &error);
-	if (ret < 0) {
-		if (errno == ENOENT) {
-			ctx->some_expunged = true;
-			return true;
-		}
-		i_error("STORE failed: %s", error);
-		return false;
-	}
-	if (ret > 0) {
+		return;
+	case MAILBOX_CHANGE_MODIFIED:
 		/* RFC 7162 3.1.3, example 10: the client learns the state
 		   that made it fail without asking */
 		uidset_add(&ctx->modified, cmd->uid ?
 			   mailbox_msg_uid(box, seq) : seq);
 		store_send_fetch(cmd, seq, true);
-		return true;
+		return;
+	case MAILBOX_CHANGE_DONE:
+	case MAILBOX_CHANGE_UNCHANGED:
+		break;
 	}
-	if ((mailbox_msg_flags(box, seq) & MAIL_FLAGS_PERMANENT) != old ||
-	    mailbox_msg_keywords(box, seq) != old_kw)
+	enum mail_flags now = mailbox_msg_flags(box, seq) & MAIL_FLAGS_PERMANENT;
+	uint32_t now_kw = mailbox_msg_keywords(box, seq);
+	if (now != b->old_flags[i] || now_kw != b->old_kw[i])
 		*changed_r = true;
 	/* RFC 9051 6.4.6: the new flags as if FETCH FLAGS was done; with
 	   CONDSTORE a .SILENT one still tells the new MODSEQ (RFC 7162
@@ -202,14 +194,81 @@ static bool store_msg(struct client_command *cmd, struct store_ctx *ctx,
 	   writer's change came with it, a .SILENT reply must show FLAGS
 	   too, or the client would take the new MODSEQ as covering flags
 	   it never saw. */
-	enum mail_flags want_flags = old;
-	uint32_t want_kw = old_kw;
+	enum mail_flags want_flags = b->old_flags[i];
+	uint32_t want_kw = b->old_kw[i];
 	store_expected(ctx, &want_flags, &want_kw);
-	bool foreign = (mailbox_msg_flags(box, seq) & MAIL_FLAGS_PERMANENT) !=
-		want_flags || mailbox_msg_keywords(box, seq) != want_kw;
+	bool foreign = now != want_flags || now_kw != want_kw;
 	if (!ctx->silent || foreign || cmd->client->condstore)
 		store_send_fetch(cmd, seq, !ctx->silent || foreign);
+}
+
+/* Change and report the messages collected in b: one commit for all of
+   them. Returns false after an I/O error (logged). */
+static bool store_flush(struct client_command *cmd, struct store_ctx *ctx,
+			struct store_batch *b, bool *changed_r)
+{
+	static const enum mailbox_flags_change modes[] = {
+		[STORE_REPLACE] = MAILBOX_FLAGS_REPLACE,
+		[STORE_ADD] = MAILBOX_FLAGS_ADD,
+		[STORE_REMOVE] = MAILBOX_FLAGS_REMOVE,
+	};
+	/* +FLAGS/-FLAGS apply to the file's flags at the time of the
+	   change, so another writer's concurrent change of other flags
+	   survives. */
+	const struct mailbox_flags_batch batch = {
+		.mode = modes[ctx->mode],
+		.flags = ctx->list.flags,
+		.keywords = ctx->keywords,
+		.conditional = ctx->conditional,
+		.unchanged_since = ctx->unchanged_since,
+	};
+	const char *error;
+	unsigned int count = b->count;
+
+	b->count = 0;
+	if (mailbox_msgs_change_flags(cmd->client->mailbox, &batch, b->seqs,
+				      count, b->results, &error) < 0) {
+		i_error("STORE failed: %s", error);
+		*changed_r = true;	/* some may have changed before it */
+		return false;
+	}
+	for (unsigned int i = 0; i < count; i++)
+		store_report(cmd, ctx, b, i, changed_r);
 	return true;
+}
+
+/* Every message of the set, MAILBOX_CHANGE_BATCH_MAX at a time, so that
+   memory stays bounded whatever the range. Returns false after an I/O
+   error. */
+static bool store_all(struct client_command *cmd, struct store_ctx *ctx,
+		      bool *changed_r)
+{
+	struct mailbox *box = cmd->client->mailbox;
+	struct store_batch *b = p_malloc(cmd->pool, sizeof(*b));
+	bool ok = true;
+
+	for (unsigned int i = 0; i < ctx->range_count && ok; i++) {
+		for (uint32_t seq = ctx->ranges[i].seq1;
+		     seq <= ctx->ranges[i].seq2 && ok; seq++) {
+			if (mailbox_msg_is_expunged(box, seq)) {
+				/* its flags can no longer change (RFC 2180
+				   4.2) */
+				ctx->some_expunged = true;
+				continue;
+			}
+			b->seqs[b->count] = seq;
+			b->old_flags[b->count] = mailbox_msg_flags(box, seq) &
+				MAIL_FLAGS_PERMANENT;
+			b->old_kw[b->count] = mailbox_msg_keywords(box, seq);
+			if (++b->count == MAILBOX_CHANGE_BATCH_MAX)
+				ok = store_flush(cmd, ctx, b, changed_r);
+			if (seq == UINT32_MAX)
+				break;
+		}
+	}
+	if (ok && b->count > 0)
+		ok = store_flush(cmd, ctx, b, changed_r);
+	return ok;
 }
 
 /* "[MODIFIED set] " for the tagged reply, or "". */
@@ -268,11 +327,7 @@ bool cmd_store(struct client_command *cmd)
 	}
 	/* a new keyword is announced before the FETCHes that show it */
 	imap_sync_keywords(client);
-	for (unsigned int i = 0; i < ctx->range_count && ok; i++) {
-		for (uint32_t seq = ctx->ranges[i].seq1;
-		     seq <= ctx->ranges[i].seq2 && ok; seq++)
-			ok = store_msg(cmd, ctx, seq, &changed);
-	}
+	ok = store_all(cmd, ctx, &changed);
 	if (changed)
 		imap_notify_changed(client);
 	/* RFC 2180 4.2.1-4.2.3: .SILENT is OK for what could be stored;

@@ -1,6 +1,7 @@
 /* Writing FETCH answers in slices (imap-fetch.h). */
 #include "imap-common.h"
 #include "imap-fetch.h"
+#include "imap-fetch-hdr.h"
 #include "imap-date.h"
 #include "imap-sync.h"
 #include "imap-flags.h"
@@ -31,6 +32,55 @@ void imap_fetch_deinit(struct imap_fetch_ctx *ctx)
 		if (ctx->msg_texts[i].data != NULL)
 			buffer_free(&ctx->msg_texts[i]);
 	}
+	for (unsigned int i = 0; i < IMAP_FETCH_HDR_ITEMS; i++) {
+		if (ctx->hdr_texts[i].data != NULL)
+			buffer_free(&ctx->hdr_texts[i]);
+	}
+}
+
+/* The hdr_texts slot of item, or -1 if the cache does not serve it. */
+static int fetch_hdr_slot(const struct imap_fetch_ctx *ctx,
+			  const struct imap_fetch_item *item)
+{
+	int slot = 0;
+
+	if (!imap_fetch_hdr_cacheable(item))
+		return -1;
+	for (const struct imap_fetch_item *it = ctx->items; it < item; it++) {
+		if (imap_fetch_hdr_cacheable(it))
+			slot++;
+	}
+	return slot < IMAP_FETCH_HDR_ITEMS ? slot : -1;
+}
+
+/* Compose the message's cacheable HEADER.FIELDS items from the cache.
+   Returns true if some other item (or a miss) still needs the part
+   tree. */
+static bool fetch_hdr_from_cache(struct imap_fetch_ctx *ctx)
+{
+	bool need = false;
+
+	ctx->hdr_hits = 0;
+	for (unsigned int i = 0; i < ctx->item_count; i++) {
+		const struct imap_fetch_item *item = &ctx->items[i];
+		int slot = fetch_hdr_slot(ctx, item);
+
+		if (slot >= 0) {
+			buffer_t *buf = &ctx->hdr_texts[slot];
+			if (buf->data == NULL)
+				buffer_init(buf, IMAP_FETCH_HDR_MAX + 2);
+			if (imap_fetch_hdr_lookup(ctx->box, ctx->seq,
+						  &item->section, buf) > 0) {
+				ctx->hdr_hits |= 1U << slot;
+				continue;
+			}
+		}
+		if ((item->type == IMAP_FETCH_BODY ||
+		     item->type == IMAP_FETCH_BINARY_SIZE) &&
+		    imap_section_needs_structure(&item->section))
+			need = true;
+	}
+	return need;
 }
 
 static bool fetch_next_seq(struct imap_fetch_ctx *ctx)
@@ -72,6 +122,9 @@ static int fetch_msg_structure(struct imap_fetch_ctx *ctx,
 	struct imap_body_source src;
 
 	if (!ctx->need_structure)
+		return 0;
+	/* HEADER.FIELDS from the cache need neither the tree nor the file */
+	if (!fetch_hdr_from_cache(ctx))
 		return 0;
 	if (imap_msg_structure_get(&ctx->structure, ctx->box, ctx->seq,
 				   error_r) < 0)
@@ -178,15 +231,43 @@ static int fetch_section_open(struct imap_fetch_ctx *ctx,
 	return 0;
 }
 
+/* A section composed from the cache: the literal goes with the text. */
+static int fetch_body_cached(struct imap_fetch_ctx *ctx,
+			     const struct imap_fetch_item *item,
+			     const buffer_t *text, buffer_t *buf)
+{
+	size_t size = text->used;
+	size_t start = item->partial ? (size_t)MIN(item->start, size) : 0;
+
+	size -= start;
+	if (item->partial)
+		size = (size_t)MIN(size, item->count);
+	/* a NUL makes it a literal8, as from the file */
+	bool literal8 = memchr(text->data + start, '\0', size) != NULL;
+	ctx->body_left = 0;
+	if (buffer_printf(buf, "%s %s{%llu}\r\n", item->name,
+			  literal8 ? "~" : "", (unsigned long long)size) < 0 ||
+	    buffer_append(buf, text->data + start, size) < 0)
+		return -1;
+	return 0;
+}
+
 static int fetch_body_open(struct imap_fetch_ctx *ctx,
 			   const struct imap_fetch_item *item, buffer_t *buf,
 			   const char **error_r)
 {
+	int slot = fetch_hdr_slot(ctx, item);
 	uint64_t size;
 	bool has_nul;
 
+	if (slot >= 0 && (ctx->hdr_hits & (1U << slot)) != 0)
+		return fetch_body_cached(ctx, item, &ctx->hdr_texts[slot], buf);
 	if (fetch_section_open(ctx, item, &size, &has_nul, error_r) < 0)
 		return -1;
+	/* answered from the file: what it lists is cached for next time */
+	if (slot >= 0)
+		imap_fetch_hdr_fill(&ctx->structure, ctx->box, ctx->seq,
+				    ctx->body_fd, &item->section);
 	/* RFC 3516: binary data with NULs goes as literal8; like Dovecot,
 	   so does every decoded part, an empty one too */
 	enum imap_body_filter filter = ctx->body->src.filter;

@@ -15,6 +15,9 @@
 #define IMAP_FETCH_MAX_ITEMS 256
 /* Bytes of a body read and sent per step. */
 #define IMAP_FETCH_BODY_CHUNK (32 * 1024)
+/* HEADER.FIELDS items of one FETCH answered from the cache
+   (imap-fetch-hdr.h); later ones read the file. */
+#define IMAP_FETCH_HDR_ITEMS 4
 /* Messages per slice before other clients get their turn. */
 #define IMAP_FETCH_MSGS_PER_SLICE 500
 /* Messages whose modseq is looked at (CHANGEDSINCE) per slice. */
@@ -73,6 +76,11 @@ struct imap_fetch_ctx {
 	/* its ENVELOPE/BODY/BODYSTRUCTURE (need_texts), got before the
 	   message's response starts: from the cache or the part tree */
 	buffer_t msg_texts[IMAP_MSG_TEXT_COUNT];
+	/* the message's HEADER.FIELDS composed from the cache: of the
+	   first IMAP_FETCH_HDR_ITEMS such items, those with a bit in
+	   hdr_hits (got before the message's response starts) */
+	buffer_t hdr_texts[IMAP_FETCH_HDR_ITEMS];
+	unsigned int hdr_hits;
 	/* imap_fetch_counters when the command started (debug line) */
 	struct imap_fetch_counters counters_start;
 	uint32_t msgs_sent;

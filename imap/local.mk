@@ -64,8 +64,10 @@ imap_imap_LDADD += $(LIBMIME) $(LIBMOAT)
 # FETCH sections, BINARY, ENVELOPE/BODYSTRUCTURE (needs $(LIBMIME), above)
 imap_imap_SOURCES += imap/imap-fetch-body.c imap/imap-fetch-body.h \
 	imap/imap-body-stream.c
-# ENVELOPE/BODY/BODYSTRUCTURE through the mail cache, stored deflated
+# ENVELOPE/BODY/BODYSTRUCTURE (stored deflated) and HEADER.FIELDS through
+# the mail cache
 imap_imap_SOURCES += imap/imap-fetch-cache.c imap/imap-fetch-cache.h \
+	imap/imap-fetch-hdr.c imap/imap-fetch-hdr.h \
 	imap/imap-cache-text.c imap/imap-cache-text.h
 # FETCH PREVIEW (RFC 8970), through the mail cache too
 imap_imap_SOURCES += imap/imap-preview.c imap/imap-preview.h

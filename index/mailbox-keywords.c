@@ -104,8 +104,9 @@ static void kw_change_apply(struct kw_change *change, enum mail_flags cur,
 /* Rename the file to carry the changed flags and keywords (keeping
    foreign letters). The change applies to the flags in fname: if the
    rename succeeds, fname was the file's name at that moment, so nothing
-   another writer did to it is lost. Returns 0 or -1 (errno ENOENT: the
-   guessed name was not there). */
+   another writer did to it is lost. The renames are announced to the
+   watch; the caller settles it (once for a batch). Returns 0 or -1
+   (errno ENOENT: the guessed name was not there). */
 static int kw_rename(struct mailbox *box, const char *fname,
 		     struct kw_change *change,
 		     char *new_name, size_t new_size, const char **error_r)
@@ -143,12 +144,13 @@ static int kw_rename(struct mailbox *box, const char *fname,
 	} else {
 		maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR, fname);
 		maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR, new_name);
-		int ret = rename(old_path, new_path);
+		if (rename(old_path, new_path) == 0)
+			return 0;
+		/* settled now: the announcement without its event tells the
+		   watch that the folder changed under us */
 		int saved_errno = errno;
 		maildir_watch_settle(box->watch);
 		errno = saved_errno;
-		if (ret == 0)
-			return 0;
 	}
 	*error_r = errno == ENOENT ? "Message was expunged" :
 		mailbox_set_error(box, "rename(%s, %s) failed: %m",
@@ -156,12 +158,12 @@ static int kw_rename(struct mailbox *box, const char *fname,
 	return -1;
 }
 
-/* Locked: rename (retrying once with the name read from cur/), then
-   commit the result to the index. */
-static int kw_store_locked(struct mailbox *box, uint32_t seq,
-			   struct kw_change *change, const char **error_r)
+/* Locked: rename seq's file (retrying with the name read from cur/).
+   Returns 0 with change->new_* set, or -1 (errno ENOENT: the message is
+   gone). */
+static int kw_rename_msg(struct mailbox *box, uint32_t seq,
+			 struct kw_change *change, const char **error_r)
 {
-	const struct mailbox_expunged *exp;
 	uint32_t uid = mailbox_msg_uid(box, seq);
 	char new_name[MAILDIR_FILENAME_MAX + 1];
 	const char *fname;
@@ -182,19 +184,138 @@ static int kw_store_locked(struct mailbox *box, uint32_t seq,
 		return -1;
 	}
 	mailbox_msg_set_fname(box, uid, new_name);
+	return 0;
+}
+
+/* The index already says what the rename made of seq. */
+static bool kw_index_has(struct mailbox *box, uint32_t seq,
+			 const struct kw_change *change)
+{
+	const struct mailbox_expunged *exp;
 	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
-	if (rec != NULL &&
-	    (rec->flags & MAIL_FLAGS_PERMANENT) == change->new_flags &&
-	    rec->keywords == change->new_keywords)
-		return 0;
+
+	return rec != NULL &&
+		(rec->flags & MAIL_FLAGS_PERMANENT) == change->new_flags &&
+		rec->keywords == change->new_keywords;
+}
+
+/* Locked: rename each message's file, then commit every change as one
+   transaction (one log append, one fdatasync) and bring the view up to
+   it. On an I/O error the changes made so far are still committed. */
+static int kw_store_batch_locked(struct mailbox *box,
+				 const struct mailbox_flags_batch *batch,
+				 const uint32_t *seqs, unsigned int count,
+				 enum mailbox_change_result *results,
+				 const char **error_r)
+{
 	struct mail_index_transaction *t =
 		mail_index_transaction_begin(box->index);
-	mailbox_index_replace_flags(t, uid, change->new_flags,
-				    change->new_keywords);
-	if (mailbox_index_commit(box, &t, error_r) < 0)
+	const struct mailbox_expunged *exp;
+	const char *commit_error;
+	unsigned int i, changes = 0;
+	int ret = 0;
+
+	/* every change of this layer is committed under this lock: after
+	   this sync the view has each message's latest modseq */
+	if (batch->conditional && mailbox_view_refresh_own(box, 0, error_r) < 0)
+		ret = -1;
+	for (i = 0; i < count && ret == 0; i++) {
+		const struct mail_index_record *rec =
+			mailbox_seq_lookup(box, seqs[i], &exp);
+		struct kw_change change = {
+			.mode = batch->mode,
+			.flags = batch->flags & MAIL_FLAGS_PERMANENT,
+			.keywords = batch->keywords,
+		};
+
+		if (rec == NULL) {
+			results[i] = MAILBOX_CHANGE_EXPUNGED;
+		} else if (batch->conditional &&
+			   rec->modseq > batch->unchanged_since) {
+			results[i] = MAILBOX_CHANGE_MODIFIED;
+		} else if (kw_rename_msg(box, seqs[i], &change, error_r) < 0) {
+			if (errno != ENOENT)
+				ret = -1;
+			results[i] = MAILBOX_CHANGE_EXPUNGED;
+		} else if (kw_index_has(box, seqs[i], &change)) {
+			results[i] = MAILBOX_CHANGE_UNCHANGED;
+		} else {
+			mailbox_index_replace_flags(t,
+						    mailbox_msg_uid(box, seqs[i]),
+						    change.new_flags,
+						    change.new_keywords);
+			results[i] = MAILBOX_CHANGE_DONE;
+			changes++;
+		}
+	}
+	/* the renames' inotify events, read once for the batch */
+	maildir_watch_settle(box->watch);
+	if (changes == 0) {
+		mail_index_transaction_rollback(&t);
+	} else if (mailbox_index_commit(box, &t, &commit_error) < 0 ||
+		   /* the session sees its own changes at once, as STORE
+		      answers them */
+		   mailbox_view_refresh_own(box, 0, &commit_error) < 0) {
+		*error_r = commit_error;
 		return -1;
-	/* the session sees its own change at once, as STORE answers it */
-	return mailbox_view_refresh_own(box, uid, error_r);
+	}
+	if (changes == 0 && !batch->conditional)
+		return ret;
+	/* the caller reports these itself (STORE's FETCH): not again as
+	   changes found by a sync */
+	for (unsigned int j = 0; j < i; j++) {
+		if (results[j] == MAILBOX_CHANGE_DONE ||
+		    (batch->conditional && results[j] != MAILBOX_CHANGE_EXPUNGED))
+			uidset_remove(&box->ev_changed,
+				      mailbox_msg_uid(box, seqs[j]));
+	}
+	return ret;
+}
+
+_Static_assert(MAILBOX_CHANGE_BATCH_MAX * 2 <= MAILDIR_WATCH_MAX_EXPECTED,
+	       "a batch's renames must fit the watch's announcements");
+
+int mailbox_msgs_change_flags(struct mailbox *box,
+			      const struct mailbox_flags_batch *batch,
+			      const uint32_t *seqs, unsigned int count,
+			      enum mailbox_change_result *results,
+			      const char **error_r)
+{
+	i_assert(!mailbox_is_readonly(box));
+	i_assert(count <= MAILBOX_CHANGE_BATCH_MAX);
+	if (count == 0)
+		return 0;
+	/* the lock only: nothing here reads the uidlist's records */
+	if (maildir_uidlist_lock_append(box->uidlist, error_r) < 0)
+		return -1;
+	int ret = kw_store_batch_locked(box, batch, seqs, count, results,
+					error_r);
+	maildir_uidlist_unlock(box->uidlist);
+	return ret;
+}
+
+/* One message: a batch of one, its result as errno ENOENT or 1. */
+static int kw_change_one(struct mailbox *box,
+			 const struct mailbox_flags_batch *batch, uint32_t seq,
+			 const char **error_r)
+{
+	enum mailbox_change_result result;
+
+	if (mailbox_msgs_change_flags(box, batch, &seq, 1, &result,
+				      error_r) < 0)
+		return -1;
+	switch (result) {
+	case MAILBOX_CHANGE_EXPUNGED:
+		errno = ENOENT;
+		*error_r = "Message was expunged";
+		return -1;
+	case MAILBOX_CHANGE_MODIFIED:
+		return 1;
+	case MAILBOX_CHANGE_DONE:
+	case MAILBOX_CHANGE_UNCHANGED:
+		break;
+	}
+	return 0;
 }
 
 int mailbox_msg_change_flags(struct mailbox *box, uint32_t seq,
@@ -202,26 +323,11 @@ int mailbox_msg_change_flags(struct mailbox *box, uint32_t seq,
 			     enum mail_flags flags, uint32_t keywords,
 			     const char **error_r)
 {
-	const struct mailbox_expunged *exp;
-	const struct mail_index_record *rec = mailbox_seq_lookup(box, seq, &exp);
-	struct kw_change change = {
-		.mode = mode,
-		.flags = flags & MAIL_FLAGS_PERMANENT,
-		.keywords = keywords,
+	const struct mailbox_flags_batch batch = {
+		.mode = mode, .flags = flags, .keywords = keywords,
 	};
 
-	i_assert(!mailbox_is_readonly(box));
-	if (rec == NULL) {
-		errno = ENOENT;
-		*error_r = "Message was expunged";
-		return -1;
-	}
-	/* the lock only: nothing here reads the uidlist's records */
-	if (maildir_uidlist_lock_append(box->uidlist, error_r) < 0)
-		return -1;
-	int ret = kw_store_locked(box, seq, &change, error_r);
-	maildir_uidlist_unlock(box->uidlist);
-	return ret < 0 ? -1 : 0;
+	return kw_change_one(box, &batch, seq, error_r) < 0 ? -1 : 0;
 }
 
 int mailbox_msg_change_flags_cond(struct mailbox *box, uint32_t seq,
@@ -230,39 +336,12 @@ int mailbox_msg_change_flags_cond(struct mailbox *box, uint32_t seq,
 				  uint64_t unchanged_since,
 				  const char **error_r)
 {
-	const struct mailbox_expunged *exp;
-	struct kw_change change = {
-		.mode = mode,
-		.flags = flags & MAIL_FLAGS_PERMANENT,
-		.keywords = keywords,
+	const struct mailbox_flags_batch batch = {
+		.mode = mode, .flags = flags, .keywords = keywords,
+		.conditional = true, .unchanged_since = unchanged_since,
 	};
 
-	i_assert(!mailbox_is_readonly(box));
-	if (mailbox_seq_lookup(box, seq, &exp) == NULL) {
-		errno = ENOENT;
-		*error_r = "Message was expunged";
-		return -1;
-	}
-	uint32_t uid = mailbox_msg_uid(box, seq);
-	if (maildir_uidlist_lock_append(box->uidlist, error_r) < 0)
-		return -1;
-	/* every change of this layer is committed under this lock: after
-	   this sync the view has the message's latest modseq (the caller
-	   reports the message's state, so it need not come again) */
-	int ret = mailbox_view_refresh_own(box, uid, error_r);
-	const struct mail_index_record *rec = ret < 0 ? NULL :
-		mailbox_seq_lookup(box, seq, &exp);
-	if (ret == 0 && rec == NULL) {
-		errno = ENOENT;
-		*error_r = "Message was expunged";
-		ret = -1;
-	} else if (ret == 0 && rec->modseq > unchanged_since) {
-		ret = 1;
-	} else if (ret == 0) {
-		ret = kw_store_locked(box, seq, &change, error_r) < 0 ? -1 : 0;
-	}
-	maildir_uidlist_unlock(box->uidlist);
-	return ret;
+	return kw_change_one(box, &batch, seq, error_r);
 }
 
 int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,

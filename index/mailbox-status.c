@@ -27,7 +27,8 @@ struct status_stamp {
 };
 
 /* Read the folder's MAILBOX_DIRSTAMP_NAME (maildir-sync.c writes it).
-   Returns false if it is missing or unreadable. */
+   Returns false if it is missing, unreadable or of an index that was
+   never scanned. */
 static bool status_stamp_read(const char *path, struct status_stamp *stamp_r)
 {
 	char fpath[PATH_MAX], buf[STATUS_STAMP_MAX];
@@ -45,8 +46,11 @@ static bool status_stamp_read(const char *path, struct status_stamp *stamp_r)
 	if (ret <= 0)
 		return false;
 	buf[ret] = '\0';
+	/* modseq 0 is an index that never had a change: a folder that was
+	   empty when scanned (its STATUS must not open it every time). An
+	   index not scanned yet has no uidvalidity. */
 	if (sscanf(buf, "%u %llu %llu %llu %llu %llu", &uidvalidity, &modseq,
-		   &cs, &cn, &ns, &nn) != 6 || modseq == 0)
+		   &cs, &cn, &ns, &nn) != 6 || uidvalidity == 0)
 		return false;
 	stamp_r->uidvalidity = uidvalidity;
 	stamp_r->modseq = modseq;

@@ -211,6 +211,37 @@ int mailbox_msg_change_flags_cond(struct mailbox *box, uint32_t seq,
 				  enum mail_flags flags, uint32_t keywords,
 				  uint64_t unchanged_since,
 				  const char **error_r);
+/* One change for many messages (STORE on a range): */
+struct mailbox_flags_batch {
+	enum mailbox_flags_change mode;
+	enum mail_flags flags;
+	uint32_t keywords;
+	/* UNCHANGEDSINCE: only messages whose modseq is at most this */
+	bool conditional;
+	uint64_t unchanged_since;
+};
+enum mailbox_change_result {
+	MAILBOX_CHANGE_DONE,		/* changed, in the view already */
+	MAILBOX_CHANGE_UNCHANGED,	/* it had those flags already */
+	MAILBOX_CHANGE_EXPUNGED,	/* gone: nothing changed */
+	MAILBOX_CHANGE_MODIFIED,	/* conditional: modseq was higher */
+};
+/* Most messages of one mailbox_msgs_change_flags() call: a longer range
+   is several calls. Bounded by what the folder's inotify watch can tell
+   apart as our own renames (two names each, MAILDIR_WATCH_MAX_EXPECTED). */
+#define MAILBOX_CHANGE_BATCH_MAX 128
+/* The change of mailbox_msg_change_flags(_cond) for each of seqs[0..count)
+   (count <= MAILBOX_CHANGE_BATCH_MAX), under one lock: one rename each,
+   then one index transaction, so one log append and one fdatasync for
+   all of them. results[i] tells what became of seqs[i]; the view shows
+   every change at return, and a later sync does not report them again.
+   Returns 0, or -1 on an I/O error (the changes made before it are
+   committed; the results are then incomplete). */
+int mailbox_msgs_change_flags(struct mailbox *box,
+			      const struct mailbox_flags_batch *batch,
+			      const uint32_t *seqs, unsigned int count,
+			      enum mailbox_change_result *results,
+			      const char **error_r);
 /* Replace both the permanent flags and the keywords of seq (one rename).
    Returns 0 or -1 (errno ENOENT if the message vanished). */
 int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,

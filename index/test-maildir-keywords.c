@@ -4,7 +4,10 @@
 #include "maildir-uidlist.h"
 #include "maildir-keywords.h"
 
+#include <dirent.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *kw_dir(const char *name)
 {
@@ -163,5 +166,137 @@ static void test_mailbox_keywords(void)
 	mailbox_close(&box);
 }
 
+/* The file name in dir/cur of the message whose body is tag, or NULL. */
+static const char *find_file(const char *dir, const char *tag)
+{
+	static char name[256];
+	char path[1024], data[256];
+	struct dirent *d;
+	DIR *dirp;
+
+	snprintf(path, sizeof(path), "%s/cur", dir);
+	if ((dirp = opendir(path)) == NULL)
+		return NULL;
+	while ((d = readdir(dirp)) != NULL) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/cur/%s", dir, d->d_name);
+		FILE *f = fopen(path, "r");
+		size_t n = f == NULL ? 0 : fread(data, 1, sizeof(data) - 1, f);
+		if (f != NULL)
+			fclose(f);
+		data[n] = '\0';
+		if (strstr(data, tag) != NULL) {
+			snprintf(name, sizeof(name), "%s", d->d_name);
+			closedir(dirp);
+			return name;
+		}
+	}
+	closedir(dirp);
+	return NULL;
+}
+
+static void batch_append(struct mailbox *box, unsigned int n)
+{
+	struct mailbox_append_ctx *save;
+	const char *error;
+	char text[64];
+	uint32_t uid;
+
+	for (unsigned int i = 1; i <= n; i++) {
+		int len = snprintf(text, sizeof(text),
+				   "Subject: %u\r\n\r\nbody-%u.\r\n", i, i);
+		test_assert(mailbox_append_begin(box, 0, (time_t)-1, &save,
+						 &error) == 0);
+		test_assert(mailbox_append_write(save, text, (size_t)len,
+						 &error) == 0);
+		test_assert(mailbox_append_finish(&save, &uid, &error) == 0);
+	}
+	test_assert(mailbox_sync(box, true, NULL, NULL, &error) == 0);
+}
+
+/* mailbox_msgs_change_flags(): one call for many messages; a foreign
+   change of a file is kept, a vanished file is reported, the view and
+   another session agree with the files. */
+static void test_batch_change(void)
+{
+	const char *root = kw_dir("batch"), *error, *name;
+	struct mailbox *box, *box2;
+	unsigned int idx;
+	char from[1024], to[1024];
+
+	test_assert(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC, &box,
+				 &error) == 1);
+	batch_append(box, 6);
+	test_assert(mailbox_keyword_get(box, "Todo", true, &idx, &error) == 1);
+	test_assert(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC, &box2,
+				 &error) == 1);
+	test_assert(mailbox_sync(box2, true, NULL, NULL, &error) == 0);
+
+	/* another tool: message 3 gets \Seen, message 4 is deleted */
+	name = find_file(root, "body-3.");
+	test_assert(name != NULL && strstr(name, ":2,") != NULL);
+	snprintf(from, sizeof(from), "%s/cur/%s", root, name);
+	snprintf(to, sizeof(to), "%s/cur/%sS", root, name);
+	test_assert(rename(from, to) == 0);
+	name = find_file(root, "body-4.");
+	snprintf(from, sizeof(from), "%s/cur/%s", root, name);
+	test_assert(unlink(from) == 0);
+
+	const struct mailbox_flags_batch add = {
+		.mode = MAILBOX_FLAGS_ADD, .flags = MAIL_FLAGGED,
+		.keywords = 1U << idx,
+	};
+	const uint32_t seqs[] = { 1, 2, 3, 4, 5 };
+	enum mailbox_change_result results[5];
+	test_assert(mailbox_msgs_change_flags(box, &add, seqs, 5, results,
+					      &error) == 0);
+	test_assert_int(results[0], MAILBOX_CHANGE_DONE);
+	test_assert_int(results[2], MAILBOX_CHANGE_DONE);
+	test_assert_int(results[3], MAILBOX_CHANGE_EXPUNGED);
+	test_assert_int(results[4], MAILBOX_CHANGE_DONE);
+	for (uint32_t seq = 1; seq <= 5; seq++) {
+		if (seq == 4)
+			continue;
+		test_assert_int(mailbox_msg_flags(box, seq) & MAIL_FLAGS_PERMANENT,
+				seq == 3 ? MAIL_FLAGGED | MAIL_SEEN : MAIL_FLAGGED);
+		test_assert_int(mailbox_msg_keywords(box, seq), 1U << idx);
+	}
+	test_assert_int(mailbox_msg_flags(box, 6) & MAIL_FLAGS_PERMANENT, 0);
+	/* the files say so: flags and keyword letter */
+	name = find_file(root, "body-3.");
+	test_assert(name != NULL && strstr(name, ":2,FSa") != NULL);
+	name = find_file(root, "body-5.");
+	test_assert(name != NULL && strstr(name, ":2,Fa") != NULL);
+
+	/* the same again changes nothing */
+	test_assert(mailbox_msgs_change_flags(box, &add, seqs + 4, 1, results,
+					      &error) == 0);
+	test_assert_int(results[0], MAILBOX_CHANGE_UNCHANGED);
+
+	/* the other session sees every change */
+	test_assert(mailbox_sync(box2, true, NULL, NULL, &error) == 0);
+	test_assert_int(mailbox_msg_flags(box2, 1) & MAIL_FLAGS_PERMANENT,
+			MAIL_FLAGGED);
+	test_assert_int(mailbox_msg_keywords(box2, 2), 1U << idx);
+
+	/* UNCHANGEDSINCE below a message's modseq: that one is left */
+	uint64_t modseq1 = mailbox_msg_modseq(box, 1);
+	const struct mailbox_flags_batch cond = {
+		.mode = MAILBOX_FLAGS_REMOVE, .flags = MAIL_FLAGGED,
+		.conditional = true, .unchanged_since = modseq1 - 1,
+	};
+	const uint32_t seqs2[] = { 1, 6 };
+	test_assert(mailbox_msgs_change_flags(box, &cond, seqs2, 2, results,
+					      &error) == 0);
+	test_assert_int(results[0], MAILBOX_CHANGE_MODIFIED);
+	test_assert_int(results[1], MAILBOX_CHANGE_UNCHANGED);
+	test_assert_int(mailbox_msg_flags(box, 1) & MAIL_FLAGS_PERMANENT,
+			MAIL_FLAGGED);
+	mailbox_close(&box2);
+	mailbox_close(&box);
+}
+
 TEST_MAIN(TEST(test_keyword_valid), TEST(test_letters), TEST(test_add_persist),
-	  TEST(test_limit), TEST(test_broken_lines), TEST(test_mailbox_keywords))
+	  TEST(test_limit), TEST(test_broken_lines), TEST(test_mailbox_keywords),
+	  TEST(test_batch_change))

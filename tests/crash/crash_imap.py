@@ -420,7 +420,9 @@ class Worker(threading.Thread):
     # -- STORE
 
     def store(self, own):
-        targets = self.rng.sample(own, min(len(own), self.rng.randint(1, 3)))
+        # mostly a few messages, sometimes a range (one commit for all)
+        n = self.rng.randint(1, 3) if self.rng.random() < 0.7 else self.rng.randint(4, 40)
+        targets = self.rng.sample(own, min(len(own), n))
         changing = [f for f in SYSTEM_FLAGS + KEYWORDS if self.rng.random() < 0.3]
         if not changing:
             changing = [self.rng.choice(SYSTEM_FLAGS + KEYWORDS)]

@@ -257,3 +257,30 @@ def test_status_cache_delete_and_rename(client, moat_server):
     settle(root / ".box", "cur", "new")
     assert status_of(client, "box")["MESSAGES"] == 0
     assert status_of(client, "box") == select_counts(client, "box")
+
+
+def folder_files(md):
+    """{name: (inode, size, mtime_ns)} of the folder's own files."""
+    return {p.name: (p.stat().st_ino, p.stat().st_size, p.stat().st_mtime_ns)
+            for p in md.iterdir() if p.is_file()}
+
+
+@pytest.mark.parametrize("mailbox", ["INBOX", "box"])
+def test_status_of_empty_mailbox_writes_nothing(client, moat_server, mailbox):
+    """A never-selected empty mailbox: once its index exists, STATUS reads
+    it and writes nothing (it once rewrote moat.index.dirs every time:
+    an index that never had a change has modseq 0)."""
+    root = moat_server.maildir("testuser1")
+    md = root if mailbox == "INBOX" else root / ".box"
+    if mailbox != "INBOX":
+        assert client.command("CREATE box").ok
+    settle(md, "cur", "new")
+    assert status_of(client, mailbox)["MESSAGES"] == 0
+    files = folder_files(md)
+    for _ in range(3):
+        st = status_of(client, mailbox)
+        assert st["MESSAGES"] == 0 and st["UNSEEN"] == 0
+        assert folder_files(md) == files
+    # a file another tool drops in is still seen
+    drop_new(moat_server, md, 1)
+    assert status_of(client, mailbox)["MESSAGES"] == 1
