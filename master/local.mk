@@ -12,5 +12,7 @@ master_moat_SOURCES = \
 	master/service-auth-worker.c \
 	master/service-imap.c \
 	master/service-lmtp.c \
-	master/handoff.c
+	master/handoff.c \
+	master/master-notify.h \
+	master/master-notify.c
 master_moat_LDADD = $(LIBMOAT)

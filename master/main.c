@@ -9,6 +9,7 @@
    between its children; it never reads a byte a client sent. Started
    without root (development) everything runs as the invoking user. */
 #include "master-common.h"
+#include "master-notify.h"
 #include "restrict.h"
 
 #include <fcntl.h>
@@ -119,7 +120,9 @@ static void pidfile_write(struct master *master)
 	close(fd);
 }
 
-static void log_open(struct master *master)
+/* On a reopen (SIGUSR1) a failure keeps the old file: losing the log is
+   better than losing the server. */
+static void log_open(struct master *master, bool reopen)
 {
 	if (master->set->log_path[0] == '\0') {
 		log_set_fd(STDERR_FILENO);
@@ -127,6 +130,10 @@ static void log_open(struct master *master)
 	}
 	int fd = open(master->set->log_path,
 		      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (fd < 0 && reopen) {
+		i_error("open(%s) failed: %s", master->set->log_path, strerror(errno));
+		return;
+	}
 	if (fd < 0)
 		i_fatal("open(%s) failed: %s", master->set->log_path, strerror(errno));
 	if (dup2(fd, STDERR_FILENO) < 0)
@@ -150,6 +157,7 @@ static void sig_term(void *context)
 	if (master->stopping)
 		return;
 	i_info("stopping (signal)");
+	master_notify_stopping();
 	services_stop(master);
 }
 
@@ -160,10 +168,12 @@ static void sig_hup(void *context)
 	struct moat_settings *old = master->set;
 
 	i_info("SIGHUP: reloading %s", master->config_path);
+	master_notify_reloading();
 	master->set = NULL;
 	if (master_settings_load(master, master->config_path, &error) < 0) {
 		master->set = old;
 		i_error("reload failed, keeping the old settings: %s", error);
+		master_notify_ready("reload failed, running with the old settings");
 		return;
 	}
 	moat_settings_free(&old);
@@ -179,6 +189,15 @@ static void sig_hup(void *context)
 	master->config_fd = master_settings_create_fd(master->set, false);
 	master->login_config_fd = master_settings_create_fd(master->set, true);
 	services_reload(master);
+	master_notify_ready("running (reloaded)");
+}
+
+/* logrotate's postrotate: the file was renamed, open a new one. */
+static void sig_usr1(void *context)
+{
+	struct master *master = context;
+	log_open(master, true);
+	i_info("SIGUSR1: log reopened");
 }
 
 static void daemonize(void)
@@ -211,6 +230,7 @@ int main(int argc, char *argv[])
 	int c;
 
 	log_init("master: ", true);
+	master_notify_init();
 	master.config_path = MOAT_SYSCONFDIR "/moat.conf";
 	while ((c = getopt_long(argc, argv, "c:Fnah", long_opts, NULL)) != -1) {
 		switch (c) {
@@ -245,7 +265,7 @@ int main(int argc, char *argv[])
 	services_init(&master);
 	if (master_settings_resolve_users(&master, &error) < 0)
 		i_fatal("%s", error);
-	log_open(&master);
+	log_open(&master, false);
 	log_set_debug(master.set->log_debug);
 	prepare_dirs(&master);
 	if (master_listeners_open(&master, &error) < 0)
@@ -268,9 +288,11 @@ int main(int argc, char *argv[])
 	io_loop_add_signal(master.ioloop, SIGTERM, sig_term, &master);
 	io_loop_add_signal(master.ioloop, SIGINT, sig_term, &master);
 	io_loop_add_signal(master.ioloop, SIGHUP, sig_hup, &master);
+	io_loop_add_signal(master.ioloop, SIGUSR1, sig_usr1, &master);
 	i_info("moat %s starting up (%u listeners)", PACKAGE_VERSION,
 	       master.listener_count);
 	services_start(&master);
+	master_notify_ready("running");
 	io_loop_run(master.ioloop);
 
 	i_info("stopped");
@@ -281,6 +303,7 @@ int main(int argc, char *argv[])
 	i_close_fd(&master.config_fd);
 	i_close_fd(&master.login_config_fd);
 	moat_settings_free(&master.set);
+	master_notify_deinit();
 	free(master.pid_path);
 	free(master.empty_dir);
 	free(master.lmtp_chroot_dir);

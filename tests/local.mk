@@ -15,6 +15,7 @@ UNIT_TESTS = \
 	tests/unit/test-imap-parser \
 	tests/unit/test-imap-seqset-parse \
 	tests/unit/test-config \
+	tests/unit/test-log \
 	tests/unit/test-unicode-casemap
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -30,6 +31,7 @@ tests_unit_test_ktls_LDADD = $(UNIT_LDADD)
 tests_unit_test_imap_parser_LDADD = $(UNIT_LDADD)
 tests_unit_test_imap_seqset_parse_LDADD = $(UNIT_LDADD)
 tests_unit_test_config_LDADD = $(UNIT_LDADD)
+tests_unit_test_log_LDADD = $(UNIT_LDADD)
 tests_unit_test_unicode_casemap_LDADD = $(UNIT_LDADD)
 # the whole table against Python's unicodedata (needs test-unicode-casemap)
 TESTS += tests/unit/check-unicode-casemap-ucd.sh
