@@ -39,3 +39,4 @@ EXTRA_DIST += tests/unit/check-unicode-casemap-ucd.sh \
 	tests/unit/check-unicode-casemap-ucd.py
 
 EXTRA_DIST += tests/protocol tests/fuzz tests/compare tests/crash/run-imap.sh tests/crash/crash_imap.py tests/crash/run-lmtp.sh tests/crash/crash_lmtp.py
+EXTRA_DIST += tests/pkg/run.sh tests/pkg/run-server.py
