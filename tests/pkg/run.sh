@@ -167,10 +167,10 @@ deb=$(ls "$WORK"/moat_*_*.deb)
 changes=$(ls "$WORK"/moat_*_*.changes)
 say "built $(basename "$deb") in $(( $(date +%s) - start )) s"
 
-lintian_out=$(lintian --fail-on error,warning "$changes" 2>&1 |
-	grep -v '^running with root privileges' || true)
-lintian --fail-on error,warning "$changes" >/dev/null 2>&1 ||
-	die "lintian: $lintian_out"
+lintian_rc=0
+lintian_out=$(lintian --fail-on error,warning "$changes" 2>&1) || lintian_rc=$?
+lintian_out=$(printf '%s\n' "$lintian_out" | grep -v '^running with root privileges' || true)
+[ "$lintian_rc" -eq 0 ] || die "lintian: $lintian_out"
 [ -z "$lintian_out" ] || say "lintian (not errors or warnings): $lintian_out"
 say "ok: lintian, no errors and no warnings"
 
