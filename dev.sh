@@ -26,7 +26,8 @@ PACKAGES=(build-essential autoconf automake pkg-config libssl-dev libcap-dev
 	argon2 whois  # argon2, mkpasswd: hash vectors in auth/ tests
 	isync offlineimap3 neomutt  # real clients in tests/protocol/test_clients.py
 	postfix  # a private instance delivers to moat in tests/protocol/test_postfix.py
-	dovecot-imapd)  # reference for tests/protocol/test_mime_dovecot.py (private instance only)
+	dovecot-imapd  # reference for tests/protocol/test_mime_dovecot.py (private instance only)
+	debhelper lintian iproute2)  # tests/pkg/run.sh: builds, checks and installs the Debian package
 # node and npm for imapflow (tests/protocol/test_imapflow.py), from Debian
 # only where no node is installed: a node that bundles its own npm (such
 # as NodeSource's) conflicts with Debian's npm package.
@@ -367,6 +368,8 @@ cmd_test() {
 		"$ROOT/bench/stress.sh" "$TEST_PREFIX" "$TEST_BUILD/bench/imapload" -- \
 		-c 10 --users 2 -t "${MOAT_STRESS_SECONDS:-20}" -r "$seed" >&2 ||
 		die "the stress run failed (repeat: MOAT_STRESS_SEED=$seed)"
+	say "Debian package and systemd unit (tests/pkg/run.sh)"
+	"$ROOT/tests/pkg/run.sh" "$TEST_BUILD/pkg" >&2 || die "the package test failed"
 	say "protocol tests"
 	# Leak checking is off for the servers: chroot and setuid processes make
 	# LeakSanitizer unreliable. Any sanitizer report fails the test that saw it.

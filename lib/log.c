@@ -1,9 +1,13 @@
 /* Line-oriented logging to one fd (stderr by default). Each line is
    written with a single write(2) so lines of concurrent processes sharing
-   a pipe do not interleave. */
+   a pipe do not interleave. When the fd is systemd's journal stream
+   ($JOURNAL_STREAM names its device and inode), each line starts with
+   "<N>", its syslog priority (sd-daemon(3)), and carries no timestamp:
+   the journal keeps its own. */
 #include "lib.h"
 #include "log.h"
 
+#include <sys/stat.h>
 #include <time.h>
 
 /* A log line longer than this is cut: keeps one write atomic on a pipe
@@ -16,20 +20,43 @@ static bool log_timestamps, log_debug_enabled;
 static int log_fd = STDERR_FILENO;
 static log_hook_t *log_hook;
 static void *log_hook_context;
+static bool log_journal;
 
 static const char *const level_names[] = {
 	"debug", "info", "warning", "error", "fatal"
 };
+/* syslog(3) priorities of enum log_level: LOG_DEBUG 7, LOG_INFO 6,
+   LOG_WARNING 4, LOG_ERR 3, LOG_CRIT 2 (syslog.h's names clash with ours). */
+static const char level_priorities[] = { '7', '6', '4', '3', '2' };
+/* A child's line without a known level (a library or a sanitizer writing
+   to stderr) is unexpected: LOG_NOTICE, above info. */
+#define LOG_PRIORITY_UNKNOWN '5'
 
 void log_init(const char *prefix, bool timestamps)
 {
 	log_prefix = prefix;
 	log_timestamps = timestamps;
+	log_journal = log_fd_is_journal(log_fd, getenv("JOURNAL_STREAM"));
+}
+
+bool log_fd_is_journal(int fd, const char *journal_stream)
+{
+	unsigned long long dev, ino;
+	struct stat st;
+	int end = 0;
+
+	if (journal_stream == NULL ||
+	    sscanf(journal_stream, "%llu:%llu%n", &dev, &ino, &end) != 2 ||
+	    journal_stream[end] != '\0' || fstat(fd, &st) < 0)
+		return false;
+	return (unsigned long long)st.st_dev == dev &&
+		(unsigned long long)st.st_ino == ino;
 }
 
 void log_set_fd(int fd)
 {
 	log_fd = fd;
+	log_journal = log_fd_is_journal(fd, getenv("JOURNAL_STREAM"));
 }
 
 void log_set_hook(log_hook_t *hook, void *context)
@@ -55,7 +82,7 @@ static size_t log_timestamp(char *line, size_t size)
 	struct tm tm;
 	size_t pos;
 
-	if (!log_timestamps)
+	if (!log_timestamps || log_journal)
 		return 0;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	localtime_r(&ts.tv_sec, &tm);
@@ -64,10 +91,32 @@ static size_t log_timestamp(char *line, size_t size)
 	return pos + (ret > 0 ? (size_t)ret : 0);
 }
 
+/* Writes "<priority>" at line when logging to the journal; its length. */
+static size_t log_priority(char *line, char priority)
+{
+	if (!log_journal)
+		return 0;
+	line[0] = '<';
+	line[1] = priority;
+	line[2] = '>';
+	return 3;
+}
+
+static char log_text_priority(const char *text, size_t len)
+{
+	for (size_t i = 0; i < N_ELEMENTS(level_names); i++) {
+		size_t n = strlen(level_names[i]);
+		if (len > n && memcmp(text, level_names[i], n) == 0 && text[n] == ':')
+			return level_priorities[i];
+	}
+	return LOG_PRIORITY_UNKNOWN;
+}
+
 void log_write_line(const char *prefix, const char *text, size_t len)
 {
 	char line[LOG_LINE_MAX + 2];
-	size_t pos = log_timestamp(line, sizeof(line));
+	size_t pos = log_priority(line, log_text_priority(text, len));
+	pos += log_timestamp(line + pos, sizeof(line) - pos);
 	int ret = snprintf(line + pos, LOG_LINE_MAX - pos, "%s", prefix);
 	if (ret > 0)
 		pos = MIN(pos + (size_t)ret, (size_t)LOG_LINE_MAX - 1);
@@ -92,7 +141,8 @@ void log_vwrite(enum log_level level, const char *fmt, va_list args)
 
 	if (level == LOG_DEBUG && !log_debug_enabled)
 		return;
-	pos = log_timestamp(line, sizeof(line));
+	pos = log_priority(line, level_priorities[level]);
+	pos += log_timestamp(line + pos, sizeof(line) - pos);
 	size_t text_start = pos + strlen(log_prefix);
 	ret = snprintf(line + pos, LOG_LINE_MAX - pos, "%s%s: %s%s",
 		       log_prefix, level_names[level],

@@ -11,7 +11,13 @@ enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR, LOG_FATAL };
    default writes to stderr. If timestamps is true, each line starts with
    an ISO-8601 time (master uses this; children leave it to master). */
 void log_init(const char *prefix, bool timestamps);
-void log_set_fd(int fd);                 /* where lines go; default 2 */
+/* Where lines go; default 2. If fd is systemd's journal stream (see
+   log_fd_is_journal), lines carry "<N>" syslog priorities instead of a
+   timestamp. Call again after dup2()ing a new file over fd. */
+void log_set_fd(int fd);
+/* Whether fd is the stream named by journal_stream, $JOURNAL_STREAM's
+   "DEVICE:INODE" (systemd.exec(5)); false for NULL or a malformed value. */
+bool log_fd_is_journal(int fd, const char *journal_stream);
 void log_set_debug(bool enabled);
 /* Context for every following line, e.g. "user=demo session=abc"; NULL
    clears it. Appended as " (context)" is not done: it is prepended after

@@ -19,5 +19,7 @@ master_moat_SOURCES = \
 	master/master-admin-cmd.c \
 	master/master-admin-log.c \
 	master/master-admin-auth.c \
-	master/master-admin-users.c
+	master/master-admin-users.c \
+	master/master-notify.h \
+	master/master-notify.c
 master_moat_LDADD = $(LIBMOAT)

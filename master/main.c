@@ -10,6 +10,7 @@
    without root (development) everything runs as the invoking user. */
 #include "master-common.h"
 #include "master-admin.h"
+#include "master-notify.h"
 #include "restrict.h"
 
 #include <fcntl.h>
@@ -120,7 +121,9 @@ static void pidfile_write(struct master *master)
 	close(fd);
 }
 
-static void log_open(struct master *master)
+/* On a reopen (SIGUSR1) a failure keeps the old file: losing the log is
+   better than losing the server. */
+static void log_open(struct master *master, bool reopen)
 {
 	if (master->set->log_path[0] == '\0') {
 		log_set_fd(STDERR_FILENO);
@@ -128,6 +131,10 @@ static void log_open(struct master *master)
 	}
 	int fd = open(master->set->log_path,
 		      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (fd < 0 && reopen) {
+		i_error("open(%s) failed: %s", master->set->log_path, strerror(errno));
+		return;
+	}
 	if (fd < 0)
 		i_fatal("open(%s) failed: %s", master->set->log_path, strerror(errno));
 	if (dup2(fd, STDERR_FILENO) < 0)
@@ -151,6 +158,7 @@ static void sig_term(void *context)
 	if (master->stopping)
 		return;
 	i_info("stopping (signal)");
+	master_notify_stopping();
 	services_stop(master);
 }
 
@@ -160,10 +168,12 @@ int master_reload(struct master *master, const char **error_r)
 	const char *error;
 	struct moat_settings *old = master->set;
 
+	master_notify_reloading();
 	master->set = NULL;
 	if (master_settings_load(master, master->config_path, &error) < 0) {
 		master->set = old;
 		i_error("reload failed, keeping the old settings: %s", error);
+		master_notify_ready("reload failed, running with the old settings");
 		snprintf(error_buf, sizeof(error_buf), "%s", error);
 		*error_r = error_buf;
 		return -1;
@@ -182,6 +192,7 @@ int master_reload(struct master *master, const char **error_r)
 	master->login_config_fd = master_settings_create_fd(master->set, true);
 	services_reload(master);
 	master_admin_reload(master);
+	master_notify_ready("running (reloaded)");
 	return 0;
 }
 
@@ -192,6 +203,14 @@ static void sig_hup(void *context)
 
 	i_info("SIGHUP: reloading %s", master->config_path);
 	(void)master_reload(master, &error);
+}
+
+/* logrotate's postrotate: the file was renamed, open a new one. */
+static void sig_usr1(void *context)
+{
+	struct master *master = context;
+	log_open(master, true);
+	i_info("SIGUSR1: log reopened");
 }
 
 static void daemonize(void)
@@ -224,6 +243,7 @@ int main(int argc, char *argv[])
 	int c;
 
 	log_init("master: ", true);
+	master_notify_init();
 	master.config_path = MOAT_SYSCONFDIR "/moat.conf";
 	while ((c = getopt_long(argc, argv, "c:Fnah", long_opts, NULL)) != -1) {
 		switch (c) {
@@ -258,7 +278,7 @@ int main(int argc, char *argv[])
 	services_init(&master);
 	if (master_settings_resolve_users(&master, &error) < 0)
 		i_fatal("%s", error);
-	log_open(&master);
+	log_open(&master, false);
 	log_set_debug(master.set->log_debug);
 	prepare_dirs(&master);
 	if (master_listeners_open(&master, &error) < 0)
@@ -282,9 +302,11 @@ int main(int argc, char *argv[])
 	io_loop_add_signal(master.ioloop, SIGTERM, sig_term, &master);
 	io_loop_add_signal(master.ioloop, SIGINT, sig_term, &master);
 	io_loop_add_signal(master.ioloop, SIGHUP, sig_hup, &master);
+	io_loop_add_signal(master.ioloop, SIGUSR1, sig_usr1, &master);
 	i_info("moat %s starting up (%u listeners)", PACKAGE_VERSION,
 	       master.listener_count);
 	services_start(&master);
+	master_notify_ready("running");
 	io_loop_run(master.ioloop);
 
 	i_info("stopped");
@@ -296,6 +318,7 @@ int main(int argc, char *argv[])
 	i_close_fd(&master.config_fd);
 	i_close_fd(&master.login_config_fd);
 	moat_settings_free(&master.set);
+	master_notify_deinit();
 	free(master.pid_path);
 	free(master.empty_dir);
 	free(master.lmtp_chroot_dir);

@@ -15,6 +15,7 @@ UNIT_TESTS = \
 	tests/unit/test-imap-parser \
 	tests/unit/test-imap-seqset-parse \
 	tests/unit/test-config \
+	tests/unit/test-log \
 	tests/unit/test-unicode-casemap \
 	tests/unit/test-seccomp \
 	tests/unit/test-landlock
@@ -32,6 +33,7 @@ tests_unit_test_ktls_LDADD = $(UNIT_LDADD)
 tests_unit_test_imap_parser_LDADD = $(UNIT_LDADD)
 tests_unit_test_imap_seqset_parse_LDADD = $(UNIT_LDADD)
 tests_unit_test_config_LDADD = $(UNIT_LDADD)
+tests_unit_test_log_LDADD = $(UNIT_LDADD)
 tests_unit_test_unicode_casemap_LDADD = $(UNIT_LDADD)
 tests_unit_test_seccomp_LDADD = $(UNIT_LDADD)
 tests_unit_test_landlock_LDADD = $(UNIT_LDADD)
@@ -41,3 +43,4 @@ EXTRA_DIST += tests/unit/check-unicode-casemap-ucd.sh \
 	tests/unit/check-unicode-casemap-ucd.py
 
 EXTRA_DIST += tests/protocol tests/fuzz tests/compare tests/crash/run-imap.sh tests/crash/crash_imap.py tests/crash/run-lmtp.sh tests/crash/crash_lmtp.py
+EXTRA_DIST += tests/pkg/run.sh tests/pkg/run-server.py
