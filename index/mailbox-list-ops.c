@@ -35,7 +35,8 @@ static enum folder_state folder_state(const char *path)
 	if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
 		return FOLDER_NONE;
 	snprintf(cur, sizeof(cur), "%s/cur", path);
-	return stat(cur, &st) == 0 && S_ISDIR(st.st_mode) ?
+	/* a symlinked folder or cur/ is not a folder (doc/security.md) */
+	return lstat(cur, &st) == 0 && S_ISDIR(st.st_mode) ?
 		FOLDER_SELECTABLE : FOLDER_NOSELECT;
 }
 
@@ -501,7 +502,7 @@ static int journal_write(const char *root, struct rename_journal *j,
 
 	snprintf(path, sizeof(path), "%s/" MAILBOX_RENAME_JOURNAL, root);
 	snprintf(tmp, sizeof(tmp), "%s/" RENAME_JOURNAL_TMP, root);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd == -1) {
 		*error_r = mailbox_list_set_error("open(%s) failed: %m", tmp);
 		return -1;
@@ -576,7 +577,7 @@ static int journal_open(const char *root, struct rename_journal *j,
 
 	*absent_r = false;
 	snprintf(path, sizeof(path), "%s/" MAILBOX_RENAME_JOURNAL, root);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1) {
 		*absent_r = errno == ENOENT;
 		return errno == ENOENT ? 0 : -1;

@@ -11,6 +11,7 @@ lib_libmoat_a_SOURCES = \
 	lib/ktls.c lib/ktls.h \
 	lib/ipc.c lib/ipc.h \
 	lib/restrict.c lib/restrict.h \
+	lib/safe-open.c lib/safe-open.h \
 	lib/imap-parser.c lib/imap-parser.h lib/imap-arg.c \
 	lib/imap-seqset-parse.c lib/imap-seqset-parse.h \
 	lib/config-parser.c lib/config-parser.h \
