@@ -1110,6 +1110,9 @@ int mailbox_sync(struct mailbox *box, bool allow_expunge,
 	}
 	/* the changes seen so far are reported even if the scan failed */
 	events_apply(box, allow_expunge, callbacks, context);
+	/* an error may live in the uidlist: keep it past the drop */
+	if (ret < 0 && *error_r != box->error)
+		*error_r = mailbox_set_error(box, "%s", *error_r);
 	if (scanned)
 		sync_drop_uidlist(box);
 	bool big_scan = ctx.alloc >= MAILDIR_SYNC_CHECKPOINT_MIN;

@@ -340,6 +340,12 @@ int maildir_uidlist_refresh(struct maildir_uidlist *ul, const char **error_r)
 	struct stat st;
 	int fd = open(ul->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
+	if (fd == -1 && errno == ELOOP) {
+		/* not ours (it may point at another user's list): as if
+		   missing, and the next write replaces the link itself */
+		i_error("%s is a symlink: ignored, UIDs start over", ul->path);
+		errno = ENOENT;
+	}
 	if (fd == -1) {
 		if (errno != ENOENT) {
 			*error_r = uidlist_set_error(ul, "open(%s) failed: %m",
