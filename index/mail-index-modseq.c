@@ -441,7 +441,8 @@ static int history_rewrite(struct mail_index *index, const char *path,
 		*error_r = mail_index_set_error(index, "path too long");
 		return -1;
 	}
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
 	if (fd < 0) {
 		*error_r = mail_index_set_error(index, "open(%s): %s", tmp,
 						strerror(errno));

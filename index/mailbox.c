@@ -103,11 +103,7 @@ static int mailbox_open_dir_fd(struct mailbox *box, const char *root,
 	}
 	while (*rel == '/')
 		rel++;
-	int root_fd = open(box->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (*rel != '\0') {
-		i_close_fd(&root_fd);
-		root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	}
+	int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd == -1) {
 		*error_r = mailbox_set_error(box, "open(%s) failed: %m", root);
 		return -1;

@@ -208,8 +208,8 @@ static int keywords_write(struct maildir_keywords *kw, const char **error_r)
 		i_assert(n > 0 && (size_t)n < sizeof(data) - len);
 		len += (size_t)n;
 	}
-	int fd = open(kw->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-		      0600);
+	int fd = open(kw->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
 	if (fd == -1) {
 		snprintf(kw->error, sizeof(kw->error), "open(%s) failed: %m",
 			 kw->tmp_path);

@@ -16,6 +16,7 @@
    uidlist lock, which a publisher holds throughout, so a publish still
    running in another process is never touched. */
 #include "lib.h"
+#include "safe-open.h"
 #include "log.h"
 #include "mailbox-private.h"
 
@@ -59,7 +60,7 @@ int mailbox_staged_begin(struct mailbox *box, mailbox_staged_pair_func_t *pair,
 	maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR,
 			     MAILBOX_STAGED_NAME ".tmp");
 	maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR, MAILBOX_STAGED_NAME);
-	FILE *f = fopen(tmp, "we");
+	FILE *f = safe_fopen_nofollow(tmp, "w");
 	if (f == NULL) {
 		*error_r = mailbox_set_error(box, "fopen(%s) failed: %m", tmp);
 		maildir_watch_settle(box->watch);
@@ -96,7 +97,8 @@ FILE *mailbox_staged_spool_create(struct mailbox *box, const char *unique,
 		return NULL;
 	}
 	/* O_EXCL: a unique name; never through a planted symlink */
-	int fd = open(path_r, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	int fd = open(path_r, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+		      O_CLOEXEC,
 		      0600);
 	FILE *f = fd == -1 ? NULL : fdopen(fd, "w+");
 	if (f == NULL) {

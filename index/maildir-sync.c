@@ -974,7 +974,8 @@ static void sync_stamp_save(struct mailbox *box)
 		(unsigned long long)box->cur_mtime.tv_nsec,
 		(unsigned long long)box->new_mtime.tv_sec,
 		(unsigned long long)box->new_mtime.tv_nsec);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
 	if (fd == -1)
 		return;
 	bool ok = write(fd, buf, (size_t)len) == len;

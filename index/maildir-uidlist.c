@@ -949,8 +949,8 @@ static int maildir_uidlist_write_own(struct maildir_uidlist *ul,
 	/* a rewrite needs every record */
 	i_assert(!ul->partial);
 	uidlist_compact(ul);
-	int fd = open(ul->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-		      0600);
+	int fd = open(ul->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
 	if (fd == -1) {
 		*error_r = uidlist_set_error(ul, "open(%s) failed: %m",
 					     ul->tmp_path);

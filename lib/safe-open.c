@@ -140,3 +140,20 @@ int safe_openat_walk(int dirfd, const char *path, int flags, mode_t mode)
 		name = slash + 1;
 	}
 }
+
+FILE *safe_fopen_nofollow(const char *path, const char *mode)
+{
+	bool write = mode[0] == 'w';
+	int fd = open(path, (write ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY) |
+		      O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd == -1)
+		return NULL;
+	FILE *f = fdopen(fd, write ? "w" : "r");
+	if (f == NULL) {
+		int saved = errno;
+		i_close_fd(&fd);
+		errno = saved;
+	}
+	return f;
+}

@@ -17,6 +17,7 @@
    one (O_PATH | O_NOFOLLOW would otherwise return the link itself). */
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Longest path safe_openat_walk() splits (a mail root's relative paths
@@ -30,6 +31,10 @@
 int safe_openat(int dirfd, const char *path, int flags, mode_t mode);
 /* The fallback: component by component. Exported for the unit tests. */
 int safe_openat_walk(int dirfd, const char *path, int flags, mode_t mode);
+/* fopen(path, "w") or "r" (close-on-exec) that never follows a symlink
+   as the last component: O_NOFOLLOW, and for writing O_CREAT | O_TRUNC
+   with mode 0600. mode is "w" or "r". NULL with errno. */
+FILE *safe_fopen_nofollow(const char *path, const char *mode);
 /* True if the errno of a failed safe_openat() means "a symlink was in
    the way" (the caller treats the name as not there). */
 bool safe_open_errno_is_symlink(int err);
