@@ -63,7 +63,8 @@ static int append_get_box(struct client *client, const char *name,
 		return 1;
 	}
 	if (client->append_box != NULL &&
-	    strcmp(mailbox_get_name(client->append_box), name) != 0)
+	    (strcmp(mailbox_get_name(client->append_box), name) != 0 ||
+	     mailbox_is_stale(client->append_box)))
 		mailbox_close(&client->append_box);
 	if (client->append_box == NULL) {
 		int ret = mailbox_open(client->user->mail_root, name,

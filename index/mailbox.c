@@ -381,6 +381,17 @@ void mailbox_close(struct mailbox **_box)
 	i_free(box);
 }
 
+bool mailbox_is_stale(struct mailbox *box)
+{
+	struct stat st1, st2;
+
+	if (fstat(box->dir_fd, &st1) < 0 || lstat(box->path, &st2) < 0 ||
+	    st1.st_dev != st2.st_dev || st1.st_ino != st2.st_ino)
+		return true;
+	return fstat(box->cur_fd, &st1) < 0 || lstat(box->cur_dir, &st2) < 0 ||
+		st1.st_dev != st2.st_dev || st1.st_ino != st2.st_ino;
+}
+
 bool mailbox_is_readonly(struct mailbox *box)
 {
 	return (box->flags & MAILBOX_OPEN_READONLY) != 0;

@@ -554,7 +554,10 @@ static int copy_publish(struct mailbox_copy_ctx *ctx, uint32_t *first_uid_r,
 	if (maildir_uidlist_append_begin(ul, &mark, error_r) < 0)
 		return -1;
 	*first_uid_r = maildir_uidlist_get_next_uid(ul);
-	if (mailbox_staged_begin_spool(dest, ctx->spool, ctx->spool_path,
+	/* one rename is atomic by itself: no journal (the spool is removed
+	   from tmp/ when the context is freed) */
+	if (ctx->count > 1 &&
+	    mailbox_staged_begin_spool(dest, ctx->spool, ctx->spool_path,
 				       error_r) < 0)
 		return -1;
 	mailbox_staged_spool_rewind(ctx->spool);
