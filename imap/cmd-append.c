@@ -20,6 +20,7 @@
 struct append_ctx {
 	struct mailbox_append_multi *save;
 	struct mailbox *box;      /* the selected one or client->append_box */
+	uint32_t box_count;       /* its messages when the command began */
 	uint64_t left;            /* literal bytes still to read */
 	unsigned int next_idx;    /* first arg of the next message */
 	bool failed;              /* a write failed: answer NO at the end */
@@ -62,7 +63,8 @@ static int append_get_box(struct client *client, const char *name,
 		return 1;
 	}
 	if (client->append_box != NULL &&
-	    strcmp(mailbox_get_name(client->append_box), name) != 0)
+	    (strcmp(mailbox_get_name(client->append_box), name) != 0 ||
+	     mailbox_is_stale(client->append_box)))
 		mailbox_close(&client->append_box);
 	if (client->append_box == NULL) {
 		int ret = mailbox_open(client->user->mail_root, name,
@@ -70,6 +72,11 @@ static int append_get_box(struct client *client, const char *name,
 				       &client->append_box, error_r);
 		if (ret <= 0)
 			return ret;
+	} else if (mailbox_sync(client->append_box, true, NULL, NULL,
+				error_r) < 0) {
+		/* kept open: its count must include the last APPENDs
+		   (mailbox_max_messages) */
+		return -1;
 	}
 	*box_r = client->append_box;
 	return 1;
@@ -145,6 +152,14 @@ append_parse_message(struct client_command *cmd, struct append_ctx *ctx,
 	if (mailbox_append_multi_count(ctx->save) >= APPEND_MESSAGES_MAX) {
 		append_fail(cmd, ctx, false, "NO [LIMIT] Too many messages "
 			    "in one APPEND.");
+		return NULL;
+	}
+	unsigned int limit = cmd->client->user->set->mailbox_max_messages;
+	if (limit != 0 && (uint64_t)ctx->box_count +
+	    mailbox_append_multi_count(ctx->save) >= limit) {
+		/* RFC 5530 LIMIT; the staged ones go too (all or none) */
+		append_fail(cmd, ctx, false, "NO [LIMIT] Too many messages "
+			    "in the mailbox.");
 		return NULL;
 	}
 	ctx->next_idx = idx + 1;
@@ -321,6 +336,7 @@ bool cmd_append(struct client_command *cmd)
 			"error occurred. Refer to server log for more "
 			"information.");
 	}
+	ctx->box_count = mailbox_get_count(ctx->box);
 	ctx->save = mailbox_append_multi_begin(ctx->box);
 	ctx->next_idx = 1;
 	cmd->context = ctx;

@@ -18,12 +18,16 @@ struct copy_ctx {
 	struct seq_range *ranges;
 	unsigned int range_count;
 	const char *dest_name;
-	uint32_t *src_uids;
-	uint32_t *src_seqs;
+	/* the source uids as ranges, written as they are staged (nothing
+	   per message is kept: memory does not grow with the set) */
+	buffer_t src_set;
+	uint32_t run_first, run_last;   /* the run not written yet */
+	bool set_full;                  /* too long: no COPYUID */
 	unsigned int count;
 	uint32_t dest_uidvalidity, first_uid;
 	bool move;       /* within the one quota root: never over quota */
 	bool over_quota;
+	bool over_limit;
 	bool gone;
 };
 
@@ -48,36 +52,42 @@ static bool copy_parse(struct client_command *cmd, struct copy_ctx *ctx)
 	return true;
 }
 
-/* "1:3,7" of ascending uids (consecutive runs as ranges). Returns -1 if
-   buf is full. */
-static int copy_write_uidset(buffer_t *buf, const uint32_t *uids,
-			     unsigned int count)
+/* Write the pending run of source uids ("5" or "5:9") to the set. */
+static void copy_flush_run(struct copy_ctx *ctx)
 {
-	for (unsigned int i = 0; i < count; ) {
-		unsigned int j = i;
-		while (j + 1 < count && uids[j + 1] == uids[j] + 1)
-			j++;
-		if ((i > 0 && buffer_append_c(buf, ',') < 0) ||
-		    buffer_printf(buf, "%u", uids[i]) < 0 ||
-		    (j > i && buffer_printf(buf, ":%u", uids[j]) < 0))
-			return -1;
-		i = j + 1;
+	if (ctx->run_first == 0 || ctx->set_full)
+		return;
+	if ((ctx->src_set.used > 0 && buffer_append_c(&ctx->src_set, ',') < 0) ||
+	    buffer_printf(&ctx->src_set, "%u", ctx->run_first) < 0 ||
+	    (ctx->run_last > ctx->run_first &&
+	     buffer_printf(&ctx->src_set, ":%u", ctx->run_last) < 0))
+		ctx->set_full = true;
+	ctx->run_first = 0;
+}
+
+/* One more staged source uid (ascending: the ranges are sorted). */
+static void copy_add_uid(struct copy_ctx *ctx, uint32_t uid)
+{
+	if (ctx->run_first != 0 && uid == ctx->run_last + 1) {
+		ctx->run_last = uid;
+		return;
 	}
-	return 0;
+	copy_flush_run(ctx);
+	ctx->run_first = ctx->run_last = uid;
 }
 
 /* "COPYUID v src dst" or NULL when it does not fit (then no code). */
 static const char *copy_uid_code(struct client_command *cmd,
-				 const struct copy_ctx *ctx)
+				 struct copy_ctx *ctx)
 {
 	buffer_t buf;
 
+	copy_flush_run(ctx);
+	if (ctx->set_full)
+		return NULL;
 	buffer_init(&buf, COPY_CODE_MAX);
-	int ret = buffer_printf(&buf, "COPYUID %u ", ctx->dest_uidvalidity);
-	if (ret == 0)
-		ret = copy_write_uidset(&buf, ctx->src_uids, ctx->count);
-	if (ret == 0)
-		ret = buffer_printf(&buf, " %u", ctx->first_uid);
+	int ret = buffer_printf(&buf, "COPYUID %u %s %u", ctx->dest_uidvalidity,
+				(const char *)ctx->src_set.data, ctx->first_uid);
 	if (ret == 0 && ctx->count > 1)
 		ret = buffer_printf(&buf, ":%u", ctx->first_uid + ctx->count - 1);
 	const char *code = ret < 0 ? NULL : p_strdup(cmd->pool, buf.data);
@@ -106,8 +116,14 @@ static int copy_messages(struct client_command *cmd, struct copy_ctx *ctx,
 	unsigned int total = copy_range_total(ctx);
 	const char *error;
 
-	ctx->src_uids = p_malloc(cmd->pool, i_mul_size(total + 1, sizeof(uint32_t)));
-	ctx->src_seqs = p_malloc(cmd->pool, i_mul_size(total + 1, sizeof(uint32_t)));
+	unsigned int limit = cmd->client->user->set->mailbox_max_messages;
+
+	/* RFC 5530 LIMIT: the whole COPY is refused, nothing is staged */
+	if (limit != 0 && (uint64_t)mailbox_get_count(dest) + total > limit) {
+		mailbox_copy_abort(&copy);
+		ctx->over_limit = true;
+		return -1;
+	}
 	for (unsigned int i = 0; i < ctx->range_count; i++) {
 		for (uint32_t seq = ctx->ranges[i].seq1;
 		     seq <= ctx->ranges[i].seq2; seq++) {
@@ -121,8 +137,8 @@ static int copy_messages(struct client_command *cmd, struct copy_ctx *ctx,
 				ctx->gone = gone;
 				return gone ? 0 : -1;
 			}
-			ctx->src_uids[ctx->count] = mailbox_msg_uid(src, seq);
-			ctx->src_seqs[ctx->count++] = seq;
+			copy_add_uid(ctx, mailbox_msg_uid(src, seq));
+			ctx->count++;
 		}
 	}
 	uint64_t bytes = mailbox_copy_bytes(copy);
@@ -172,6 +188,9 @@ static bool copy_to_target(struct client_command *cmd, struct copy_ctx *ctx)
 		i_free(path);
 		client_send_tagline(cmd, ctx->over_quota ?
 				    "NO [OVERQUOTA] Quota exceeded." :
+				    ctx->over_limit ?
+				    "NO [LIMIT] Too many messages in the target "
+				    "mailbox." :
 				    "NO [SERVERBUG] Internal error occurred. "
 				    "Refer to server log for more information.");
 		return false;
@@ -195,13 +214,17 @@ static bool move_expunge(struct client_command *cmd, struct copy_ctx *ctx)
 	const char *error;
 	bool ok = true;
 
-	/* one already expunged by another session (copied from its kept
-	   file) needs nothing more */
-	for (unsigned int i = 0; i < ctx->count; i++) {
-		if (mailbox_msg_expunge(box, ctx->src_seqs[i], &error) < 0 &&
-		    errno != ENOENT) {
-			i_error("MOVE: expunging failed: %s", error);
-			ok = false;
+	/* every message of the ranges was copied (or none: a failure ends
+	   the command before); one already expunged by another session
+	   (copied from its kept file) needs nothing more */
+	for (unsigned int i = 0; i < ctx->range_count; i++) {
+		for (uint32_t seq = ctx->ranges[i].seq1;
+		     seq <= ctx->ranges[i].seq2; seq++) {
+			if (mailbox_msg_expunge(box, seq, &error) < 0 &&
+			    errno != ENOENT) {
+				i_error("MOVE: expunging failed: %s", error);
+				ok = false;
+			}
 		}
 	}
 	if (mailbox_expunge_sync(box, &error) < 0) {
@@ -213,32 +236,40 @@ static bool move_expunge(struct client_command *cmd, struct copy_ctx *ctx)
 	return ok;
 }
 
-static bool cmd_copy_full(struct client_command *cmd, bool move)
+static void cmd_copy_run(struct client_command *cmd, struct copy_ctx *ctx,
+			 bool move)
 {
-	struct copy_ctx *ctx = p_malloc(cmd->pool, sizeof(*ctx));
-
-	ctx->move = move;
 	if (!copy_parse(cmd, ctx))
-		return true;
+		return;
 	if (move && mailbox_is_readonly(cmd->client->mailbox)) {
 		client_send_tagline(cmd, "NO [CANNOT] Mailbox is read-only.");
-		return true;
+		return;
 	}
 	if (!copy_to_target(cmd, ctx))
-		return true;
+		return;
 	const char *code = ctx->count == 0 ? NULL : copy_uid_code(cmd, ctx);
 	if (!move) {
 		if (code != NULL)
 			client_send_taglinef(cmd, "OK [%s] Copy completed.", code);
 		else
 			client_send_tagline(cmd, "OK Copy completed.");
-		return true;
+		return;
 	}
 	if (code != NULL)
 		client_send_linef(cmd->client, "* OK [%s] Moved UIDs.", code);
 	client_send_tagline(cmd, move_expunge(cmd, ctx) ? "OK Move completed." :
 			    "NO [SERVERBUG] Internal error occurred. Refer to "
 			    "server log for more information.");
+}
+
+static bool cmd_copy_full(struct client_command *cmd, bool move)
+{
+	struct copy_ctx *ctx = p_malloc(cmd->pool, sizeof(*ctx));
+
+	ctx->move = move;
+	buffer_init(&ctx->src_set, COPY_CODE_MAX);
+	cmd_copy_run(cmd, ctx, move);
+	buffer_free(&ctx->src_set);
 	return true;
 }
 

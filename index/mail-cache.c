@@ -183,7 +183,7 @@ static bool cache_open_file(struct mail_cache *cache)
 
 	cache_close_file(cache);
 	cache->fd = open(cache->index->cache_path,
-			 (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+			 (readonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC);
 	if (cache->fd < 0)
 		return false;
 	if (!cache_remap(cache)) {
@@ -380,7 +380,8 @@ static int cache_write_file(struct mail_cache *cache, struct mail_cache_header *
 		return -1;
 	}
 	hdr->crc = hdr_crc(hdr);
-	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
 	if (fd < 0 || write_at(fd, hdr, sizeof(*hdr), 0) < 0 ||
 	    (body != NULL && write_at(fd, body->data, body->used, sizeof(*hdr)) < 0) ||
 	    rename(tmp, index->cache_path) < 0) {
@@ -611,7 +612,8 @@ static int compress_write_tmp(struct mail_cache *cache, struct mail_index_map *m
 	int ret = 0;
 
 	hdr->crc = hdr_crc(hdr);
-	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
 	if (fd < 0 || write_at(fd, hdr, sizeof(*hdr), 0) < 0) {
 		i_close_fd(&fd);
 		return -1;

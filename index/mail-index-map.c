@@ -205,7 +205,7 @@ int mail_index_map_read(const char *path, struct mail_index_map **map_r,
 {
 	struct mail_index_header hdr;
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0) {
 		if (errno == ENOENT)
@@ -295,7 +295,8 @@ int mail_index_map_write(struct mail_index_map *map, const char *path,
 		*error_r = "index path too long";
 		return -1;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		  O_CLOEXEC, 0600);
 	if (fd < 0) {
 		*error_r = "creating the index file failed";
 		return -1;

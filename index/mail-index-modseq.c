@@ -141,7 +141,7 @@ static int history_open(const char *path, int flags,
 			const char **why_r)
 {
 	struct stat st;
-	int fd = open(path, flags | O_CLOEXEC);
+	int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC);
 
 	*why_r = NULL;
 	if (fd < 0) {
@@ -461,7 +461,8 @@ static int history_rewrite(struct mail_index *index, const char *path,
 		*error_r = mail_index_set_error(index, "path too long");
 		return -1;
 	}
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
 	if (fd < 0) {
 		*error_r = mail_index_set_error(index, "open(%s): %s", tmp,
 						strerror(errno));

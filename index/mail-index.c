@@ -489,7 +489,7 @@ int mail_index_open(const char *dir, enum mail_index_open_flags flags,
 
 	if ((flags & MAIL_INDEX_OPEN_READONLY) == 0) {
 		index->lock_fd = open(index->lock_path,
-				      O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+				      O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (index->lock_fd < 0) {
 			snprintf(open_error, sizeof(open_error), "open(%s): %s",
 				 index->lock_path, strerror(errno));

@@ -92,7 +92,8 @@ int mail_transaction_log_file_open(const char *path, bool readonly,
 	struct mail_transaction_log_header hdr;
 	struct stat st;
 	const char *why;
-	int fd = open(path, (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	int fd = open(path, (readonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW |
+		      O_CLOEXEC);
 
 	if (fd < 0) {
 		if (errno == ENOENT)
@@ -160,7 +161,8 @@ int mail_transaction_log_file_create(const char *path,
 			return -1;
 		}
 		target = tmp;
-		fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW |
+			  O_CLOEXEC, 0600);
 	} else {
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	}

@@ -1,6 +1,7 @@
 /* CREATE, DELETE, RENAME and the login-time folders on a Maildir++ root
    (mailbox-list.h). */
 #include "lib.h"
+#include "safe-open.h"
 #include "log.h"
 #include "strfuncs.h"
 #include "mailbox-list-private.h"
@@ -35,7 +36,8 @@ static enum folder_state folder_state(const char *path)
 	if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
 		return FOLDER_NONE;
 	snprintf(cur, sizeof(cur), "%s/cur", path);
-	return stat(cur, &st) == 0 && S_ISDIR(st.st_mode) ?
+	/* a symlinked folder or cur/ is not a folder (doc/security.md) */
+	return lstat(cur, &st) == 0 && S_ISDIR(st.st_mode) ?
 		FOLDER_SELECTABLE : FOLDER_NOSELECT;
 }
 
@@ -81,7 +83,7 @@ static int file_write_atomic(const char *path, const char *data,
 	char tmp[PATH_MAX];
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *f = fopen(tmp, "we");
+	FILE *f = safe_fopen_nofollow(tmp, "w");
 	if (f == NULL) {
 		*error_r = mailbox_list_set_error("fopen(%s) failed: %m", tmp);
 		return -1;
@@ -104,7 +106,7 @@ static int uidvalidity_next(const char *root, uint32_t floor,
 	uint32_t last = 0, uv;
 
 	snprintf(path, sizeof(path), "%s/" MAILBOX_UIDVALIDITY_FILE, root);
-	FILE *f = fopen(path, "re");
+	FILE *f = safe_fopen_nofollow(path, "r");
 	if (f != NULL) {
 		if (fgets(buf, sizeof(buf), f) != NULL)
 			last = (uint32_t)strtoul(buf, NULL, 10);
@@ -501,7 +503,8 @@ static int journal_write(const char *root, struct rename_journal *j,
 
 	snprintf(path, sizeof(path), "%s/" MAILBOX_RENAME_JOURNAL, root);
 	snprintf(tmp, sizeof(tmp), "%s/" RENAME_JOURNAL_TMP, root);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
 	if (fd == -1) {
 		*error_r = mailbox_list_set_error("open(%s) failed: %m", tmp);
 		return -1;
@@ -576,7 +579,7 @@ static int journal_open(const char *root, struct rename_journal *j,
 
 	*absent_r = false;
 	snprintf(path, sizeof(path), "%s/" MAILBOX_RENAME_JOURNAL, root);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1) {
 		*absent_r = errno == ENOENT;
 		return errno == ENOENT ? 0 : -1;

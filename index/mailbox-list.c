@@ -119,7 +119,9 @@ static enum mailbox_list_node_flags dir_flags(int root_fd, const char *dir,
 		return 0;
 	*mtime_r = st.st_mtim;
 	snprintf(path, sizeof(path), "%s/cur", dir);
-	if (fstatat(root_fd, path, &st, 0) == 0 && S_ISDIR(st.st_mode))
+	/* a symlinked cur/ is not a mailbox (doc/security.md) */
+	if (fstatat(root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode))
 		return MAILBOX_NODE_SELECTABLE;
 	return MAILBOX_NODE_NOSELECT;
 }

@@ -13,6 +13,7 @@
 #include "mailbox-uidset.h"
 #include "mail-index.h"
 
+#include <stdio.h>
 #include <sys/stat.h>
 
 #define MAILBOX_ERROR_MAX 512
@@ -59,7 +60,13 @@ struct mailbox {
 	   or NULL (mailbox_set_quota_root()) */
 	char *quota_root;
 	char *cur_dir, *new_dir, *tmp_dir;
-	int cur_fd;              /* O_PATH of cur/ for opening messages, or -1 */
+	/* O_PATH fds of the folder and of its cur/ (for opening messages),
+	   opened at mailbox_open() without following any symlink below the
+	   mail root (safe-open.h), so every later open relative to them
+	   stays in this folder; -1 until then */
+	int dir_fd, cur_fd;
+	/* a symlink in cur/ or new/ was skipped by a scan: logged once */
+	bool symlink_logged;
 	enum mailbox_open_flags flags;
 	struct maildir_uidlist *uidlist;
 	struct maildir_keywords *keywords;
@@ -205,6 +212,19 @@ int mailbox_staged_begin(struct mailbox *box, mailbox_staged_pair_func_t *pair,
 			 void *context, unsigned int count,
 			 const char **error_r);
 int mailbox_staged_end(struct mailbox *box, const char **error_r);
+/* COPY's journal, written as it stages (memory independent of the
+   count): spool_create makes tmp/<unique>.copy with the journal header;
+   the caller appends "<tmp name> <cur name> <internal date>" lines.
+   begin_spool makes it durable and renames it into place as the journal
+   (under the uidlist lock); spool_rewind goes back to its first line. A
+   spool left by a process that died while staging is a file in tmp/
+   like the staged messages: the 36-hour tmp/ cleanup removes them all. */
+FILE *mailbox_staged_spool_create(struct mailbox *box, const char *unique,
+				   char *path_r, size_t path_size,
+				   const char **error_r);
+void mailbox_staged_spool_rewind(FILE *spool);
+int mailbox_staged_begin_spool(struct mailbox *box, FILE *spool,
+			       const char *spool_path, const char **error_r);
 int mailbox_staged_recover_locked(struct mailbox *box, const char **error_r);
 int mailbox_staged_recover(struct mailbox *box, const char **error_r);
 

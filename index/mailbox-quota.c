@@ -169,7 +169,8 @@ static int write_file(const char *root, const struct mailbox_quota_limits *limit
 			(long long)usage->storage, (long long)usage->messages);
 	quota_path(root, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
 	if (fd < 0) {
 		*error_r = set_error("open(%s) failed: %m", tmp);
 		return -1;
@@ -290,7 +291,7 @@ static int open_locked(const char *root, int flags, int lock, int *fd_r,
 
 	quota_path(root, path, sizeof(path));
 	for (unsigned int i = 0; i < QUOTA_OPEN_RETRIES; i++) {
-		int fd = open(path, flags | O_CLOEXEC);
+		int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
 			if (errno == ENOENT)
 				return 0;

@@ -38,7 +38,7 @@ static bool status_stamp_read(const char *path, struct status_stamp *stamp_r)
 	if (snprintf(fpath, sizeof(fpath), "%s/%s", path,
 		     MAILBOX_DIRSTAMP_NAME) >= (int)sizeof(fpath))
 		return false;
-	int fd = open(fpath, O_RDONLY | O_CLOEXEC);
+	int fd = open(fpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1)
 		return false;
 	ssize_t ret = read(fd, buf, sizeof(buf) - 1);

@@ -9,6 +9,7 @@
    in modified UTF-7) is read; the first change writes our own file and
    leaves Courier's alone. */
 #include "lib.h"
+#include "safe-open.h"
 #include "log.h"
 #include "buffer.h"
 #include "mailbox-list-private.h"
@@ -235,7 +236,7 @@ static int subs_write(const char *root, char **names, unsigned int count,
 		*error_r = "Path too long";
 		return -1;
 	}
-	FILE *f = fopen(tmp, "we");
+	FILE *f = safe_fopen_nofollow(tmp, "w");
 	if (f == NULL) {
 		*error_r = mailbox_list_set_error("fopen(%s) failed: %m", tmp);
 		return -1;

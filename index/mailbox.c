@@ -3,6 +3,7 @@
 #include "lib.h"
 #include "log.h"
 #include "mailbox-private.h"
+#include "safe-open.h"
 #include "mailbox-list.h"
 
 #include "mail-cache.h"
@@ -83,25 +84,90 @@ static int mkdir_parents(const char *path)
 	return ret;
 }
 
-static int mailbox_create_dirs(struct mailbox *box, const char **error_r)
+/* The folder's directory fd, without following a symlink below the mail
+   root (safe-open.h; the root itself is the admin's and may be one).
+   Returns 1, 0 if the folder is a symlink (not a folder), -1. */
+static int mailbox_open_dir_fd(struct mailbox *box, const char *root,
+			       const char **error_r)
 {
-	const char *const dirs[] = { box->path, box->cur_dir, box->new_dir,
-				     box->tmp_dir };
+	size_t root_len = strlen(root);
 
-	if (mkdir_parents(box->path) < 0) {
-		*error_r = mailbox_set_error(box, "mkdir(parents of %s) failed: %m",
+	while (root_len > 1 && root[root_len - 1] == '/')
+		root_len--;
+	const char *rel = box->path + root_len;
+	if (strncmp(box->path, root, root_len) != 0 ||
+	    (*rel != '\0' && *rel != '/')) {
+		*error_r = mailbox_set_error(box, "%s is not below %s",
+					     box->path, root);
+		return -1;
+	}
+	while (*rel == '/')
+		rel++;
+	int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd == -1) {
+		*error_r = mailbox_set_error(box, "open(%s) failed: %m", root);
+		return -1;
+	}
+	if (*rel == '\0') {
+		box->dir_fd = root_fd;
+		return 1;
+	}
+	box->dir_fd = safe_openat(root_fd, rel, O_PATH | O_DIRECTORY, 0);
+	int saved = errno;
+	i_close_fd(&root_fd);
+	if (box->dir_fd != -1)
+		return 1;
+	if (safe_open_errno_is_symlink(saved)) {
+		i_warning("%s: a symlink, not a folder: ignored", box->path);
+		return 0;
+	}
+	errno = saved;
+	*error_r = mailbox_set_error(box, "open(%s) failed: %m", box->path);
+	return -1;
+}
+
+/* cur/, new/ and tmp/ (made if missing), and cur/'s fd for opening the
+   messages. A symlink in place of one of them makes the folder not a
+   mailbox: returns 0 (logged), 1 when usable, -1 on error. */
+static int mailbox_create_dirs(struct mailbox *box, const char *root,
+			       const char **error_r)
+{
+	static const char *const subdirs[] = { "cur", "new", "tmp" };
+
+	if (mkdir_parents(box->path) < 0 || mkdir_if_missing(box->path) < 0) {
+		*error_r = mailbox_set_error(box, "mkdir(%s) failed: %m",
 					     box->path);
 		return -1;
 	}
-
-	for (unsigned int i = 0; i < N_ELEMENTS(dirs); i++) {
-		if (mkdir_if_missing(dirs[i]) < 0) {
-			*error_r = mailbox_set_error(box, "mkdir(%s) failed: %m",
-						     dirs[i]);
+	int ret = mailbox_open_dir_fd(box, root, error_r);
+	if (ret <= 0)
+		return ret;
+	for (unsigned int i = 0; i < N_ELEMENTS(subdirs); i++) {
+		/* mkdirat() does not follow a symlink in the name's place */
+		if (mkdirat(box->dir_fd, subdirs[i], 0700) < 0 &&
+		    errno != EEXIST) {
+			*error_r = mailbox_set_error(box, "mkdir(%s/%s) failed: %m",
+						     box->path, subdirs[i]);
 			return -1;
 		}
+		int fd = safe_openat(box->dir_fd, subdirs[i],
+				     O_PATH | O_DIRECTORY, 0);
+		if (fd == -1 && safe_open_errno_is_symlink(errno)) {
+			i_warning("%s/%s: a symlink, not a directory: the "
+				  "folder is not used", box->path, subdirs[i]);
+			return 0;
+		}
+		if (fd == -1) {
+			*error_r = mailbox_set_error(box, "open(%s/%s) failed: %m",
+						     box->path, subdirs[i]);
+			return -1;
+		}
+		if (i == 0)
+			box->cur_fd = fd;
+		else
+			i_close_fd(&fd);
 	}
-	return 0;
+	return 1;
 }
 
 static struct mailbox *mailbox_alloc(const char *path, const char *name,
@@ -115,6 +181,7 @@ static struct mailbox *mailbox_alloc(const char *path, const char *name,
 	box->new_dir = i_strdup_printf("%s/new", path);
 	box->tmp_dir = i_strdup_printf("%s/tmp", path);
 	box->cur_fd = -1;
+	box->dir_fd = -1;
 	box->flags = flags;
 	box->fsync_mode = (flags & MAILBOX_OPEN_NO_FSYNC) != 0 ?
 		MAIL_INDEX_FSYNC_NEVER : MAIL_INDEX_FSYNC_ALWAYS;
@@ -161,7 +228,7 @@ static void mailbox_stamp_load(struct mailbox *box)
 	if (snprintf(path, sizeof(path), "%s/%s", box->path,
 		     MAILBOX_DIRSTAMP_NAME) >= (int)sizeof(path))
 		return;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1)
 		return;
 	ssize_t ret = read(fd, buf, sizeof(buf) - 1);
@@ -261,7 +328,12 @@ int mailbox_open(const char *root, const char *name,
 	struct mailbox *box = mailbox_alloc(path, norm, flags);
 	if ((flags & MAILBOX_OPEN_QUOTA) != 0)
 		mailbox_set_quota_root(box, root);
-	if (mailbox_create_dirs(box, error_r) < 0 ||
+	int ret = mailbox_create_dirs(box, root, error_r);
+	if (ret == 0) {
+		mailbox_close(&box);
+		return 0;
+	}
+	if (ret < 0 ||
 	    mailbox_index_open(box, error_r) < 0 ||
 	    mailbox_sync(box, true, NULL, NULL, error_r) < 0) {
 		/* the error lives in box: copy it out before freeing */
@@ -297,6 +369,8 @@ void mailbox_close(struct mailbox **_box)
 	maildir_watch_unref(&box->watch);
 	if (box->cur_fd != -1)
 		i_close_fd(&box->cur_fd);
+	if (box->dir_fd != -1)
+		i_close_fd(&box->dir_fd);
 	maildir_uidlist_deinit(&box->uidlist);
 	maildir_keywords_deinit(&box->keywords);
 	i_free(box->name);
@@ -305,6 +379,17 @@ void mailbox_close(struct mailbox **_box)
 	i_free(box->new_dir);
 	i_free(box->tmp_dir);
 	i_free(box);
+}
+
+bool mailbox_is_stale(struct mailbox *box)
+{
+	struct stat st1, st2;
+
+	if (fstat(box->dir_fd, &st1) < 0 || lstat(box->path, &st2) < 0 ||
+	    st1.st_dev != st2.st_dev || st1.st_ino != st2.st_ino)
+		return true;
+	return fstat(box->cur_fd, &st1) < 0 || lstat(box->cur_dir, &st2) < 0 ||
+		st1.st_dev != st2.st_dev || st1.st_ino != st2.st_ino;
 }
 
 bool mailbox_is_readonly(struct mailbox *box)
@@ -711,15 +796,9 @@ int mailbox_msg_open(struct mailbox *box, uint32_t seq, const char **error_r)
 	/* expunged by another handle, and this view has not synced yet */
 	if (maildir_ghosts_holds(box->ghosts, rec->uid, box))
 		return maildir_ghosts_open(box->ghosts, rec->uid, box);
-	/* relative to cur/: the kernel walks one name, not the whole path */
-	if (box->cur_fd == -1) {
-		box->cur_fd = open(box->cur_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (box->cur_fd == -1) {
-			*error_r = mailbox_set_error(box, "open(%s) failed: %m",
-						     box->cur_dir);
-			return -1;
-		}
-	}
+	/* relative to cur/ (opened without symlinks at mailbox_open()):
+	   the kernel walks one name, not the whole path */
+	i_assert(box->cur_fd != -1);
 	for (unsigned int attempt = 0; attempt < MAILBOX_FNAME_ATTEMPTS;
 	     attempt++) {
 		if (mailbox_msg_get_fname(box, seq, attempt > 0, &fname,
@@ -731,9 +810,16 @@ int mailbox_msg_open(struct mailbox *box, uint32_t seq, const char **error_r)
 			}
 			return -1;
 		}
-		int fd = openat(box->cur_fd, fname, O_RDONLY | O_CLOEXEC);
+		int fd = openat(box->cur_fd, fname,
+				O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd != -1)
 			return fd;
+		if (errno == ELOOP) {
+			/* a symlink is not a message: never served */
+			i_warning("%s/%s: a symlink, not a message: not served",
+				  box->cur_dir, fname);
+			return mailbox_msg_gone(error_r);
+		}
 		if (errno != ENOENT) {
 			*error_r = mailbox_set_error(box, "open(%s/%s) failed: %m",
 						     box->cur_dir, fname);
@@ -796,7 +882,11 @@ static int mailbox_msg_file_date(struct mailbox *box, uint32_t seq,
 		if (snprintf(path, sizeof(path), "%s/%s", box->cur_dir,
 			     fname) >= (int)sizeof(path))
 			return mailbox_msg_gone(error_r);
-		if (stat(path, &st) == 0) {
+		/* lstat: a symlink's target is not this mailbox's message */
+		int sret = lstat(path, &st);
+		if (sret == 0 && S_ISLNK(st.st_mode))
+			return mailbox_msg_gone(error_r);
+		if (sret == 0) {
 			value = st.st_mtime;
 			*date_r = st.st_mtime;
 			(void)mailbox_msg_cache_add(box, seq, MAILBOX_CACHE_DATE,
@@ -1048,7 +1138,7 @@ static int mailbox_msg_unlink_locked(struct mailbox *box, uint32_t seq,
 		/* a rename by another writer keeps the inode: an fd opened
 		   under the old name stays right for the new one */
 		if (want_fd && *fd_r == -1) {
-			*fd_r = open(path, O_RDONLY | O_CLOEXEC);
+			*fd_r = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 			if (*fd_r == -1 && errno != ENOENT) {
 				i_warning("open(%s) failed: %m (other sessions "
 					  "can no longer read the expunged "

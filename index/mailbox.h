@@ -81,6 +81,10 @@ int mailbox_sync(struct mailbox *box, bool allow_expunge,
 		 const struct mailbox_sync_callbacks *callbacks,
 		 void *context, const char **error_r);
 
+/* The folder (or its cur/) at the handle's path is no longer the one
+   the handle opened (DELETE, RENAME or CREATE by another session or
+   process): reopen it by name. */
+bool mailbox_is_stale(struct mailbox *box);
 bool mailbox_is_readonly(struct mailbox *box);
 const char *mailbox_get_name(struct mailbox *box);
 /* The Maildir folder (watching new/ and cur/ for changes: IDLE). */

@@ -1,8 +1,22 @@
-/* Copying messages between Maildir folders (mailbox_copy_*, mailbox.h):
-   each message is hard-linked (or, across file systems, copied with its
-   mtime) into the target's tmp/ under a new unique name; commit then
-   renames them into cur/ with their flags under the target's uidlist
-   lock, gives them UIDs, and fsyncs cur/ before returning. */
+/* Copying messages between Maildir folders (mailbox_copy_*, mailbox.h)
+   in memory that does not depend on how many are copied: each message is
+   hard-linked (or, across file systems, copied with its mtime) into the
+   target's tmp/ under a new unique name, and one line per message goes
+   to a spool file in tmp/ (mailbox_staged_spool_create()), nothing to
+   memory. Commit, under the target's uidlist lock, makes the spool the
+   staged journal (maildir-staged.c: a crash from here on rolls the set
+   forward), renames the files into cur/ in journal order and gives them
+   UIDs, writing the uidlist every COPY_SLICE records, then tells the
+   index in transactions of COPY_SLICE messages, and fsyncs cur/.
+
+   A failure before the last uidlist write undoes everything: the
+   uidlist is cut back to where it was, the files renamed so far leave
+   cur/ and the rest leave tmp/, so the target is as before (RFC 9051
+   6.4.7). A crash while staging leaves files in tmp/ (the spool and the
+   staged copies, never acknowledged), which the 36-hour tmp/ cleanup of
+   a later scan removes; a crash during commit leaves the journal, and
+   whoever opens the folder next publishes the rest of the set: every
+   message then is in cur/ exactly once (doc/mail-storage.md). */
 #include "lib.h"
 #include "log.h"
 #include "mempool.h"
@@ -13,35 +27,44 @@
 
 /* Bytes per read/write when a hard link is not possible. */
 #define COPY_CHUNK (64 * 1024)
+/* Records per uidlist write and messages per index transaction: what the
+   commit holds in memory at once. */
+#define COPY_SLICE 1024
+/* A spool line: two file names and a date. */
+#define COPY_LINE_MAX (2 * MAILDIR_FILENAME_MAX + 32)
+/* kw_map values besides a target index */
+#define COPY_KW_UNMAPPED (-1)
+#define COPY_KW_DROPPED (-2)
 
+/* The message being staged (on the stack: nothing is kept per message). */
 struct copy_item {
-	char *tmp_path;
+	char tmp_path[PATH_MAX];
 	char base[MAILDIR_FILENAME_MAX + 1];
 	size_t base_len;
 	enum mail_flags flags;
-	uint32_t keywords;      /* the target's, set at commit */
 	uint64_t size, vsize;
 	int64_t internal_date;
-	const char *kw_names[MAILBOX_KEYWORDS_MAX];
-	unsigned int kw_count;
-	char *cur_path;         /* set once renamed into cur/ */
 	char fname[MAILDIR_FILENAME_MAX + 1];   /* the name in cur/ */
 };
 
 struct mailbox_copy_ctx {
 	struct mailbox *dest;
-	pool_t pool;
-	struct copy_item *items;
-	unsigned int count, alloc;
+	FILE *spool;             /* NULL until the first message */
+	char spool_path[PATH_MAX];
+	unsigned int count;
+	uint64_t bytes;
+	/* commit: messages renamed into cur/ so far (undone on failure) */
+	unsigned int renamed;
+	/* the source's keyword index -> the target's (mapped once each) */
+	struct mailbox *kw_src;
+	int kw_map[MAILBOX_KEYWORDS_MAX];
 };
 
 struct mailbox_copy_ctx *mailbox_copy_begin(struct mailbox *dest)
 {
-	pool_t pool = pool_create("mailbox copy", 1024);
-	struct mailbox_copy_ctx *ctx = p_malloc(pool, sizeof(*ctx));
+	struct mailbox_copy_ctx *ctx = i_malloc(sizeof(*ctx));
 
 	ctx->dest = dest;
-	ctx->pool = pool;
 	return ctx;
 }
 
@@ -52,23 +75,7 @@ unsigned int mailbox_copy_count(struct mailbox_copy_ctx *ctx)
 
 uint64_t mailbox_copy_bytes(struct mailbox_copy_ctx *ctx)
 {
-	uint64_t size = 0;
-
-	for (unsigned int i = 0; i < ctx->count; i++)
-		size += ctx->items[i].size;
-	return size;
-}
-
-static struct copy_item *copy_new_item(struct mailbox_copy_ctx *ctx)
-{
-	if (ctx->count == ctx->alloc) {
-		ctx->alloc = ctx->alloc == 0 ? 32 : ctx->alloc * 2;
-		ctx->items = i_realloc(ctx->items,
-				       i_mul_size(ctx->alloc, sizeof(*ctx->items)));
-	}
-	struct copy_item *item = &ctx->items[ctx->count++];
-	memset(item, 0, sizeof(*item));
-	return item;
+	return ctx->bytes;
 }
 
 static int copy_write_all(int fd, const unsigned char *p, size_t size)
@@ -141,8 +148,17 @@ static int copy_stage_file(struct mailbox_copy_ctx *ctx, struct mailbox *src,
 			*error_r = "Path too long";
 			return -1;
 		}
-		if (link(src_path, item->tmp_path) == 0)
-			return 0;
+		if (link(src_path, item->tmp_path) == 0) {
+			/* link() takes a symlink itself: not a message */
+			struct stat st;
+			if (lstat(item->tmp_path, &st) < 0 ||
+			    !S_ISLNK(st.st_mode))
+				return 0;
+			(void)unlink(item->tmp_path);
+			errno = ENOENT;
+			*error_r = "Message file is a symlink";
+			return -1;
+		}
 		if (errno != ENOENT)
 			break;
 		if (attempt > 0) {
@@ -156,7 +172,7 @@ static int copy_stage_file(struct mailbox_copy_ctx *ctx, struct mailbox *src,
 					     src_path, item->tmp_path);
 		return -1;
 	}
-	int fd = open(src_path, O_RDONLY | O_CLOEXEC);
+	int fd = open(src_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1) {
 		*error_r = errno == ENOENT ? "Message was expunged" :
 			mailbox_set_error(dest, "open(%s) failed: %m", src_path);
@@ -242,18 +258,80 @@ static int copy_ghost_stat(struct mailbox *src, uint32_t seq,
 	return ret;
 }
 
-int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
-		     uint32_t seq, const char **error_r)
+/* The target's keyword letters for src's keyword bits: each source
+   keyword is defined in the target once per copy (under the target's
+   lock, as maildir_keywords_add() wants); a name that finds no free
+   letter is dropped. Returns 0 or -1. */
+static int copy_map_keywords(struct mailbox_copy_ctx *ctx, struct mailbox *src,
+			     uint32_t keywords, uint32_t *dest_r,
+			     const char **error_r)
+{
+	struct mailbox *dest = ctx->dest;
+
+	if (ctx->kw_src != src) {
+		ctx->kw_src = src;
+		for (unsigned int i = 0; i < MAILBOX_KEYWORDS_MAX; i++)
+			ctx->kw_map[i] = COPY_KW_UNMAPPED;
+	}
+	*dest_r = 0;
+	for (unsigned int i = 0; i < MAILBOX_KEYWORDS_MAX; i++) {
+		if ((keywords & (1U << i)) == 0)
+			continue;
+		if (ctx->kw_map[i] == COPY_KW_UNMAPPED) {
+			const char *name = maildir_keywords_name(src->keywords, i);
+			unsigned int idx;
+			ctx->kw_map[i] = COPY_KW_DROPPED;
+			if (name == NULL)
+				continue;
+			if (maildir_uidlist_lock_append(dest->uidlist,
+							error_r) < 0)
+				return -1;
+			int ret = maildir_keywords_add(dest->keywords, name,
+						       &idx, error_r);
+			maildir_uidlist_unlock(dest->uidlist);
+			if (ret < 0)
+				return -1;
+			if (ret > 0)
+				ctx->kw_map[i] = (int)idx;
+		}
+		if (ctx->kw_map[i] >= 0)
+			*dest_r |= 1U << ctx->kw_map[i];
+	}
+	return 0;
+}
+
+/* Where the messages' lines go; made at the first message. */
+static int copy_spool_open(struct mailbox_copy_ctx *ctx, const char **error_r)
+{
+	char unique[MAILDIR_FILENAME_MAX + 1];
+
+	if (ctx->spool != NULL)
+		return 0;
+	if (maildir_unique_next(&ctx->dest->unique, unique, sizeof(unique)) < 0) {
+		*error_r = "Can't generate a file name";
+		return -1;
+	}
+	ctx->spool = mailbox_staged_spool_create(ctx->dest, unique,
+						 ctx->spool_path,
+						 sizeof(ctx->spool_path),
+						 error_r);
+	return ctx->spool == NULL ? -1 : 0;
+}
+
+/* What the index or the kept file says of seq, into item. */
+static int copy_item_init(struct mailbox *src, uint32_t seq,
+			  struct copy_item *item, uint32_t *keywords_r,
+			  bool *kept_r, const char **error_r)
 {
 	const struct mailbox_expunged *exp;
 	const struct mail_index_record *rec = mailbox_seq_lookup(src, seq, &exp);
 
+	memset(item, 0, sizeof(*item));
 	/* copied out: rec is valid only until the source's next sync */
-	uint32_t keywords = rec != NULL ? rec->keywords : exp->keywords;
+	*keywords_r = rec != NULL ? rec->keywords : exp->keywords;
 	/* expunged by another handle before src synced: no name in cur/ */
-	bool kept = rec == NULL ||
+	*kept_r = rec == NULL ||
 		maildir_ghosts_holds(src->ghosts, rec->uid, src);
-	struct copy_item *item = copy_new_item(ctx);
 	if (rec != NULL) {
 		item->flags = rec->flags & MAIL_FLAGS_PERMANENT;
 		item->vsize = rec->size == 0 ? MAILDIR_SIZE_UNKNOWN : rec->size;
@@ -265,32 +343,104 @@ int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
 			exp->vsize;
 		item->internal_date = exp->internal_date;
 	}
-	if (kept) {
-		if (copy_ghost_stat(src, seq, item, error_r) < 0) {
-			ctx->count--;
-			return -1;
-		}
-	}
-	for (unsigned int i = 0; i < MAILBOX_KEYWORDS_MAX; i++) {
-		const char *name = (keywords & (1U << i)) == 0 ? NULL :
-			maildir_keywords_name(src->keywords, i);
-		if (name != NULL)
-			item->kw_names[item->kw_count++] = p_strdup(ctx->pool, name);
-	}
-	if (copy_make_base(ctx->dest, item) < 0) {
-		ctx->count--;
+	return *kept_r ? copy_ghost_stat(src, seq, item, error_r) : 0;
+}
+
+int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
+		     uint32_t seq, const char **error_r)
+{
+	char letters[MAILDIR_KEYWORDS_MAX + 1];
+	struct copy_item item;
+	uint32_t src_keywords, keywords;
+	bool kept;
+
+	if (copy_item_init(src, seq, &item, &src_keywords, &kept, error_r) < 0 ||
+	    copy_map_keywords(ctx, src, src_keywords, &keywords, error_r) < 0 ||
+	    copy_spool_open(ctx, error_r) < 0)
+		return -1;
+	maildir_keywords_to_letters(keywords, letters);
+	if (copy_make_base(ctx->dest, &item) < 0 ||
+	    maildir_filename_make(item.fname, sizeof(item.fname), item.base,
+				  item.base_len, item.flags, letters) < 0 ||
+	    snprintf(item.tmp_path, sizeof(item.tmp_path), "%s/%s",
+		     ctx->dest->tmp_dir, item.base) >= (int)sizeof(item.tmp_path)) {
 		errno = ENAMETOOLONG;
 		*error_r = "Can't generate a file name";
 		return -1;
 	}
-	item->tmp_path = p_strdup_printf(ctx->pool, "%s/%s",
-					 ctx->dest->tmp_dir, item->base);
-	if ((!kept ? copy_stage_file(ctx, src, seq, item, error_r) :
-	     copy_stage_ghost(ctx, src, seq, item, error_r)) < 0) {
-		ctx->count--;
+	if ((!kept ? copy_stage_file(ctx, src, seq, &item, error_r) :
+	     copy_stage_ghost(ctx, src, seq, &item, error_r)) < 0)
+		return -1;
+	if (fprintf(ctx->spool, "%s %s %lld\n", item.base, item.fname,
+		    (long long)item.internal_date) < 0) {
+		*error_r = mailbox_set_error(ctx->dest, "write(%s) failed: %m",
+					     ctx->spool_path);
+		if (unlink(item.tmp_path) < 0 && errno != ENOENT)
+			i_error("unlink(%s) failed: %m", item.tmp_path);
+		errno = EIO;
 		return -1;
 	}
+	ctx->count++;
+	if (item.size != MAILDIR_SIZE_UNKNOWN)
+		ctx->bytes += item.size;
 	return 0;
+}
+
+/* One spool line: its names and date. Returns false at the end or for a
+   line we did not write (never: the spool is ours). */
+static bool copy_read_line(FILE *spool, char *line, const char **tmp_r,
+			   const char **cur_r, int64_t *date_r)
+{
+	if (fgets(line, COPY_LINE_MAX, spool) == NULL)
+		return false;
+	char *cur = strchr(line, ' ');
+	char *date = cur == NULL ? NULL : strchr(cur + 1, ' ');
+	if (date == NULL)
+		return false;
+	*cur++ = '\0';
+	*date++ = '\0';
+	*tmp_r = line;
+	*cur_r = cur;
+	*date_r = strtoll(date, NULL, 10);
+	return true;
+}
+
+static void copy_unlink(struct mailbox_copy_ctx *ctx, const char *dir,
+			const char *name)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path) &&
+	    unlink(path) < 0 && errno != ENOENT)
+		i_error("unlink(%s) failed: %m", path);
+}
+
+/* Remove every staged file: the first ctx->renamed from cur/, the rest
+   from tmp/; then the spool (or the journal it became). */
+static void copy_remove_staged(struct mailbox_copy_ctx *ctx)
+{
+	char line[COPY_LINE_MAX];
+	const char *tmp_name, *cur_name;
+	int64_t date;
+	unsigned int i = 0, announced = 0;
+
+	mailbox_staged_spool_rewind(ctx->spool);
+	while (i < ctx->count &&
+	       copy_read_line(ctx->spool, line, &tmp_name, &cur_name, &date)) {
+		if (i++ >= ctx->renamed) {
+			copy_unlink(ctx, ctx->dest->tmp_dir, tmp_name);
+			continue;
+		}
+		maildir_watch_expect(ctx->dest->watch, MAILDIR_WATCH_CUR,
+				     cur_name);
+		copy_unlink(ctx, ctx->dest->cur_dir, cur_name);
+		if (++announced == MAILDIR_WATCH_MAX_EXPECTED) {
+			maildir_watch_settle(ctx->dest->watch);
+			announced = 0;
+		}
+	}
+	if (announced > 0)
+		maildir_watch_settle(ctx->dest->watch);
 }
 
 static void copy_free(struct mailbox_copy_ctx **_ctx, bool failed)
@@ -298,26 +448,17 @@ static void copy_free(struct mailbox_copy_ctx **_ctx, bool failed)
 	struct mailbox_copy_ctx *ctx = *_ctx;
 
 	*_ctx = NULL;
-	unsigned int announced = 0;
-	for (unsigned int i = 0; i < ctx->count && failed; i++) {
-		const char *path = ctx->items[i].cur_path != NULL ?
-			ctx->items[i].cur_path : ctx->items[i].tmp_path;
-		if (ctx->items[i].cur_path != NULL) {
-			maildir_watch_expect(ctx->dest->watch, MAILDIR_WATCH_CUR,
-					     strrchr(path, '/') + 1);
-			announced++;
-		}
-		if (unlink(path) < 0 && errno != ENOENT)
-			i_error("unlink(%s) failed: %m", path);
-		if (announced == MAILDIR_WATCH_MAX_EXPECTED) {
-			maildir_watch_settle(ctx->dest->watch);
-			announced = 0;
-		}
+	if (ctx->spool != NULL) {
+		if (failed)
+			copy_remove_staged(ctx);
+		fclose(ctx->spool);
+		/* the journal (if it became one) is removed by
+		   mailbox_staged_end(); a spool that never did goes here */
+		if (!ctx->dest->staged_journaled &&
+		    unlink(ctx->spool_path) < 0 && errno != ENOENT)
+			i_error("unlink(%s) failed: %m", ctx->spool_path);
 	}
-	if (announced > 0)
-		maildir_watch_settle(ctx->dest->watch);
-	i_free(ctx->items);
-	pool_unref(&ctx->pool);
+	i_free(ctx);
 }
 
 void mailbox_copy_abort(struct mailbox_copy_ctx **ctx)
@@ -325,120 +466,124 @@ void mailbox_copy_abort(struct mailbox_copy_ctx **ctx)
 	copy_free(ctx, true);
 }
 
-/* The target's keyword letters of item (names defined as needed; a name
-   that finds no free letter is dropped). Called under the lock. */
-static uint32_t copy_map_keywords(struct mailbox *dest, struct copy_item *item,
-				  const char **error_r, bool *failed_r)
-{
-	uint32_t keywords = 0;
-
-	for (unsigned int i = 0; i < item->kw_count; i++) {
-		unsigned int idx;
-		int ret = maildir_keywords_add(dest->keywords, item->kw_names[i],
-					       &idx, error_r);
-		if (ret < 0) {
-			*failed_r = true;
-			return 0;
-		}
-		if (ret > 0)
-			keywords |= 1U << idx;
-	}
-	return keywords;
-}
-
-/* One index transaction for the whole copy (under the uidlist lock). A
-   failure is logged: files and UIDs are durable, the next directory scan
-   adds what the index lacks. */
+/* The index learns of the published messages in transactions of
+   COPY_SLICE (under the uidlist lock). A failure is logged: files and
+   UIDs are durable, the next directory scan adds what the index lacks. */
 static void copy_index(struct mailbox_copy_ctx *ctx, uint32_t first_uid)
 {
 	struct mailbox *dest = ctx->dest;
-	const char *error;
-
-	struct mail_index_transaction *t =
-		mail_index_transaction_begin(dest->index);
+	struct mail_index_transaction *t = NULL;
+	char line[COPY_LINE_MAX];
+	const char *tmp_name, *cur_name, *error;
+	int64_t date;
 	/* RFC 8514: a copy's save date is now, not the source's */
 	time_t now = time(NULL);
-	for (unsigned int i = 0; i < ctx->count; i++) {
-		struct copy_item *item = &ctx->items[i];
-		mail_index_append(t, first_uid + i, item->flags, item->keywords,
-			item->vsize == MAILDIR_SIZE_UNKNOWN ? 0 : item->vsize,
-			item->internal_date);
-		mailbox_index_add_savedate(t, first_uid + i, now);
-	}
-	mail_index_update_header(t, 0, first_uid + ctx->count);
-	(void)mailbox_index_commit(dest, &t, &error);
-}
+	uint32_t uid = first_uid;
 
-static void copy_pair_cb(void *context, unsigned int i,
-			 const char **tmp_name_r, const char **cur_name_r)
-{
-	struct mailbox_copy_ctx *ctx = context;
-
-	*tmp_name_r = strrchr(ctx->items[i].tmp_path, '/') + 1;
-	*cur_name_r = ctx->items[i].fname;
-}
-
-/* The target's keywords and the file names in cur/, before anything is
-   renamed (the journal needs them all). */
-static int copy_make_fnames(struct mailbox_copy_ctx *ctx, const char **error_r)
-{
-	char letters[MAILDIR_KEYWORDS_MAX + 1];
-
-	for (unsigned int i = 0; i < ctx->count; i++) {
-		struct copy_item *item = &ctx->items[i];
-		bool failed = false;
-		uint32_t kw = copy_map_keywords(ctx->dest, item, error_r,
-						&failed);
-		if (failed)
-			return -1;
-		item->keywords = kw;
-		maildir_keywords_to_letters(kw, letters);
-		if (maildir_filename_make(item->fname, sizeof(item->fname),
-					  item->base, item->base_len,
-					  item->flags, letters) < 0) {
-			*error_r = "File name too long";
-			return -1;
+	mailbox_staged_spool_rewind(ctx->spool);
+	while (copy_read_line(ctx->spool, line, &tmp_name, &cur_name, &date)) {
+		struct maildir_filename fn;
+		if (!maildir_filename_parse(cur_name, &fn))
+			i_unreached();   /* we made the name */
+		if (t == NULL)
+			t = mail_index_transaction_begin(dest->index);
+		mail_index_append(t, uid, fn.flags & MAIL_FLAGS_PERMANENT,
+			fn.other_flags[0] == '\0' ? 0 :
+			maildir_keywords_from_letters(fn.other_flags),
+			fn.vsize == MAILDIR_SIZE_UNKNOWN ? 0 : fn.vsize, date);
+		mailbox_index_add_savedate(t, uid, now);
+		uid++;
+		if ((uid - first_uid) % COPY_SLICE == 0 ||
+		    uid - first_uid == ctx->count) {
+			mail_index_update_header(t, 0, uid);
+			if (mailbox_index_commit(dest, &t, &error) < 0)
+				return;
 		}
 	}
+	if (t != NULL)
+		mail_index_transaction_rollback(&t);
+}
+
+/* Rename one staged file into cur/ and give it the next UID. */
+static int copy_publish_one(struct mailbox_copy_ctx *ctx, const char *tmp_name,
+			    const char *cur_name, const char **error_r)
+{
+	struct mailbox *dest = ctx->dest;
+	char src[PATH_MAX], dst[PATH_MAX];
+	struct maildir_filename fn;
+
+	if (!maildir_filename_parse(cur_name, &fn) ||
+	    snprintf(src, sizeof(src), "%s/%s", dest->tmp_dir, tmp_name) >=
+	    (int)sizeof(src) ||
+	    snprintf(dst, sizeof(dst), "%s/%s", dest->cur_dir, cur_name) >=
+	    (int)sizeof(dst)) {
+		*error_r = "File name too long";
+		return -1;
+	}
+	/* announced to the watch, settled in batches it can hold */
+	maildir_watch_expect(dest->watch, MAILDIR_WATCH_CUR, cur_name);
+	int ret = rename(src, dst);
+	int saved = errno;
+	if (ret < 0 || (ctx->renamed + 1) % MAILDIR_WATCH_MAX_EXPECTED == 0 ||
+	    ctx->renamed + 1 == ctx->count)
+		maildir_watch_settle(dest->watch);
+	if (ret < 0) {
+		errno = saved;
+		*error_r = mailbox_set_error(dest, "rename(%s, %s) failed: %m",
+					     src, dst);
+		return -1;
+	}
+	ctx->renamed++;
+	(void)maildir_uidlist_add(dest->uidlist, cur_name, fn.base_len,
+				  fn.size, fn.vsize);
 	return 0;
 }
 
-/* Under the target's lock: rename into cur/ and record the UIDs. */
+/* Under the target's lock: the spool becomes the journal; rename into
+   cur/ and record the UIDs slice by slice. */
 static int copy_publish(struct mailbox_copy_ctx *ctx, uint32_t *first_uid_r,
 			const char **error_r)
 {
 	struct mailbox *dest = ctx->dest;
 	struct maildir_uidlist *ul = dest->uidlist;
+	char line[COPY_LINE_MAX];
+	const char *tmp_name, *cur_name, *end_error;
+	int64_t date;
+	uint64_t mark;
 
+	if (maildir_uidlist_append_begin(ul, &mark, error_r) < 0)
+		return -1;
 	*first_uid_r = maildir_uidlist_get_next_uid(ul);
-	if (copy_make_fnames(ctx, error_r) < 0 ||
-	    mailbox_staged_begin(dest, copy_pair_cb, ctx, ctx->count,
-				 error_r) < 0)
+	/* one rename is atomic by itself: no journal (the spool is removed
+	   from tmp/ when the context is freed) */
+	if (ctx->count > 1 &&
+	    mailbox_staged_begin_spool(dest, ctx->spool, ctx->spool_path,
+				       error_r) < 0)
 		return -1;
-	for (unsigned int i = 0; i < ctx->count; i++) {
-		struct copy_item *item = &ctx->items[i];
-		const char *fname = item->fname;
-		char *dest_path = p_strdup_printf(ctx->pool, "%s/%s",
-						  dest->cur_dir, fname);
-		/* announced to the watch, settled in batches it can hold */
-		maildir_watch_expect(dest->watch, MAILDIR_WATCH_CUR, fname);
-		int ret = rename(item->tmp_path, dest_path);
-		if (ret < 0 || (i + 1) % MAILDIR_WATCH_MAX_EXPECTED == 0 ||
-		    i + 1 == ctx->count)
-			maildir_watch_settle(dest->watch);
-		if (ret < 0) {
-			*error_r = mailbox_set_error(dest,
-				"rename(%s, %s) failed: %m", item->tmp_path,
-				dest_path);
-			return -1;
+	mailbox_staged_spool_rewind(ctx->spool);
+	int ret = 0;
+	while (ret == 0 && ctx->renamed < ctx->count) {
+		if (!copy_read_line(ctx->spool, line, &tmp_name, &cur_name,
+				    &date)) {
+			*error_r = mailbox_set_error(dest, "reading %s failed",
+						     ctx->spool_path);
+			ret = -1;
+		} else {
+			ret = copy_publish_one(ctx, tmp_name, cur_name, error_r);
 		}
-		item->cur_path = dest_path;
-		struct maildir_uidlist_rec *rec = maildir_uidlist_add(ul,
-			item->base, item->base_len, item->size, item->vsize);
-		i_assert(rec->uid == *first_uid_r + i);
+		if (ret == 0 && (ctx->renamed % COPY_SLICE == 0 ||
+				 ctx->renamed == ctx->count)) {
+			ret = maildir_uidlist_write(ul, error_r);
+			if (ret == 0)
+				maildir_uidlist_forget_written(ul);
+		}
 	}
-	if (maildir_uidlist_write(ul, error_r) < 0)
+	if (ret < 0) {
+		/* no UID of the set stays: the target is as before */
+		if (maildir_uidlist_append_rollback(ul, mark, &end_error) < 0)
+			i_error("%s", end_error);
 		return -1;
+	}
 	copy_index(ctx, *first_uid_r);
 	return 0;
 }
@@ -448,8 +593,6 @@ static int copy_publish_cb(void *context, uint32_t *first_uid_r,
 {
 	return copy_publish(context, first_uid_r, error_r);
 }
-
-
 
 int mailbox_copy_commit(struct mailbox_copy_ctx **_ctx, uint32_t *first_uid_r,
 			const char **error_r)
@@ -465,8 +608,7 @@ int mailbox_copy_commit(struct mailbox_copy_ctx **_ctx, uint32_t *first_uid_r,
 	int ret = mailbox_publish_staged(dest, copy_publish_cb, ctx,
 					 first_uid_r, error_r);
 	if (ret == 0)
-		mailbox_quota_account(dest, (int64_t)mailbox_copy_bytes(ctx),
-				      ctx->count);
+		mailbox_quota_account(dest, (int64_t)ctx->bytes, ctx->count);
 	copy_free(_ctx, ret < 0);
 	return ret;
 }

@@ -135,7 +135,7 @@ int maildir_keywords_refresh(struct maildir_keywords *kw,
 	if (kw->have_stat && stat(kw->path, &st) == 0 &&
 	    keywords_stat_equals(&st, &kw->st))
 		return 0;
-	int fd = open(kw->path, O_RDONLY | O_CLOEXEC);
+	int fd = open(kw->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd == -1) {
 		if (errno != ENOENT) {
@@ -208,8 +208,8 @@ static int keywords_write(struct maildir_keywords *kw, const char **error_r)
 		i_assert(n > 0 && (size_t)n < sizeof(data) - len);
 		len += (size_t)n;
 	}
-	int fd = open(kw->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		      0600);
+	int fd = open(kw->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
 	if (fd == -1) {
 		snprintf(kw->error, sizeof(kw->error), "open(%s) failed: %m",
 			 kw->tmp_path);

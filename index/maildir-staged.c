@@ -16,6 +16,7 @@
    uidlist lock, which a publisher holds throughout, so a publish still
    running in another process is never touched. */
 #include "lib.h"
+#include "safe-open.h"
 #include "log.h"
 #include "mailbox-private.h"
 
@@ -59,7 +60,7 @@ int mailbox_staged_begin(struct mailbox *box, mailbox_staged_pair_func_t *pair,
 	maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR,
 			     MAILBOX_STAGED_NAME ".tmp");
 	maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR, MAILBOX_STAGED_NAME);
-	FILE *f = fopen(tmp, "we");
+	FILE *f = safe_fopen_nofollow(tmp, "w");
 	if (f == NULL) {
 		*error_r = mailbox_set_error(box, "fopen(%s) failed: %m", tmp);
 		maildir_watch_settle(box->watch);
@@ -84,6 +85,75 @@ int mailbox_staged_begin(struct mailbox *box, mailbox_staged_pair_func_t *pair,
 	maildir_watch_settle(box->watch);
 	box->staged_journaled = true;
 	return 1;
+}
+
+FILE *mailbox_staged_spool_create(struct mailbox *box, const char *unique,
+				   char *path_r, size_t path_size,
+				   const char **error_r)
+{
+	if (snprintf(path_r, path_size, "%s/%s.copy", box->tmp_dir, unique) >=
+	    (int)path_size) {
+		*error_r = "Path too long";
+		return NULL;
+	}
+	/* O_EXCL: a unique name; never through a planted symlink */
+	int fd = open(path_r, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+		      O_CLOEXEC,
+		      0600);
+	FILE *f = fd == -1 ? NULL : fdopen(fd, "w+");
+	if (f == NULL) {
+		*error_r = mailbox_set_error(box, "open(%s) failed: %m", path_r);
+		if (fd != -1)
+			i_close_fd(&fd);
+		return NULL;
+	}
+	if (fputs(MAILBOX_STAGED_HEADER, f) < 0) {
+		*error_r = mailbox_set_error(box, "write(%s) failed: %m", path_r);
+		fclose(f);
+		(void)unlink(path_r);
+		return NULL;
+	}
+	return f;
+}
+
+void mailbox_staged_spool_rewind(FILE *spool)
+{
+	char header[sizeof(MAILBOX_STAGED_HEADER)];
+
+	rewind(spool);
+	if (fgets(header, sizeof(header), spool) == NULL)
+		clearerr(spool);
+}
+
+int mailbox_staged_begin_spool(struct mailbox *box, FILE *spool,
+			       const char *spool_path, const char **error_r)
+{
+	char path[PATH_MAX];
+
+	if (staged_path(box, "", path, sizeof(path)) < 0) {
+		*error_r = "Path too long";
+		return -1;
+	}
+	if (fflush(spool) != 0 ||
+	    (staged_fsync(box) && fsync(fileno(spool)) < 0)) {
+		*error_r = mailbox_set_error(box, "writing %s failed: %m",
+					     spool_path);
+		return -1;
+	}
+	maildir_watch_expect(box->watch, MAILDIR_WATCH_CUR, MAILBOX_STAGED_NAME);
+	int ret = rename(spool_path, path);
+	if (ret == 0 && staged_fsync(box) && maildir_fsync_dir(box->cur_dir) < 0)
+		ret = -1;
+	int saved = errno;
+	maildir_watch_settle(box->watch);
+	if (ret < 0) {
+		errno = saved;
+		*error_r = mailbox_set_error(box, "renaming %s to %s failed: %m",
+					     spool_path, path);
+		return -1;
+	}
+	box->staged_journaled = true;
+	return 0;
 }
 
 int mailbox_staged_end(struct mailbox *box, const char **error_r)
@@ -132,6 +202,10 @@ static unsigned int staged_roll_forward(struct mailbox *box, char *lines)
 		if (cur_name == NULL)
 			continue;
 		*cur_name++ = '\0';
+		/* COPY's journal has a third field (the INTERNALDATE) */
+		char *extra = strchr(cur_name, ' ');
+		if (extra != NULL)
+			*extra = '\0';
 		if (!staged_name_ok(line) || !staged_name_ok(cur_name) ||
 		    snprintf(src, sizeof(src), "%s/%s", box->tmp_dir, line) >=
 		    (int)sizeof(src) ||
@@ -153,7 +227,7 @@ static unsigned int staged_roll_forward(struct mailbox *box, char *lines)
 static int staged_read(const char *path, char **buf_r)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd == -1)
 		return errno == ENOENT ? 0 : -1;

@@ -4,6 +4,7 @@
 #include "lib.h"
 #include "log.h"
 #include "mailbox-private.h"
+#include "safe-open.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -85,11 +86,51 @@ static bool timespec_equals(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
+/* Open the folder's subdirectory for readdir, without following a
+   symlink in its place (safe-open.h). NULL with errno. */
+static DIR *sync_opendir(struct mailbox *box, const char *subdir)
+{
+	int fd = safe_openat(box->dir_fd, subdir, O_RDONLY | O_DIRECTORY, 0);
+
+	if (fd == -1)
+		return NULL;
+	DIR *dir = fdopendir(fd);
+	if (dir == NULL) {
+		int saved = errno;
+		i_close_fd(&fd);
+		errno = saved;
+	}
+	return dir;
+}
+
+/* A symlink in cur/ or new/ is not a message: another user's file may be
+   its target (virtual users share one uid). Skipped, never indexed,
+   served or counted; logged once per mailbox handle. */
+static bool sync_entry_is_symlink(struct mailbox *box, DIR *dir,
+				  const struct dirent *d, const char *subdir)
+{
+	struct stat st;
+
+	if (d->d_type != DT_LNK) {
+		if (d->d_type != DT_UNKNOWN ||
+		    fstatat(dirfd(dir), d->d_name, &st,
+			    AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode))
+			return false;
+	}
+	if (!box->symlink_logged) {
+		box->symlink_logged = true;
+		i_warning("%s/%s/%s: a symlink, not a message: ignored (and "
+			  "any others in this folder)", box->path, subdir,
+			  d->d_name);
+	}
+	return true;
+}
+
 /* Move each new/ file to cur/ with an info part. Another process may move
    it first (ENOENT): that is fine. */
 static int sync_move_new(struct mailbox *box, const char **error_r)
 {
-	DIR *dir = opendir(box->new_dir);
+	DIR *dir = sync_opendir(box, "new");
 	struct dirent *d;
 	char src[PATH_MAX], dest[PATH_MAX];
 
@@ -100,7 +141,8 @@ static int sync_move_new(struct mailbox *box, const char **error_r)
 	}
 	while ((d = readdir(dir)) != NULL) {
 		struct maildir_filename fn;
-		if (!maildir_filename_parse(d->d_name, &fn))
+		if (!maildir_filename_parse(d->d_name, &fn) ||
+		    sync_entry_is_symlink(box, dir, d, "new"))
 			continue;
 		const char *info = fn.have_info ? "" : MAILDIR_INFO_PREFIX;
 		if (strchr(d->d_name, ':') != NULL && !fn.have_info)
@@ -221,7 +263,7 @@ static void sync_sort_entries(struct sync_ctx *ctx)
 static int sync_scan_cur(struct sync_ctx *ctx, const char **error_r)
 {
 	struct mailbox *box = ctx->box;
-	DIR *dir = opendir(box->cur_dir);
+	DIR *dir = sync_opendir(box, "cur");
 	struct dirent *d;
 
 	if (dir == NULL) {
@@ -232,7 +274,8 @@ static int sync_scan_cur(struct sync_ctx *ctx, const char **error_r)
 	sync_entries_free(ctx);
 	while ((d = readdir(dir)) != NULL) {
 		struct maildir_filename fn;
-		if (!maildir_filename_parse(d->d_name, &fn))
+		if (!maildir_filename_parse(d->d_name, &fn) ||
+		    sync_entry_is_symlink(box, dir, d, "cur"))
 			continue;
 		if (!maildir_uidlist_base_is_valid(d->d_name, fn.base_len)) {
 			i_warning("%s/%s: file name not usable, ignored",
@@ -283,7 +326,7 @@ static uint64_t sync_stat_size(struct mailbox *box, const char *fname)
 	struct stat st;
 
 	if (snprintf(path, sizeof(path), "%s/%s", box->cur_dir, fname) >=
-	    (int)sizeof(path) || stat(path, &st) < 0)
+	    (int)sizeof(path) || lstat(path, &st) < 0)
 		return MAILDIR_SIZE_UNKNOWN;
 	return (uint64_t)st.st_size;
 }
@@ -613,7 +656,8 @@ static bool sync_stat_file(struct mailbox *box, const char *fname,
 	char path[PATH_MAX];
 
 	return snprintf(path, sizeof(path), "%s/%s", box->cur_dir, fname) <
-		(int)sizeof(path) && stat(path, st_r) == 0;
+		(int)sizeof(path) && lstat(path, st_r) == 0 &&
+		!S_ISLNK(st_r->st_mode);
 }
 
 /* new_mail: the file is new to the mailbox (not a rebuild of a lost
@@ -935,7 +979,8 @@ static void sync_stamp_save(struct mailbox *box)
 		(unsigned long long)box->cur_mtime.tv_nsec,
 		(unsigned long long)box->new_mtime.tv_sec,
 		(unsigned long long)box->new_mtime.tv_nsec);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
 	if (fd == -1)
 		return;
 	bool ok = write(fd, buf, (size_t)len) == len;
@@ -1071,6 +1116,9 @@ int mailbox_sync(struct mailbox *box, bool allow_expunge,
 	}
 	/* the changes seen so far are reported even if the scan failed */
 	events_apply(box, allow_expunge, callbacks, context);
+	/* an error may live in the uidlist: keep it past the drop */
+	if (ret < 0 && *error_r != box->error)
+		*error_r = mailbox_set_error(box, "%s", *error_r);
 	if (scanned)
 		sync_drop_uidlist(box);
 	bool big_scan = ctx.alloc >= MAILDIR_SYNC_CHECKPOINT_MIN;

@@ -160,7 +160,7 @@ static int lookup_refresh(struct maildir_uidlist_lookup *l,
 	}
 	if (l->fd != -1)
 		i_close_fd(&l->fd);
-	l->fd = open(l->path, O_RDONLY | O_CLOEXEC);
+	l->fd = open(l->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (l->fd == -1 || fstat(l->fd, &st) < 0)
 		goto fail;
 	l->dev = st.st_dev;

@@ -338,8 +338,14 @@ static int uidlist_read_fd(struct maildir_uidlist *ul, int fd,
 int maildir_uidlist_refresh(struct maildir_uidlist *ul, const char **error_r)
 {
 	struct stat st;
-	int fd = open(ul->path, O_RDONLY | O_CLOEXEC);
+	int fd = open(ul->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
+	if (fd == -1 && errno == ELOOP) {
+		/* not ours (it may point at another user's list): as if
+		   missing, and the next write replaces the link itself */
+		i_error("%s is a symlink: ignored, UIDs start over", ul->path);
+		errno = ENOENT;
+	}
 	if (fd == -1) {
 		if (errno != ENOENT) {
 			*error_r = uidlist_set_error(ul, "open(%s) failed: %m",
@@ -478,7 +484,7 @@ static int uidlist_refresh_tail(struct maildir_uidlist *ul,
 				const char **error_r)
 {
 	struct stat st;
-	int fd = open(ul->path, O_RDONLY | O_CLOEXEC);
+	int fd = open(ul->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd == -1)
 		return maildir_uidlist_refresh(ul, error_r);
@@ -514,7 +520,8 @@ static int uidlist_take_lock(struct maildir_uidlist *ul, const char **error_r)
 {
 	i_assert(ul->lock_fd == -1);
 
-	int fd = open(ul->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int fd = open(ul->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+		      0600);
 	if (fd == -1) {
 		*error_r = uidlist_set_error(ul, "open(%s) failed: %m",
 					     ul->lock_path);
@@ -833,7 +840,7 @@ static int uidlist_write_append(struct maildir_uidlist *ul,
 	struct stat st;
 	uint64_t end = 0;
 	bool touched = false;
-	int fd = open(ul->path, O_WRONLY | O_CLOEXEC);
+	int fd = open(ul->path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd == -1) {
 		*error_r = uidlist_set_error(ul, "open(%s) failed: %m", ul->path);
@@ -942,8 +949,8 @@ static int maildir_uidlist_write_own(struct maildir_uidlist *ul,
 	/* a rewrite needs every record */
 	i_assert(!ul->partial);
 	uidlist_compact(ul);
-	int fd = open(ul->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		      0600);
+	int fd = open(ul->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
 	if (fd == -1) {
 		*error_r = uidlist_set_error(ul, "open(%s) failed: %m",
 					     ul->tmp_path);
@@ -1024,4 +1031,57 @@ void maildir_uidlist_adopt_uidvalidity(struct maildir_uidlist *ul,
 		ul->uid_validity = uidvalidity;
 		ul->dirty = true;
 	}
+}
+
+int maildir_uidlist_append_begin(struct maildir_uidlist *ul, uint64_t *mark_r,
+				 const char **error_r)
+{
+	i_assert(ul->lock_fd != -1);
+	if ((ul->dirty || !ul->have_file_stat || ul->was_reset) &&
+	    maildir_uidlist_write(ul, error_r) < 0)
+		return -1;
+	*mark_r = ul->valid_end;
+	return 0;
+}
+
+void maildir_uidlist_forget_written(struct maildir_uidlist *ul)
+{
+	i_assert(ul->lock_fd != -1);
+	if (ul->dirty || ul->count != ul->written_count)
+		return;
+	uint32_t next_uid = ul->next_uid, validity = ul->uid_validity;
+	uint64_t valid_end = ul->valid_end;
+	uidlist_clear(ul);
+	ul->uid_validity = validity;
+	ul->next_uid = next_uid;
+	ul->valid_end = valid_end;
+	/* the next refresh reads the whole file again */
+	ul->partial = true;
+}
+
+int maildir_uidlist_append_rollback(struct maildir_uidlist *ul, uint64_t mark,
+				    const char **error_r)
+{
+	i_assert(ul->lock_fd != -1);
+	int fd = open(ul->path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd == -1 || ftruncate(fd, (off_t)mark) < 0 ||
+	    (ul->fsync && fdatasync(fd) < 0) || fstat(fd, &st) < 0) {
+		*error_r = uidlist_set_error(ul, "truncating %s failed: %m",
+					     ul->path);
+		if (fd != -1)
+			i_close_fd(&fd);
+		return -1;
+	}
+	i_close_fd(&fd);
+	uint32_t validity = ul->uid_validity;
+	uidlist_clear(ul);
+	ul->uid_validity = validity;
+	ul->valid_end = mark;
+	ul->file_st = st;
+	ul->have_file_stat = true;
+	ul->partial = true;
+	ul->dirty = false;
+	return 0;
 }

@@ -129,6 +129,18 @@ void maildir_uidlist_adopt_uidvalidity(struct maildir_uidlist *ul,
    marked expunged and replaces the file. Returns 0 or -1; after -1 no
    line of this write is left in the file. */
 int maildir_uidlist_write(struct maildir_uidlist *ul, const char **error_r);
+/* Publishing many records in slices (COPY): locked only. append_begin
+   writes what the list needs (a rewrite) so that from now on every write
+   is a plain append, and gives the file's end as *mark_r. After each
+   write, forget_written drops the written records from memory (the list
+   becomes tail-only, as after lock_append(): memory stays bounded).
+   rollback cuts the file back to mark and drops the unwritten records:
+   the UIDs given since were never seen by anyone. Each returns 0 or -1. */
+int maildir_uidlist_append_begin(struct maildir_uidlist *ul, uint64_t *mark_r,
+				 const char **error_r);
+void maildir_uidlist_forget_written(struct maildir_uidlist *ul);
+int maildir_uidlist_append_rollback(struct maildir_uidlist *ul, uint64_t mark,
+				    const char **error_r);
 /* Mark that the in-memory list differs from the file beyond added
    records (expunged ones): the next write replaces the file. */
 void maildir_uidlist_set_dirty(struct maildir_uidlist *ul);

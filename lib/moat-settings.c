@@ -88,6 +88,9 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(mailbox_junk, SET_STRING, "Junk", .check = check_mailbox_name),
 	GLOBAL(mailbox_archive, SET_STRING, "Archive",
 	       .check = check_mailbox_name),
+	/* far above real folders; bounds what COPY onto itself can grow
+	   (0 = unlimited) */
+	GLOBAL(mailbox_max_messages, SET_UINT, "1000000"),
 	/* below 1k not even a LOGIN with a long password fits */
 	GLOBAL(imap_max_line_length, SET_SIZE, "64k", .min = 1024),
 	GLOBAL(imap_max_literal_size, SET_SIZE, "64k", .min = 1),

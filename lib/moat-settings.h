@@ -100,6 +100,9 @@ struct moat_settings {
 	const char *mailbox_trash;
 	const char *mailbox_junk;
 	const char *mailbox_archive;
+	/* Messages one mailbox may hold: COPY, MOVE and APPEND that would
+	   go past it answer NO [LIMIT]; 0 = unlimited. */
+	unsigned int mailbox_max_messages;
 
 	/* imap */
 	uint64_t imap_max_line_length;

@@ -12,6 +12,7 @@ UNIT_TESTS = \
 	tests/unit/test-iostream \
 	tests/unit/test-ipc \
 	tests/unit/test-ktls \
+	tests/unit/test-safe-open \
 	tests/unit/test-imap-parser \
 	tests/unit/test-imap-seqset-parse \
 	tests/unit/test-config \
@@ -30,6 +31,7 @@ tests_unit_test_ioloop_LDADD = $(UNIT_LDADD)
 tests_unit_test_iostream_LDADD = $(UNIT_LDADD)
 tests_unit_test_ipc_LDADD = $(UNIT_LDADD)
 tests_unit_test_ktls_LDADD = $(UNIT_LDADD)
+tests_unit_test_safe_open_LDADD = $(UNIT_LDADD)
 tests_unit_test_imap_parser_LDADD = $(UNIT_LDADD)
 tests_unit_test_imap_seqset_parse_LDADD = $(UNIT_LDADD)
 tests_unit_test_config_LDADD = $(UNIT_LDADD)
