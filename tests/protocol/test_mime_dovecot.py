@@ -1,7 +1,9 @@
 """Differential MIME test against Dovecot (tests/compare/mime_diff.py).
 
-Every message of the MIME corpus, the generator's messages for a fixed
-seed and for one random seed (printed; MOAT_MIME_SEED=N repeats it) are
+Every message of the MIME corpus and the generator's messages for two
+fixed seeds (MOAT_MIME_SEED=N replaces the second, MOAT_MIME_SEED=random
+picks one and prints it: exploring, not for CI, which must not pass or
+fail by chance) are
 APPENDed to moat and to a private Dovecot (2.3, on a random 127.0.0.1 port,
 never the system service), and every section of every part at every depth
 is compared: BODY[n], BODY[n.MIME], BODY[n.HEADER], BODY[n.TEXT],
@@ -34,6 +36,10 @@ import mime_diff  # noqa: E402
 CORPUS = pathlib.Path(os.environ.get("MOAT_MIME_CORPUS",
                                      "/work/shared/corpus/mime"))
 FIXED_SEED = 1
+# The second seed of a normal run; random seeds have found what the fixed
+# ones had not (doc/mime-differences.md, "Open"), so explore with
+# MOAT_MIME_SEED=random and pin what they find as a test.
+SECOND_SEED = 7
 # Generated messages per seed: with the corpus about two minutes of a
 # loaded 2-core machine (the sanitizer build serves moat's side).
 FIXED_COUNT = 1000
@@ -70,9 +76,10 @@ def dovecot():
 
 
 def test_mime_against_dovecot(moat_server, dovecot):
-    seed = int(os.environ.get("MOAT_MIME_SEED") or random.randrange(1 << 30))
+    choice = os.environ.get("MOAT_MIME_SEED") or str(SECOND_SEED)
+    seed = random.randrange(1 << 30) if choice == "random" else int(choice)
     print(f"mime differential test: seeds {FIXED_SEED} and {seed} "
-          f"(MOAT_MIME_SEED={seed} repeats the random one)")
+          f"(MOAT_MIME_SEED={seed} repeats the second)")
     report = io.StringIO()
     runs = []
     if CORPUS.is_dir():
@@ -97,4 +104,4 @@ def test_mime_against_dovecot(moat_server, dovecot):
     print(f"mime differential test took {time.monotonic() - start:.0f} s")
     assert not problems, (
         f"differences from Dovecot that doc/mime-differences.md does not "
-        f"list (random seed {seed}):\n" + report.getvalue())
+        f"list (second seed {seed}):\n" + report.getvalue())
