@@ -351,23 +351,6 @@ static void rec_finish(buffer_t *buf, size_t start, uint32_t uid, uint32_t prev)
 	memcpy(buf->data + start, &rec, sizeof(rec));
 }
 
-static int write_at(int fd, const void *data, size_t size, off_t offset)
-{
-	const char *p = data;
-
-	while (size > 0) {
-		ssize_t ret = pwrite(fd, p, size, offset);
-		if (ret < 0 && errno == EINTR)
-			continue;
-		if (ret <= 0)
-			return -1;
-		p += ret;
-		size -= (size_t)ret;
-		offset += ret;
-	}
-	return 0;
-}
-
 /* Replace the cache file by hdr followed by body (tmp + rename). */
 static int cache_write_file(struct mail_cache *cache, struct mail_cache_header *hdr,
 			    const buffer_t *body, const char **error_r)
@@ -382,8 +365,8 @@ static int cache_write_file(struct mail_cache *cache, struct mail_cache_header *
 	hdr->crc = hdr_crc(hdr);
 	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW |
 		      O_CLOEXEC, 0600);
-	if (fd < 0 || write_at(fd, hdr, sizeof(*hdr), 0) < 0 ||
-	    (body != NULL && write_at(fd, body->data, body->used, sizeof(*hdr)) < 0) ||
+	if (fd < 0 || fd_pwrite_full(fd, hdr, sizeof(*hdr), 0) < 0 ||
+	    (body != NULL && fd_pwrite_full(fd, body->data, body->used, sizeof(*hdr)) < 0) ||
 	    rename(tmp, index->cache_path) < 0) {
 		*error_r = mail_index_set_error(index, "writing %s: %s", tmp,
 						strerror(errno));
@@ -461,7 +444,7 @@ static int flush_field_id(struct mail_cache *cache, const char *name,
 	strncpy(copy.fields[copy.fields_count], name, MAIL_CACHE_FIELD_NAME_MAX);
 	id = (int)copy.fields_count++;
 	copy.crc = hdr_crc(&copy);
-	if (write_at(cache->fd, &copy, sizeof(copy), 0) < 0)
+	if (fd_pwrite_full(cache->fd, &copy, sizeof(copy), 0) < 0)
 		return -1;
 	*changed = true;
 	return id;
@@ -542,7 +525,7 @@ int mail_cache_transaction_flush(struct mail_index_transaction *t,
 	uint32_t chained = flush_count_chained(&recs);
 	if ((uint64_t)base + recs.used > MAIL_CACHE_MAX_FILE_SIZE) {
 		/* Full: drop the values, the next compression makes room. */
-	} else if (recs.used > 0 && write_at(cache->fd, recs.data, recs.used, base) < 0) {
+	} else if (recs.used > 0 && fd_pwrite_full(cache->fd, recs.data, recs.used, base) < 0) {
 		*error_r = mail_index_set_error(index, "pwrite(%s): %s",
 						index->cache_path, strerror(errno));
 		ret = -1;
@@ -614,7 +597,7 @@ static int compress_write_tmp(struct mail_cache *cache, struct mail_index_map *m
 	hdr->crc = hdr_crc(hdr);
 	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW |
 		      O_CLOEXEC, 0600);
-	if (fd < 0 || write_at(fd, hdr, sizeof(*hdr), 0) < 0) {
+	if (fd < 0 || fd_pwrite_full(fd, hdr, sizeof(*hdr), 0) < 0) {
 		i_close_fd(&fd);
 		return -1;
 	}
@@ -625,7 +608,7 @@ static int compress_write_tmp(struct mail_cache *cache, struct mail_index_map *m
 				     base, &body, offsets);
 		if (body.used >= MAIL_CACHE_COMPRESS_CHUNK ||
 		    i + 1 == map->hdr.messages_count) {
-			ret = write_at(fd, body.data, body.used, (off_t)base);
+			ret = fd_pwrite_full(fd, body.data, body.used, (off_t)base);
 			base += body.used;
 			buffer_reset(&body);
 		}

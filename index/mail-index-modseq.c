@@ -348,23 +348,6 @@ uint64_t mail_index_view_history_base(struct mail_index_view *view)
 
 /* ---- writing (lock held) ---- */
 
-static int write_full(int fd, const void *data, size_t size, off_t offset)
-{
-	const char *p = data;
-
-	while (size > 0) {
-		ssize_t ret = pwrite(fd, p, size, offset);
-		if (ret < 0 && errno == EINTR)
-			continue;
-		if (ret <= 0)
-			return -1;
-		p += ret;
-		size -= (size_t)ret;
-		offset += ret;
-	}
-	return 0;
-}
-
 /* What the new file holds: the old file's entries from old_first, then
    the map's entries from list_first, above base. */
 struct history_source {
@@ -431,7 +414,7 @@ static int history_copy_entries(int fd, const struct history_source *src)
 	for (uint32_t i = src->old_first; i < src->old_count; ) {
 		uint32_t n = MIN(src->old_count - i, HISTORY_CHUNK);
 		if (read_entries(src->old_fd, i, n, buf) < 0 ||
-		    write_full(fd, buf, n * sizeof(*buf), offset) < 0)
+		    fd_pwrite_full(fd, buf, n * sizeof(*buf), offset) < 0)
 			return -1;
 		offset += (off_t)(n * sizeof(*buf));
 		i += n;
@@ -440,7 +423,7 @@ static int history_copy_entries(int fd, const struct history_source *src)
 		sizeof(*src->list);
 	/* (an empty list may have no array at all) */
 	return size == 0 ? 0 :
-		write_full(fd, src->list + src->list_first, size, offset);
+		fd_pwrite_full(fd, src->list + src->list_first, size, offset);
 }
 
 /* Write a whole new file (tmp, fdatasync, rename). */
@@ -470,7 +453,7 @@ static int history_rewrite(struct mail_index *index, const char *path,
 	}
 	header_init(&hdr, uidvalidity, highest, base, source_total(src));
 	int ret = 0;
-	if (write_full(fd, &hdr, sizeof(hdr), 0) < 0 ||
+	if (fd_pwrite_full(fd, &hdr, sizeof(hdr), 0) < 0 ||
 	    history_copy_entries(fd, src) < 0 || fdatasync(fd) < 0 ||
 	    rename(tmp, path) < 0) {
 		*error_r = mail_index_set_error(index, "writing %s: %s", tmp,
@@ -494,7 +477,7 @@ static int history_append(struct mail_index *index, const char *path, int fd,
 	off_t offset = (off_t)(sizeof(*hdr) +
 			       (uint64_t)hdr->count * sizeof(*src->list));
 
-	if ((n > 0 && (write_full(fd, src->list + src->list_first,
+	if ((n > 0 && (fd_pwrite_full(fd, src->list + src->list_first,
 				  n * sizeof(*src->list), offset) < 0 ||
 		       fdatasync(fd) < 0))) {
 		*error_r = mail_index_set_error(index, "writing %s: %s",
@@ -503,7 +486,7 @@ static int history_append(struct mail_index *index, const char *path, int fd,
 	}
 	header_init(hdr, hdr->uidvalidity, highest, hdr->base_modseq,
 		    hdr->count + n);
-	if (write_full(fd, hdr, sizeof(*hdr), 0) < 0 || fdatasync(fd) < 0) {
+	if (fd_pwrite_full(fd, hdr, sizeof(*hdr), 0) < 0 || fdatasync(fd) < 0) {
 		*error_r = mail_index_set_error(index, "writing %s: %s",
 			path, strerror(errno));
 		return -1;

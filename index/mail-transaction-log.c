@@ -122,28 +122,6 @@ int mail_transaction_log_file_open(const char *path, bool readonly,
 	return 1;
 }
 
-static int write_full_at(int fd, const void *data, size_t size, off_t offset)
-{
-	const char *p = data;
-
-	while (size > 0) {
-		ssize_t ret = pwrite(fd, p, size, offset);
-		if (ret < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (ret == 0) {
-			errno = ENOSPC;
-			return -1;
-		}
-		p += ret;
-		size -= (size_t)ret;
-		offset += ret;
-	}
-	return 0;
-}
-
 int mail_transaction_log_file_create(const char *path,
 				     const struct mail_transaction_log_header *hdr,
 				     bool replace,
@@ -170,7 +148,7 @@ int mail_transaction_log_file_create(const char *path,
 		*error_r = set_error("open(%s): %s", target, strerror(errno));
 		return -1;
 	}
-	if (write_full_at(fd, hdr, sizeof(*hdr), 0) < 0 || fdatasync(fd) < 0 ||
+	if (fd_pwrite_full(fd, hdr, sizeof(*hdr), 0) < 0 || fdatasync(fd) < 0 ||
 	    fstat(fd, &st) < 0 || (replace && rename(tmp, path) < 0)) {
 		*error_r = set_error("write(%s): %s", target, strerror(errno));
 		i_close_fd(&fd);
@@ -342,7 +320,7 @@ int mail_transaction_log_append(struct mail_transaction_log_file *file,
 		*error_r = set_error("%s: log file full", file->path);
 		return -1;
 	}
-	if (write_full_at(file->fd, rec->data, rec->used, offset) < 0) {
+	if (fd_pwrite_full(file->fd, rec->data, rec->used, offset) < 0) {
 		*error_r = set_error("pwrite(%s): %s", file->path, strerror(errno));
 		/* Leave no half record behind for the next writer. */
 		(void)ftruncate(file->fd, offset);

@@ -44,27 +44,12 @@ struct expunged_filter {
 	void *context;
 };
 
-/* Pending expunges with a uid below uid (binary search). */
-static unsigned int pending_lower_bound(struct mailbox *box, uint32_t uid)
-{
-	unsigned int lo = 0, hi = box->pending_count;
-
-	while (lo < hi) {
-		unsigned int mid = lo + (hi - lo) / 2;
-		if (box->pending[mid].uid < uid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* One run of the history, without the uids the session still shows. */
 static void expunged_filter_run(void *context, uint32_t uid1, uint32_t uid2)
 {
 	struct expunged_filter *f = context;
 	struct mailbox *box = f->box;
-	unsigned int i = pending_lower_bound(box, uid1);
+	unsigned int i = mailbox_pending_below(box, uid1);
 
 	for (; i < box->pending_count && box->pending[i].uid <= uid2; i++) {
 		uint32_t uid = box->pending[i].uid;

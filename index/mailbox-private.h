@@ -134,6 +134,8 @@ mailbox_seq_lookup(struct mailbox *box, uint32_t seq,
 uint32_t mailbox_visible_count(struct mailbox *box);
 /* Visible view records with uid below uid. */
 uint32_t mailbox_visible_below(struct mailbox *box, uint32_t uid);
+/* Pending expunges (box->pending, sorted by uid) with a uid below uid. */
+unsigned int mailbox_pending_below(struct mailbox *box, uint32_t uid);
 /* Tries at a message's file: the name guessed from the index, then names
    read from cur/ (another writer may rename it between our readdir and
    our rename or unlink). */

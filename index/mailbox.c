@@ -458,8 +458,7 @@ uint32_t mailbox_get_count(struct mailbox *box)
 	return mailbox_visible_count(box) + box->pending_count;
 }
 
-/* Pending expunges with a uid below uid. */
-static unsigned int pending_below(struct mailbox *box, uint32_t uid)
+unsigned int mailbox_pending_below(struct mailbox *box, uint32_t uid)
 {
 	unsigned int lo = 0, hi = box->pending_count;
 
@@ -477,7 +476,7 @@ static unsigned int pending_below(struct mailbox *box, uint32_t uid)
    count + 1. */
 static uint32_t session_lower_bound(struct mailbox *box, uint32_t uid)
 {
-	return mailbox_visible_below(box, uid) + pending_below(box, uid) + 1;
+	return mailbox_visible_below(box, uid) + mailbox_pending_below(box, uid) + 1;
 }
 
 /* Session sequence of pending expunge i. */

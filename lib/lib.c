@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 static void ATTR_NORETURN out_of_memory(size_t size)
 {
@@ -113,6 +114,28 @@ int fd_set_cloexec(int fd, bool cloexec)
 		return -1;
 	flags = cloexec ? (flags | FD_CLOEXEC) : (flags & ~FD_CLOEXEC);
 	return fcntl(fd, F_SETFD, flags);
+}
+
+int fd_pwrite_full(int fd, const void *data, size_t size, off_t offset)
+{
+	const char *p = data;
+
+	while (size > 0) {
+		ssize_t ret = pwrite(fd, p, size, offset);
+		if (ret < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (ret == 0) {
+			errno = ENOSPC;
+			return -1;
+		}
+		p += ret;
+		size -= (size_t)ret;
+		offset += ret;
+	}
+	return 0;
 }
 
 void fd_set_tcp_nodelay(int fd)

@@ -59,6 +59,9 @@ size_t i_add_size(size_t a, size_t b);
 void i_close_fd(int *fd);
 int fd_set_nonblock(int fd, bool nonblock);
 int fd_set_cloexec(int fd, bool cloexec);
+/* pwrite() all of data at offset, retrying short writes and EINTR.
+   Returns 0, or -1 with errno (ENOSPC if the kernel wrote nothing). */
+int fd_pwrite_full(int fd, const void *data, size_t size, off_t offset);
 /* TCP_NODELAY on a client socket: IMAP replies are small and a reply
    split over two writes must not wait for the peer's delayed ACK (Nagle).
    Not a TCP socket (a socketpair from the TLS proxy): silently nothing. */
