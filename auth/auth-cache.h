@@ -34,7 +34,8 @@ int auth_cache_lookup(struct auth_cache *cache, const char *user,
 void auth_cache_add(struct auth_cache *cache, const char *user,
 		    const char *stored, const char *password, bool verified,
 		    time_t now);
-/* Forget every entry (the passdb was re-read). */
+/* Forget every entry. Nothing needs it on a passwd-file change (a new
+   hash misses by itself); for tests and an admin's flush. */
 void auth_cache_clear(struct auth_cache *cache);
 
 /* Entries a cache of size_bytes holds (for the docs and tests). */
