@@ -81,7 +81,7 @@ def main():
     sock = notify_socket(path)
     env = dict(os.environ, NOTIFY_SOCKET=path)
     env.pop("JOURNAL_STREAM", None)
-    log_path = "/tmp/moat-pkg-test.log"
+    log_path = "/run/moat-pkg-test.log"
     with open(log_path, "wb") as log_file:
         proc = subprocess.Popen([moat, "-F", "-c", config], env=env,
                                 stdin=subprocess.DEVNULL, stderr=log_file)

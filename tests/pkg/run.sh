@@ -20,7 +20,9 @@ die() { say "FAIL: $*"; exit 1; }
 # ---- inside the namespace ---------------------------------------------------
 
 # The throwaway root: overlays over the directories dpkg and the
-# maintainer scripts write, fresh /run and /tmp, loopback up.
+# maintainer scripts write, a fresh /run (also for this script's own
+# files), loopback up. /tmp stays the host's: the tree and the package may
+# live there (a clone in /tmp), and nothing of the install writes to it.
 inner_setup() {
 	local ov=$1 d
 	mount -t tmpfs -o mode=0700 moat-pkg-test "$ov"
@@ -30,7 +32,6 @@ inner_setup() {
 			-o "lowerdir=/$d,upperdir=$ov/$d.upper,workdir=$ov/$d.work" "/$d"
 	done
 	mount -t tmpfs -o mode=0755 moat-pkg-run /run
-	mount -t tmpfs -o mode=1777 moat-pkg-tmp /tmp
 	ip link set lo up
 	# Nothing may start a service here (deb-systemd-invoke finds no
 	# systemd anyway; this covers invoke-rc.d).
@@ -99,18 +100,18 @@ inner_run_server() {
 	# purge must leave every byte of it.
 	grep -rqs 'mail that purge must keep' "$home/Maildir/cur" ||
 		die "the test message is not in $home/Maildir/cur"
-	find /var/lib/moat/mail -type f -print0 | sort -z | xargs -0 sha256sum >/tmp/mail.sha256
+	find /var/lib/moat/mail -type f -print0 | sort -z | xargs -0 sha256sum >/run/mail.sha256
 }
 
 inner_purge_checks() {
-	dpkg --purge moat >/tmp/purge.out 2>&1 || { cat /tmp/purge.out >&2; die "dpkg --purge"; }
+	dpkg --purge moat >/run/purge.out 2>&1 || { cat /run/purge.out >&2; die "dpkg --purge"; }
 	check "package gone" sh -c '! dpkg-query -W -f="\${db:Status-Status}" moat 2>/dev/null | grep -q installed'
 	check "configuration removed" test ! -e /etc/moat
 	check "logrotate snippet removed" test ! -e /etc/logrotate.d/moat
 	check "unit removed" test ! -e /lib/systemd/system/moat.service
 	check "service no longer enabled" \
 		test ! -e /etc/systemd/system/multi-user.target.wants/moat.service
-	check "mail kept by purge" sha256sum --quiet -c /tmp/mail.sha256
+	check "mail kept by purge" sha256sum --quiet -c /run/mail.sha256
 	check "users kept (they may own mail)" getent passwd moat-vmail >/dev/null
 }
 
@@ -125,7 +126,7 @@ inner() {
 		if getent group "$u" >/dev/null; then groupdel "$u"; fi
 	done
 	rm -rf /etc/moat /var/lib/moat
-	dpkg -i "$deb" >/tmp/install.out 2>&1 || { cat /tmp/install.out >&2; die "dpkg -i"; }
+	dpkg -i "$deb" >/run/install.out 2>&1 || { cat /run/install.out >&2; die "dpkg -i"; }
 	say "ok: dpkg -i"
 	inner_installed_checks
 	inner_run_server
