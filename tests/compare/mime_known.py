@@ -568,7 +568,12 @@ def parent_is_multipart(bs, path):
     """Part path is a multipart's child (so its header is MIME)."""
     if "." not in path:
         return is_multipart(bs)
-    parent = part_at(bs, path.rsplit(".", 1)[0])
+    parent_path = path.rsplit(".", 1)[0]
+    parent = part_at(bs, parent_path)
+    if parent is not None and parent is part_at(bs, path):
+        # "x.1" of a part that is not a multipart is x itself (RFC 3501
+        # 6.4.5), so its header is MIME when x's is
+        return parent_is_multipart(bs, parent_path)
     if is_message_rfc822(parent):
         parent = parent[8]   # the parts of its message
     return is_multipart(parent)

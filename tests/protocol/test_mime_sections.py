@@ -200,3 +200,22 @@ def test_rfc822_size_is_body_size(client):
             assert got["RFC822.SIZE"] == str(len(body)).encode(), msg
             assert got["BODY[]<3>"] == body[3:23]
             assert got["BODY[HEADER]"] + got["BODY[TEXT]"] == body
+
+
+def test_binary_of_leaf_part_one(client):
+    """RFC 3501 6.4.5: "x.1" of a part that is not a multipart is the part
+    itself, so BINARY[x.1] undoes x's encoding, which counts because x is
+    a multipart's child even with no Content-Type of its own (what MIME
+    seed 751206067 #454 did, nested deeper; the differential checker
+    wrongly wanted it left encoded)."""
+    msg = (b"From: a@example.org\r\nMIME-Version: 1.0\r\n"
+           b"Content-Type: multipart/signed; boundary=\"=_s\"\r\n\r\n"
+           b"--=_s\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+           + base64.b64encode(b"mu psi\nxi tau") + b"\r\n--=_s--\r\n")
+    got = fetch(client, msg, ["BODY.PEEK[1]", "BODY.PEEK[1.1]",
+                              "BINARY.PEEK[1]", "BINARY.PEEK[1.1]",
+                              "BINARY.SIZE[1.1]"])
+    assert got["BODY[1.1]"] == got["BODY[1]"]
+    assert got["BINARY[1]"] == b"mu psi\nxi tau"
+    assert got["BINARY[1.1]"] == b"mu psi\nxi tau"
+    assert got["BINARY.SIZE[1.1]"] == b"13"
