@@ -1,5 +1,6 @@
 /* STATUS (RFC 9051 6.3.11; SIZE from RFC 8438, RECENT for IMAP4rev1,
-   HIGHESTMODSEQ from RFC 7162 3.1.7). */
+   HIGHESTMODSEQ from RFC 7162 3.1.7, DELETED-STORAGE from RFC 9208
+   4.1.4). */
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-mailbox.h"

@@ -63,10 +63,11 @@ static bool status_stamp_read(const char *path, struct status_stamp *stamp_r)
 
 /* Sum of RFC822.SIZE from the records (a size the record lacks may be in
    the cache, as mailbox.c keeps it). Returns false if one is unknown. */
-static bool status_index_size(struct mail_index_view *view, uint64_t *size_r)
+static bool status_index_size(struct mail_index_view *view, uint64_t *size_r,
+			      uint64_t *deleted_size_r)
 {
 	uint32_t count = mail_index_view_count(view);
-	uint64_t sum = 0;
+	uint64_t sum = 0, deleted = 0;
 	const void *data;
 	size_t size;
 
@@ -82,8 +83,11 @@ static bool status_index_size(struct mail_index_view *view, uint64_t *size_r)
 			memcpy(&vsize, data, sizeof(vsize));
 		}
 		sum += vsize;
+		if ((rec->flags & MAIL_DELETED) != 0)
+			deleted += vsize;
 	}
 	*size_r = sum;
+	*deleted_size_r = deleted;
 	return true;
 }
 
@@ -123,7 +127,8 @@ static int status_from_view(struct mail_index_view *view,
 	status_r->highest_modseq = st.highest_modseq;
 	status_r->recent = status_index_recent(view);
 	if ((items & MAILBOX_STATUS_SIZE) != 0 &&
-	    !status_index_size(view, &status_r->size))
+	    !status_index_size(view, &status_r->size,
+			       &status_r->deleted_size))
 		return 0;
 	status_r->from_index = true;
 	return 1;
@@ -478,6 +483,8 @@ int mailbox_status_from_box(struct mailbox *box,
 			return -1;
 		}
 		status_r->size += vsize;
+		if ((flags & MAIL_DELETED) != 0)
+			status_r->deleted_size += vsize;
 	}
 	/* MESSAGES is the view's count, as SELECT's EXISTS was */
 	status_r->messages = count;

@@ -351,7 +351,8 @@ void mailbox_append_abort(struct mailbox_append_ctx **ctx);
    the mailbox is opened and synced once (which also refreshes the index
    and the stamp for the next call). */
 enum mailbox_status_items {
-	/* Sum of RFC822.SIZE: O(n) over the index records. */
+	/* Sums of RFC822.SIZE, of all messages and of the \Deleted ones:
+	   O(n) over the index records. */
 	MAILBOX_STATUS_SIZE = 0x01,
 };
 
@@ -359,6 +360,7 @@ struct mailbox_status {
 	uint32_t messages, uidnext, uidvalidity;
 	uint32_t unseen, deleted, recent;
 	uint64_t size;             /* only with MAILBOX_STATUS_SIZE */
+	uint64_t deleted_size;     /* the \Deleted ones' (the same) */
 	uint64_t highest_modseq;   /* HIGHESTMODSEQ (RFC 7162 3.1.7) */
 	/* Answered from the index alone (for tests and statistics). */
 	bool from_index;

@@ -104,8 +104,10 @@ static void assert_same(const struct mailbox_status *a,
 	test_assert_int(a->uidvalidity, b->uidvalidity);
 	test_assert_int(a->unseen, b->unseen);
 	test_assert_int(a->deleted, b->deleted);
-	if (size)
+	if (size) {
 		test_assert_int(a->size, b->size);
+		test_assert_int(a->deleted_size, b->deleted_size);
+	}
 }
 
 static void test_status_fast(void)
@@ -119,6 +121,8 @@ static void test_status_fast(void)
 	test_assert_int(ref.unseen, TEST_MSGS / 2);
 	test_assert_int(ref.deleted, 4);
 	test_assert_int(ref.size, 6 * (TEST_MSGS * (TEST_MSGS + 1) / 2));
+	/* some, not all, of the size is \Deleted messages' */
+	test_assert(ref.deleted_size > 0 && ref.deleted_size < ref.size);
 
 	status(root, 0, &st);
 	test_assert(st.from_index);

@@ -237,3 +237,42 @@ def test_usage_survives_other_writers(moat_server):
     r = c.command('GETQUOTA ""')
     assert quota_lines(r) == [b'* QUOTA "" (STORAGE 3 1024)'], r
     assert (md / "maildirsize").read_text().splitlines()[1] == "3000 3"
+
+
+def status_items(r, name):
+    """{item: int} of the one '* STATUS name (...)' line of r."""
+    lines = [u for u in r.untagged if u.startswith(b"* STATUS " + name + b" ")]
+    assert len(lines) == 1, r
+    words = lines[0].split(b"(", 1)[1].rstrip(b")").split()
+    return {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+
+
+def test_status_deleted_storage(moat_server):
+    """RFC 9208 4.1.4: DELETED counts the \\Deleted messages and
+    DELETED-STORAGE their size (RFC822.SIZE here), for a mailbox that is
+    not selected (from its index), for the selected one (the session's
+    view), and after another session's STORE; an EXPUNGE empties both."""
+    c = moat_server.login("testuser1")
+    other = moat_server.login("testuser1")
+    assert c.command("CREATE dq").ok
+    sizes = [100, 250, 1000, 4096]
+    for s in sizes:
+        assert c.append("dq", msg(s)).ok
+    query = "STATUS dq (MESSAGES DELETED DELETED-STORAGE SIZE)"
+    got = status_items(c.command(query), b"dq")
+    assert got == {b"MESSAGES": 4, b"DELETED": 0, b"DELETED-STORAGE": 0,
+                   b"SIZE": sum(sizes)}
+    assert other.command("SELECT dq").ok
+    assert other.command("STORE 2,4 +FLAGS.SILENT (\\Deleted)").ok
+    got = status_items(c.command(query), b"dq")
+    assert got[b"DELETED"] == 2 and got[b"DELETED-STORAGE"] == 250 + 4096
+    # the selected mailbox answers from the session's own view
+    got = status_items(other.command(query), b"dq")
+    assert got[b"DELETED"] == 2 and got[b"DELETED-STORAGE"] == 250 + 4096
+    # in LIST RETURN (STATUS) too (RFC 5819)
+    r = c.command('LIST "" dq RETURN (STATUS (DELETED-STORAGE))')
+    assert r.ok and status_items(r, b"dq") == {b"DELETED-STORAGE": 4346}, r
+    assert other.command("EXPUNGE").ok
+    got = status_items(c.command(query), b"dq")
+    assert got == {b"MESSAGES": 2, b"DELETED": 0, b"DELETED-STORAGE": 0,
+                   b"SIZE": 1100}
