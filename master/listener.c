@@ -2,6 +2,7 @@
    their owner), inherited by every imap-login or lmtp process of their
    service, which accepts on them. */
 #include "master-common.h"
+#include "master-activation.h"
 
 #include <grp.h>
 #include <netdb.h>
@@ -135,7 +136,7 @@ static struct listener *listener_find(struct listener *list, unsigned int count,
 
 static void listener_free(struct listener *l)
 {
-	if (l->fd >= 0 && l->unix_path != NULL)
+	if (l->fd >= 0 && l->unix_path != NULL && !l->activated)
 		(void)unlink(l->unix_path);
 	i_close_fd(&l->fd);
 	free(l->key);
@@ -170,7 +171,14 @@ static int listeners_open_service(struct master *master, enum service_kind kind,
 			.unix_path = path, .fd = -1 };
 		if (prev != NULL) {
 			l->fd = prev->fd;
+			l->activated = prev->activated;
 			prev->fd = -1;
+		} else if ((l->fd = ls->unix_socket ?
+			    master_activation_take_unix(path) :
+			    master_activation_take_inet(ls->address,
+							ls->port)) >= 0) {
+			/* bound by the service manager: its mode and owner */
+			l->activated = true;
 		} else {
 			l->fd = ls->unix_socket ?
 				listener_open_unix(ls, path, error_r) :

@@ -21,5 +21,7 @@ master_moat_SOURCES = \
 	master/master-admin-auth.c \
 	master/master-admin-users.c \
 	master/master-notify.h \
-	master/master-notify.c
+	master/master-notify.c \
+	master/master-activation.h \
+	master/master-activation.c
 master_moat_LDADD = $(LIBMOAT)

@@ -11,6 +11,7 @@
 #include "master-common.h"
 #include "master-admin.h"
 #include "master-notify.h"
+#include "master-activation.h"
 #include "restrict.h"
 
 #include <fcntl.h>
@@ -242,6 +243,8 @@ int main(int argc, char *argv[])
 	const char *error;
 	int c;
 
+	/* before anything opens an fd: the manager's sockets are 3.. */
+	master_activation_init();
 	log_init("master: ", true);
 	master_notify_init();
 	master.config_path = MOAT_SYSCONFDIR "/moat.conf";
@@ -283,6 +286,10 @@ int main(int argc, char *argv[])
 	prepare_dirs(&master);
 	if (master_listeners_open(&master, &error) < 0)
 		i_fatal("%s", error);
+	master_activation_close_unused();
+	if (master_activation_count() > 0)
+		i_info("socket activation: %u listeners from the service manager",
+		       master_activation_count());
 	if (!foreground)
 		daemonize();
 	pidfile_write(&master);

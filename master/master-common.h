@@ -74,6 +74,9 @@ struct listener {
 	bool ssl;
 	char *unix_path;          /* a unix_listener's socket, else NULL */
 	int fd;
+	/* from the service manager (master-activation.h): its socket file
+	   is the manager's, never unlinked by master */
+	bool activated;
 };
 
 struct master {

@@ -72,6 +72,12 @@ inner_installed_checks() {
 		die "systemd-analyze verify: $out"
 	[ -z "$out" ] || die "systemd-analyze verify complained: $out"
 	say "ok: systemd-analyze verify moat.service"
+	out=$(systemd-analyze verify /lib/systemd/system/moat.socket 2>&1) ||
+		die "systemd-analyze verify moat.socket: $out"
+	[ -z "$out" ] || die "systemd-analyze verify moat.socket complained: $out"
+	check "moat.socket installed but not enabled" \
+		test ! -e /etc/systemd/system/sockets.target.wants/moat.socket
+	say "ok: systemd-analyze verify moat.socket"
 	if command -v logrotate >/dev/null; then
 		check "logrotate accepts the snippet" \
 			logrotate -d /etc/logrotate.d/moat >/dev/null 2>&1

@@ -185,6 +185,11 @@ class MoatServer:
         self.lmtp = bool(self.settings.pop("lmtp", False))
         self.lmtp_port = free_port() if self.lmtp else 0
         self.lmtp_socket = self.base_dir / "lmtp"
+        # socket_activation=[extra addresses]: started by
+        # systemd-socket-activate, which binds the IMAP port (and LMTP's
+        # port and socket) plus these, and passes them as LISTEN_FDS
+        activation = self.settings.pop("socket_activation", None)
+        self.activation = None if activation is None else list(activation)
         self.cert_path = self.tmp / "cert.pem"
         self.key_path = self.tmp / "key.pem"
         self.users = {}
@@ -355,9 +360,21 @@ class MoatServer:
         # unreliable in chrooted setuid processes; any UBSan report is fatal.
         env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
         env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        launcher = []
+        if self.activation is not None:
+            launcher = ["systemd-socket-activate",
+                        "-l", f"{self.host}:{self.port}"]
+            if self.lmtp:
+                launcher += ["-l", f"{self.host}:{self.lmtp_port}",
+                             "-l", str(self.lmtp_socket)]
+            for address in self.activation:
+                launcher += ["-l", address]
+            # it passes on only the variables it is told to
+            for name in sorted(env):
+                launcher += ["-E", name]
         with open(self.stderr_path, "ab") as err:
             self.proc = subprocess.Popen(
-                [str(binary), "-F", "-c", str(self.conf_path)],
+                launcher + [str(binary), "-F", "-c", str(self.conf_path)],
                 stdin=subprocess.DEVNULL, stdout=err, stderr=err,
                 cwd=str(self.tmp), env=env, start_new_session=True)
         deadline = time.monotonic() + START_TIMEOUT
