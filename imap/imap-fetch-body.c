@@ -174,9 +174,11 @@ void imap_msg_structure_clear(struct imap_msg_structure *ms)
 		pool_unref(&ms->pool);
 	ms->root = NULL;
 	ms->seq = 0;
+	ms->header_only = false;
 }
 
-static int msg_structure_parse(struct imap_msg_structure *ms, int fd)
+static int msg_structure_parse(struct imap_msg_structure *ms, int fd,
+			       bool header_only)
 {
 	struct message_parser *parser = message_parser_init(ms->pool, NULL);
 	unsigned char buf[MSG_STRUCTURE_READ_SIZE];
@@ -190,30 +192,49 @@ static int msg_structure_parse(struct imap_msg_structure *ms, int fd)
 			break;
 		message_parser_feed(parser, buf, (size_t)ret);
 		pos += (uint64_t)ret;
+		imap_fetch_counters.parse_bytes += (uint64_t)ret;
+		if (header_only && message_parser_root_header_done(parser))
+			break;
 	}
 	ms->root = message_parser_finish(&parser);
+	ms->header_only = header_only;
 	return ret < 0 ? -1 : 0;
 }
 
-int imap_msg_structure_get(struct imap_msg_structure *ms,
-			   struct mailbox *box, uint32_t seq,
-			   const char **error_r)
+static int msg_parse(struct imap_msg_structure *ms, struct mailbox *box,
+		     uint32_t seq, bool header_only, const char **error_r)
 {
-	if (ms->pool != NULL && ms->seq == seq)
-		return 0;
 	imap_msg_structure_clear(ms);
 	int fd = imap_fetch_msg_open(box, seq, error_r);
 	if (fd == -1)
 		return -1;
 	ms->pool = pool_create("fetch structure", MSG_STRUCTURE_POOL_SIZE);
 	ms->seq = seq;
-	int ret = msg_structure_parse(ms, fd);
+	int ret = msg_structure_parse(ms, fd, header_only);
 	if (ret < 0) {
 		*error_r = "read() of the message failed";
 		imap_msg_structure_clear(ms);
 	}
 	i_close_fd(&fd);
 	return ret;
+}
+
+int imap_msg_structure_get(struct imap_msg_structure *ms,
+			   struct mailbox *box, uint32_t seq,
+			   const char **error_r)
+{
+	if (ms->pool != NULL && ms->seq == seq && !ms->header_only)
+		return 0;
+	return msg_parse(ms, box, seq, false, error_r);
+}
+
+int imap_msg_header_get(struct imap_msg_structure *ms,
+			struct mailbox *box, uint32_t seq,
+			const char **error_r)
+{
+	if (ms->pool != NULL && ms->seq == seq)
+		return 0;
+	return msg_parse(ms, box, seq, true, error_r);
 }
 
 /* ---- where a section is ---- */

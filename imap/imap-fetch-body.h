@@ -58,15 +58,28 @@ struct imap_msg_structure {
 	pool_t pool;                 /* NULL while nothing is held */
 	uint32_t seq;
 	struct message_part *root;
+	/* only the message's own header was parsed (imap_msg_header_get):
+	   root's fields are right, its size and parts are not */
+	bool header_only;
 	/* cache values this FETCH queued since its last flush (not reset
 	   by imap_msg_structure_clear()) */
 	unsigned int cache_pending;
+	/* the texts (1 << enum imap_msg_text) queued for message queued_seq,
+	   which a lookup does not see before the flush */
+	uint32_t queued_seq;
+	unsigned int queued_texts;
 };
 /* Returns 0 with ms->root set for seq (parsed unless ms holds it), or
    -1 with *error_r. */
 int imap_msg_structure_get(struct imap_msg_structure *ms,
 			   struct mailbox *box, uint32_t seq,
 			   const char **error_r);
+/* The same, but the file is read only up to the end of the message's
+   header, enough for ENVELOPE (root->fields): a message with big
+   attachments costs one read. A full parse already held serves too. */
+int imap_msg_header_get(struct imap_msg_structure *ms,
+			struct mailbox *box, uint32_t seq,
+			const char **error_r);
 void imap_msg_structure_clear(struct imap_msg_structure *ms);
 
 enum imap_body_filter {

@@ -69,8 +69,14 @@ static void msg_text_cache_add(struct imap_msg_structure *ms,
 	if (imap_cache_text_pack(out->data + old_used, out->used - old_used,
 				 &packed) == 0 &&
 	    mailbox_msg_cache_add(box, seq, msg_text_fields[which],
-				  packed.data, packed.used, &error) == 0)
+				  packed.data, packed.used, &error) == 0) {
 		ms->cache_pending++;
+		if (ms->queued_seq != seq) {
+			ms->queued_seq = seq;
+			ms->queued_texts = 0;
+		}
+		ms->queued_texts |= 1U << which;
+	}
 	buffer_free(&packed);
 	if (ms->cache_pending >= IMAP_FETCH_CACHE_FLUSH_TEXTS)
 		imap_fetch_cache_flush(ms, box);
@@ -86,12 +92,41 @@ int imap_msg_text_get(struct imap_msg_structure *ms, struct mailbox *box,
 		imap_fetch_counters.text_hits++;
 		return 0;
 	}
-	if (imap_msg_structure_get(ms, box, seq, error_r) < 0)
-		return -1;
+	if (which == IMAP_MSG_TEXT_ENVELOPE) {
+		if (imap_msg_header_get(ms, box, seq, error_r) < 0)
+			return -1;
+	} else {
+		if (imap_msg_structure_get(ms, box, seq, error_r) < 0)
+			return -1;
+	}
 	imap_fetch_counters.text_misses++;
 	msg_text_write(ms, which, out);
-	msg_text_cache_add(ms, box, seq, which, out, old_used);
+	/* (imap_msg_texts_fill() may have queued it already) */
+	if (ms->queued_seq != seq || (ms->queued_texts & (1U << which)) == 0)
+		msg_text_cache_add(ms, box, seq, which, out, old_used);
+	if (which != IMAP_MSG_TEXT_ENVELOPE)
+		imap_msg_texts_fill(ms, box, seq);
 	return 0;
+}
+
+void imap_msg_texts_fill(struct imap_msg_structure *ms, struct mailbox *box,
+			 uint32_t seq)
+{
+	const void *data;
+	size_t size;
+	buffer_t text;
+
+	i_assert(ms->seq == seq && !ms->header_only);
+	if ((ms->queued_seq == seq &&
+	     (ms->queued_texts & (1U << IMAP_MSG_TEXT_ENVELOPE)) != 0) ||
+	    mailbox_msg_cache_lookup(box, seq,
+				     msg_text_fields[IMAP_MSG_TEXT_ENVELOPE],
+				     &data, &size) > 0)
+		return;
+	buffer_init(&text, IMAP_ENVELOPE_OUTPUT_MAX);
+	msg_text_write(ms, IMAP_MSG_TEXT_ENVELOPE, &text);
+	msg_text_cache_add(ms, box, seq, IMAP_MSG_TEXT_ENVELOPE, &text, 0);
+	buffer_free(&text);
 }
 
 void imap_fetch_cache_flush(struct imap_msg_structure *ms,

@@ -7,7 +7,11 @@
 
    What is cached is what clients fetch, when they first fetch it (as
    Dovecot decides): APPEND, COPY and delivery do not parse for the cache,
-   so a server whose clients never ask for BODYSTRUCTURE stores none.
+   so a server whose clients never ask for BODYSTRUCTURE stores none. The
+   exception is ENVELOPE, which every client fetches and which costs
+   little: a FETCH that parsed a message for anything else (BODYSTRUCTURE,
+   a section) caches its ENVELOPE too (imap_msg_texts_fill). An ENVELOPE
+   miss alone reads only the message's header (imap_msg_header_get).
    Sections (BODY[1.2], BINARY[...]) read the file anyway and still parse
    it on demand. */
 
@@ -30,6 +34,7 @@ struct imap_fetch_counters {
 	uint64_t files_opened;   /* message files opened by FETCH */
 	uint64_t text_hits;      /* texts served from the cache */
 	uint64_t text_misses;    /* texts written from a parsed message */
+	uint64_t parse_bytes;    /* bytes of message files read to parse */
 };
 extern struct imap_fetch_counters imap_fetch_counters;
 
@@ -44,6 +49,11 @@ int imap_fetch_msg_open(struct mailbox *box, uint32_t seq,
 int imap_msg_text_get(struct imap_msg_structure *ms, struct mailbox *box,
 		      uint32_t seq, enum imap_msg_text which, buffer_t *out,
 		      const char **error_r);
+
+/* After a full parse of seq into ms: queue for the cache the texts that
+   are due and not cached (ENVELOPE), so no later FETCH parses for them. */
+void imap_msg_texts_fill(struct imap_msg_structure *ms, struct mailbox *box,
+			 uint32_t seq);
 
 /* Write the cache values ms queued (end of FETCH). */
 void imap_fetch_cache_flush(struct imap_msg_structure *ms,

@@ -129,6 +129,9 @@ static int fetch_msg_structure(struct imap_fetch_ctx *ctx,
 	if (imap_msg_structure_get(&ctx->structure, ctx->box, ctx->seq,
 				   error_r) < 0)
 		return -1;
+	/* an ENVELOPE this FETCH asks for is cached by fetch_msg_texts() */
+	if ((ctx->need_texts & (1U << IMAP_MSG_TEXT_ENVELOPE)) == 0)
+		imap_msg_texts_fill(&ctx->structure, ctx->box, ctx->seq);
 	for (unsigned int i = 0; i < ctx->item_count; i++) {
 		const struct imap_fetch_item *item = &ctx->items[i];
 		if ((item->type == IMAP_FETCH_BODY ||
@@ -144,10 +147,12 @@ static int fetch_msg_structure(struct imap_fetch_ctx *ctx,
 }
 
 /* ENVELOPE, BODY, BODYSTRUCTURE: from the cache, else from the part
-   tree (parsed now if no section needed it). */
+   tree (parsed now if no section needed it). ENVELOPE last: a miss of
+   the others parses the whole message, which then serves it too, while
+   alone it reads only the header. */
 static int fetch_msg_texts(struct imap_fetch_ctx *ctx, const char **error_r)
 {
-	for (unsigned int i = 0; i < IMAP_MSG_TEXT_COUNT; i++) {
+	for (unsigned int i = IMAP_MSG_TEXT_COUNT; i-- > 0; ) {
 		if ((ctx->need_texts & (1U << i)) == 0)
 			continue;
 		buffer_t *buf = &ctx->msg_texts[i];
@@ -542,12 +547,14 @@ static void fetch_debug_stats(struct imap_fetch_ctx *ctx)
 
 	imap_fetch_cache_flush(&ctx->structure, ctx->box);
 	i_debug("FETCH: %u messages, %llu message files opened, "
-		"%llu texts from the cache, %llu parsed, %u records looked at",
+		"%llu texts from the cache, %llu parsed, %u records looked at, "
+		"%llu bytes read to parse",
 		ctx->msgs_sent,
 		(unsigned long long)(now->files_opened - then->files_opened),
 		(unsigned long long)(now->text_hits - then->text_hits),
 		(unsigned long long)(now->text_misses - then->text_misses),
-		ctx->records_looked);
+		ctx->records_looked,
+		(unsigned long long)(now->parse_bytes - then->parse_bytes));
 }
 
 bool imap_fetch_run(struct imap_fetch_ctx *ctx)

@@ -571,6 +571,11 @@ void message_parser_feed(struct message_parser *p, const void *data,
 	}
 }
 
+bool message_parser_root_header_done(const struct message_parser *p)
+{
+	return p->part != p->root || p->state == STATE_BODY;
+}
+
 struct message_part *message_parser_finish(struct message_parser **_p)
 {
 	struct message_parser *p = *_p;

@@ -110,6 +110,10 @@ void message_parser_set_header_callback(struct message_parser *parser,
 					void *context);
 void message_parser_feed(struct message_parser *parser,
 			 const void *data, size_t size);
+/* The message's own header has ended (its fields are all in the root):
+   a caller that needs only those (ENVELOPE) can stop feeding and finish;
+   the root's fields are then what the whole message would give. */
+bool message_parser_root_header_done(const struct message_parser *parser);
 /* End of input: closes every open part and returns the root. */
 struct message_part *message_parser_finish(struct message_parser **parser);
 

@@ -190,3 +190,108 @@ def test_garbled_cache_is_a_miss(moat_server):
         assert fetch_all(c) == first
     finally:
         set_mode(moat_server, 0o600)
+
+
+BYTES_RE = re.compile(r"FETCH: (\d+) messages, (\d+) message files opened, "
+                      r"(\d+) texts from the cache, (\d+) parsed, "
+                      r"\d+ records looked at, (\d+) bytes read to parse")
+
+
+def byte_lines(server, count):
+    """The first count FETCH debug lines as (messages, files opened, from
+    the cache, parsed, bytes read to parse)."""
+    def lines():
+        text = server.log_path.read_text(errors="replace")
+        found = [tuple(int(x) for x in m.groups())
+                 for m in BYTES_RE.finditer(text)]
+        return found if len(found) >= count else None
+    found = wait_for(lines, 30)
+    assert found, "missing FETCH debug lines:\n" + server.logs()
+    return found
+
+
+@pytest.mark.moat_settings(log_debug="yes")
+def test_envelope_reads_only_the_header(moat_server):
+    """An ENVELOPE miss reads the message only up to the end of its
+    header: a message with a 2 MB attachment costs one 32 KiB read, and
+    the envelope equals the one a full parse gives."""
+    c = moat_server.login()
+    big = (b"From: Big Sender <big@example.org>\r\nTo: a@example.org\r\n"
+           b"Subject: big attachment\r\nMessage-ID: <big@example.org>\r\n"
+           b"MIME-Version: 1.0\r\n"
+           b"Content-Type: multipart/mixed; boundary=\"b\"\r\n\r\n"
+           b"--b\r\nContent-Type: application/octet-stream\r\n"
+           b"Content-Transfer-Encoding: base64\r\n\r\n" +
+           b"QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB\r\n"
+           * 34000 + b"--b--\r\n")
+    assert len(big) > 2_000_000
+    for mbox in ("a", "b"):
+        assert c.command(f"CREATE {mbox}").ok
+        assert c.append(mbox, big).ok
+    assert c.command("SELECT a").ok
+    r = c.command("FETCH 1 (ENVELOPE)")
+    assert r.ok, r
+    env_alone = r.untagged[0].split(b"ENVELOPE ", 1)[1]
+    assert c.command("SELECT b").ok
+    # a section needs the whole tree: its ENVELOPE comes from that parse
+    r = c.command("FETCH 1 (BODY.PEEK[1.MIME] ENVELOPE)")
+    assert r.ok, r
+    env_full = r.untagged[0].split(b"ENVELOPE ", 1)[1].split(b" BODY[", 1)[0]
+    assert env_alone.startswith(env_full.rstrip(b")")), (env_alone, env_full)
+    stats = byte_lines(moat_server, 2)
+    # (messages, files opened, from the cache, parsed, bytes read)
+    assert stats[0][:4] == (1, 1, 0, 1) and 0 < stats[0][4] <= 32768, stats
+    assert stats[1][4] == len(big), stats
+
+
+@pytest.mark.moat_settings(log_debug="yes")
+def test_parse_for_a_section_caches_the_envelope(moat_server):
+    """A FETCH that parsed messages for something else (a section,
+    BODYSTRUCTURE) caches their ENVELOPE too, so the first FETCH ENVELOPE
+    afterwards opens no file."""
+    c = fill(moat_server)
+    assert c.command("SELECT INBOX").ok
+    assert c.command("FETCH 1:* (BODY.PEEK[1])").ok
+    assert c.command("FETCH 1:6 (BODYSTRUCTURE)").ok
+    first = fetch_all(c, "(ENVELOPE)")
+    stats = debug_lines(moat_server, 3)
+    assert stats[0][1] >= N_MESSAGES and stats[0][3] == 0, stats
+    assert stats[2] == (N_MESSAGES, 0, N_MESSAGES, 0), stats
+    # and it is the ENVELOPE a parse for it alone gives
+    c2 = moat_server.login()
+    assert c2.command("CREATE copy").ok
+    assert c2.command("SELECT INBOX").ok
+    for i in range(N_MESSAGES):
+        assert c2.append("copy", message(i)).ok
+    assert c2.command("SELECT copy").ok
+    again = c2.command("FETCH 1:* (ENVELOPE)").untagged
+    assert [re.sub(rb"^\* \d+ ", b"", x) for x in again] == \
+        [re.sub(rb"^\* \d+ ", b"", x) for x in first]
+
+
+def test_header_only_envelope_equals_full_parse(moat_server):
+    """Over generated adversarial messages (tests/compare/mime_gen.py:
+    broken headers, bare CRs, top-level message/rfc822, no blank line...)
+    the ENVELOPE of a header-only parse equals that of a full parse."""
+    import pathlib
+    import sys
+    compare = pathlib.Path(__file__).resolve().parent.parent / "compare"
+    sys.path.insert(0, str(compare))
+    import mime_gen
+    from mime_diff import fetch_items
+    msgs = [data for data, _ in mime_gen.messages(3, 150)]
+    c = moat_server.login()
+    for mbox in ("alone", "full"):
+        assert c.command(f"CREATE {mbox}").ok
+        for data in msgs:
+            assert c.append(mbox, data).ok
+    envelopes = {}
+    for mbox, items in (("alone", "(ENVELOPE)"),
+                        ("full", "(BODYSTRUCTURE ENVELOPE)")):
+        assert c.command(f"SELECT {mbox}").ok
+        r = c.command(f"FETCH 1:* {items}")
+        assert r.ok and len(r.untagged) == len(msgs), r
+        envelopes[mbox] = [fetch_items(line)["ENVELOPE"]
+                           for line in r.untagged]
+    for i, (a, b) in enumerate(zip(envelopes["alone"], envelopes["full"])):
+        assert a == b, (i, msgs[i][:300])
