@@ -222,7 +222,48 @@ static void test_parser_header_callback(void)
 	pool_unref(&pool);
 }
 
+/* Fed byte by byte: the root's header is done exactly at its blank line
+   (or, for a message/rfc822 at the top, when the inner header starts),
+   and the root's fields then equal those of the whole message's parse. */
+static void test_parser_root_header_done(void)
+{
+	static const char *const msgs[] = {
+		"Subject: s\r\nFrom: a@b\r\n\r\nbody\r\n",
+		"Subject: s\nFrom: a@b\n\nbody\n",
+		"Subject: folded\r\n more\r\n\r\n",
+		"Content-Type: message/rfc822\r\nSubject: outer\r\n\r\n"
+		"Subject: inner\r\n\r\ninner body\r\n",
+	};
+	for (unsigned int i = 0; i < N_ELEMENTS(msgs); i++) {
+		pool_t pool = pool_create("test", 1024);
+		struct message_part *whole = message_parse_data(pool, msgs[i],
+								strlen(msgs[i]));
+		struct message_parser *p = message_parser_init(pool, NULL);
+		size_t len = strlen(msgs[i]), n = 0;
+		const char *blank = strstr(msgs[i], "\n\r\n");
+		if (blank == NULL)
+			blank = strstr(msgs[i], "\n\n");
+		size_t header_end = (size_t)(blank - msgs[i]) + 1;
+		while (n < len && !message_parser_root_header_done(p))
+			message_parser_feed(p, msgs[i] + n++, 1);
+		/* not before the line that ends the header was complete */
+		test_assert(n > header_end);
+		test_assert(n <= header_end + 2);
+		struct message_part *root = message_parser_finish(&p);
+		test_assert_str(root->fields[MPF_SUBJECT],
+				whole->fields[MPF_SUBJECT]);
+		pool_unref(&pool);
+	}
+	/* a header without a blank line never finishes early */
+	pool_t pool = pool_create("test", 1024);
+	struct message_parser *p = message_parser_init(pool, NULL);
+	message_parser_feed(p, "Subject: x\r\nFrom: y", 20);
+	test_assert(!message_parser_root_header_done(p));
+	(void)message_parser_finish(&p);
+	pool_unref(&pool);
+}
+
 TEST_MAIN(TEST(test_parser_multipart), TEST(test_parser_chunks),
 	  TEST(test_parser_lf_sizes), TEST(test_parser_sections),
 	  TEST(test_parser_limits), TEST(test_parser_malformed),
-	  TEST(test_parser_header_callback))
+	  TEST(test_parser_header_callback), TEST(test_parser_root_header_done))
