@@ -175,6 +175,15 @@ void imap_msg_structure_clear(struct imap_msg_structure *ms)
 	ms->root = NULL;
 	ms->seq = 0;
 	ms->header_only = false;
+	if (ms->has_fd) {
+		i_close_fd(&ms->fd);
+		ms->has_fd = false;
+	}
+}
+
+int imap_msg_structure_fd(const struct imap_msg_structure *ms, uint32_t seq)
+{
+	return ms->pool != NULL && ms->seq == seq && ms->has_fd ? ms->fd : -1;
 }
 
 static int msg_structure_parse(struct imap_msg_structure *ms, int fd,
@@ -214,9 +223,12 @@ static int msg_parse(struct imap_msg_structure *ms, struct mailbox *box,
 	if (ret < 0) {
 		*error_r = "read() of the message failed";
 		imap_msg_structure_clear(ms);
+		i_close_fd(&fd);
+		return -1;
 	}
-	i_close_fd(&fd);
-	return ret;
+	ms->fd = fd;
+	ms->has_fd = true;
+	return 0;
 }
 
 int imap_msg_structure_get(struct imap_msg_structure *ms,

@@ -61,6 +61,10 @@ struct imap_msg_structure {
 	/* only the message's own header was parsed (imap_msg_header_get):
 	   root's fields are right, its size and parts are not */
 	bool header_only;
+	/* the file it was parsed from, open while ms holds seq, so FETCH
+	   reads its sections without opening it again (imap_msg_structure_fd) */
+	bool has_fd;
+	int fd;
 	/* cache values this FETCH queued since its last flush (not reset
 	   by imap_msg_structure_clear()) */
 	unsigned int cache_pending;
@@ -81,6 +85,9 @@ int imap_msg_header_get(struct imap_msg_structure *ms,
 			struct mailbox *box, uint32_t seq,
 			const char **error_r);
 void imap_msg_structure_clear(struct imap_msg_structure *ms);
+/* The open file of seq if ms holds it, else -1. Owned by ms: valid until
+   the next parse or clear. */
+int imap_msg_structure_fd(const struct imap_msg_structure *ms, uint32_t seq);
 
 enum imap_body_filter {
 	IMAP_BODY_FILTER_NONE,

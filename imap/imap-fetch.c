@@ -18,13 +18,25 @@
    cut there), or a long HEADER.FIELDS section name. */
 #define IMAP_FETCH_TEXT_MAX (IMAP_ENVELOPE_OUTPUT_MAX + 1024 * 1024)
 
+/* Done with the section's file: closed unless it is the parsed one,
+   which ctx->structure owns. */
+static void fetch_body_close(struct imap_fetch_ctx *ctx)
+{
+	if (ctx->body_fd_borrowed) {
+		ctx->body_fd = -1;
+		ctx->body_fd_borrowed = false;
+	} else {
+		i_close_fd(&ctx->body_fd);
+	}
+}
+
 void imap_fetch_deinit(struct imap_fetch_ctx *ctx)
 {
 	if (ctx->vanished != NULL) {
 		imap_vanished_deinit(ctx->vanished);
 		ctx->vanished = NULL;
 	}
-	i_close_fd(&ctx->body_fd);
+	fetch_body_close(ctx);
 	imap_msg_structure_clear(&ctx->structure);
 	if (ctx->text.data != NULL)
 		buffer_free(&ctx->text);
@@ -219,8 +231,12 @@ static int fetch_section_open(struct imap_fetch_ctx *ctx,
 		*error_r = "Unknown Content-Transfer-Encoding";
 		return -1;
 	}
-	i_close_fd(&ctx->body_fd);
-	ctx->body_fd = imap_fetch_msg_open(box, ctx->seq, error_r);
+	fetch_body_close(ctx);
+	/* the file a parse of this message left open, else open it */
+	ctx->body_fd = imap_msg_structure_fd(&ctx->structure, ctx->seq);
+	ctx->body_fd_borrowed = ctx->body_fd != -1;
+	if (!ctx->body_fd_borrowed)
+		ctx->body_fd = imap_fetch_msg_open(box, ctx->seq, error_r);
 	if (ctx->body_fd == -1)
 		return -1;
 	if (ctx->body == NULL)
@@ -230,7 +246,7 @@ static int fetch_section_open(struct imap_fetch_ctx *ctx,
 			      &item->section, &src);
 	if (imap_body_stream_measure(ctx->body, size_r, has_nul_r) < 0) {
 		*error_r = "Reading the message failed";
-		i_close_fd(&ctx->body_fd);
+		fetch_body_close(ctx);
 		return -1;
 	}
 	return 0;
@@ -284,12 +300,12 @@ static int fetch_body_open(struct imap_fetch_ctx *ctx,
 		size = MIN(size, item->count);
 	if (imap_body_stream_skip(ctx->body, start) < 0) {
 		*error_r = "Reading the message failed";
-		i_close_fd(&ctx->body_fd);
+		fetch_body_close(ctx);
 		return -1;
 	}
 	ctx->body_left = size;
 	if (size == 0)
-		i_close_fd(&ctx->body_fd);
+		fetch_body_close(ctx);
 	return buffer_printf(buf, "%s %s{%llu}\r\n", item->name,
 			     literal8 ? "~" : "", (unsigned long long)size);
 }
@@ -303,7 +319,7 @@ static int fetch_binary_size(struct imap_fetch_ctx *ctx,
 
 	if (fetch_section_open(ctx, item, &size, &has_nul, error_r) < 0)
 		return -1;
-	i_close_fd(&ctx->body_fd);
+	fetch_body_close(ctx);
 	return buffer_printf(buf, "%s %llu", item->name,
 			     (unsigned long long)size);
 }
@@ -422,7 +438,7 @@ static bool fetch_send_body(struct imap_fetch_ctx *ctx)
 		if (o_stream_commit(output, (size_t)ret) < 0)
 			return false;
 	}
-	i_close_fd(&ctx->body_fd);
+	fetch_body_close(ctx);
 	return true;
 }
 
@@ -450,7 +466,7 @@ static bool fetch_msg_continue(struct imap_fetch_ctx *ctx)
 			ctx->item_idx = ctx->item_count;
 			buffer_reset(&ctx->text);
 			ctx->body_left = 0;
-			i_close_fd(&ctx->body_fd);
+			fetch_body_close(ctx);
 		}
 	}
 	client_send_line(client, ")");

@@ -69,6 +69,7 @@ struct imap_fetch_ctx {
 	unsigned int item_idx;
 	bool in_msg, add_flags;
 	int body_fd;
+	bool body_fd_borrowed;   /* body_fd is ctx->structure's */
 	struct imap_body_stream *body; /* allocated at the first body item */
 	uint64_t body_left;
 	/* the message's part tree, parsed once per message */
