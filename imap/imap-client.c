@@ -77,8 +77,9 @@ static void client_command_run(struct client_command *cmd)
 	if (finished) {
 		client_command_free(&client->cmd);
 		/* COMPRESS finished with its OK on the socket: the streams
-		   change now, outside the command's cork */
-		if (client->compress_start)
+		   change now, outside the command's cork (or at the end of
+		   the batch, client_batch_end()) */
+		if (client->compress_start && !client->batch_corked)
 			client_compress_start(client);
 		return;
 	}
@@ -430,9 +431,41 @@ static bool client_pipeline_full(struct client *client)
 		used >= CLIENT_OUTPUT_PIPELINE_MAX;
 }
 
+/* After a batch of pipelined commands ran under one cork: the uncork
+   wrote their replies, maybe all of them, and then no flush callback
+   comes, so what waited for the output to drain goes on here. */
+static void client_batch_end(struct client *client)
+{
+	client->batch_corked = false;
+	o_stream_uncork(client->output);
+	if (client->compress_start && !client->disconnected) {
+		/* the OK is on the socket now; what follows it is deflated
+		   (client_io_update() reads what inflate already holds) */
+		client_compress_start(client);
+		return;
+	}
+	if (client->disconnected ||
+	    o_stream_get_buffer_used(client->output) != 0)
+		return;
+	bool resume = client->cmd != NULL ?
+		client->cmd->wait == CLIENT_WAIT_OUTPUT :
+		client->pipeline_blocked;
+	if (!resume)
+		return;
+	client->pipeline_blocked = false;
+	if (client->to_continue == NULL)
+		client->to_continue = io_loop_defer(client->user->ioloop,
+			client_continue_timeout, client);
+}
+
+/* Every complete command in the input buffer, their replies corked
+   together: a pipelining client gets one write for a batch, not one per
+   command (the pipeline limits still bound what is buffered). */
 static void client_handle_input(struct client *client)
 {
-	while (!client->disconnected) {
+	o_stream_cork(client->output);
+	client->batch_corked = true;
+	while (!client->disconnected && !client->compress_start) {
 		struct client_command *cmd = client->cmd;
 		size_t size;
 
@@ -452,6 +485,7 @@ static void client_handle_input(struct client *client)
 		if (!client_handle_line(client))
 			break;
 	}
+	client_batch_end(client);
 }
 
 static void client_input(void *context)

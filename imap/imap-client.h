@@ -104,6 +104,9 @@ struct client {
 	   command is freed; bytes already buffered as input are the
 	   client's first compressed ones */
 	bool compress_start;
+	/* client_handle_input() holds a cork over a batch of commands:
+	   COMPRESS waits for its end to switch streams */
+	bool batch_corked;
 	/* reads again when inflate holds input the fd will not signal */
 	struct timeout *to_input;
 
