@@ -149,8 +149,9 @@ static void select_send_status(struct client_command *cmd,
 	client_send_linef(client, "* OK [UIDNEXT %u] Predicted next UID",
 			  mailbox_get_next_uid(box));
 	/* RFC 8474 4.2 */
-	client_send_linef(client, "* OK [MAILBOXID (%s)] Mailbox id",
-			  mailboxid);
+	if (mailboxid[0] != '\0')
+		client_send_linef(client, "* OK [MAILBOXID (%s)] Mailbox id",
+				  mailboxid);
 	/* RFC 7162 3.1.2.1: every mailbox has modseqs (no NOMODSEQ) */
 	if (client->condstore)
 		client_send_linef(client, "* OK [HIGHESTMODSEQ %llu] Highest",
@@ -200,11 +201,13 @@ static bool cmd_select_full(struct client_command *cmd, bool readonly)
 		client_send_tagline(cmd, "NO [NONEXISTENT] Mailbox doesn't exist");
 		return true;
 	}
+	/* a folder whose id can't be read or made (read-only storage) is
+	   still selectable, without the MAILBOXID line: logged */
 	char mailboxid[MAILBOX_ID_LEN + 1];
 	if (ret > 0 && mailbox_id_get(mailbox_get_path(box), mailboxid,
 				      &error) < 0) {
-		mailbox_close(&box);
-		ret = -1;
+		i_error("SELECT: MAILBOXID: %s", error);
+		mailboxid[0] = '\0';
 	}
 	if (ret < 0) {
 		i_error("Opening mailbox failed: %s", error);

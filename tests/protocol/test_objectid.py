@@ -485,3 +485,26 @@ def test_fetch_unknown_item_is_bad(moat_server):
     ok(c, "SELECT INBOX")
     assert c.command("FETCH 1 (EMAILIDS)").status == "BAD"
     assert c.command("FETCH 1 (EMAILID").status == "BAD"
+
+
+def test_unwritable_folder_selects_without_id(moat_server):
+    """A folder without an id that cannot get one (its directory not
+    writable) is still selectable, without the MAILBOXID line; STATUS
+    (MAILBOXID) of it fails. Both logged."""
+    c = moat_server.login()
+    assert c.append("INBOX", MESSAGE_A).ok
+    ok(c, "CREATE ro")
+    assert c.append("ro", MESSAGE_A).ok
+    ok(c, "EXAMINE ro")
+    ok(c, "UNSELECT")
+    path = folder(moat_server, "ro")
+    (path / "moat.mailboxid").unlink()
+    os.chmod(path, 0o500)
+    try:
+        r = ok(c, "EXAMINE ro")
+        assert not any(b"MAILBOXID" in line for line in r.untagged), r
+        assert b"EXISTS" in b"".join(r.untagged)
+        assert c.command("STATUS ro (MAILBOXID)").status == "NO"
+    finally:
+        os.chmod(path, 0o700)
+    assert status_id(c, "ro")
