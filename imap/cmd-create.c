@@ -28,16 +28,17 @@ bool cmd_create(struct client_command *cmd)
 		imap_mailbox_list_error(cmd, code, error);
 		return true;
 	}
+	/* not found: another session deleted it at once; no id: logged.
+	   The mailbox was made either way, so it is an OK. */
 	const char *root = cmd->client->user->mail_root;
-	/* not found: another session deleted it at once; the id file
-	   unreadable: logged. The mailbox was made either way: OK. */
-	if (mailbox_list_find_folder(root, name, norm, path) <= 0 ||
-	    mailbox_id_get(path, id, &error) < 0) {
-		if (mailbox_list_find_folder(root, name, norm, path) > 0)
-			i_error("CREATE: MAILBOXID: %s", error);
-		client_send_tagline(cmd, "OK Create completed.");
+	int found = mailbox_list_find_folder(root, name, norm, path);
+	if (found > 0 && mailbox_id_get(path, id, &error) == 0) {
+		client_send_taglinef(cmd, "OK [MAILBOXID (%s)] Create "
+				     "completed.", id);
 		return true;
 	}
-	client_send_taglinef(cmd, "OK [MAILBOXID (%s)] Create completed.", id);
+	if (found > 0)
+		i_error("CREATE: MAILBOXID: %s", error);
+	client_send_tagline(cmd, "OK Create completed.");
 	return true;
 }

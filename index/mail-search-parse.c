@@ -1,6 +1,7 @@
 /* SEARCH program parsing (mail-search.h): RFC 3501 / RFC 9051 search-key,
-   RFC 5032 OLDER/YOUNGER, RFC 5182 "$", RFC 8514 SAVED*, RFC 8474 EMAILID/THREADID. Strings are converted from the
-   CHARSET to UTF-8 and case-folded once here. */
+   RFC 5032 OLDER/YOUNGER, RFC 5182 "$", RFC 8514 SAVED*, RFC 8474
+   EMAILID/THREADID. Strings are converted from the CHARSET to UTF-8 and
+   case-folded once here. */
 #include "lib.h"
 #include "strfuncs.h"
 #include "mail-search-private.h"
