@@ -1,12 +1,15 @@
 /* CREATE (RFC 9051 6.3.4): missing parents are created too; a trailing
-   "/" is dropped ("a/" creates a). */
+   "/" is dropped ("a/" creates a). The OK carries the new mailbox's
+   MAILBOXID (RFC 8474 4.1). */
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-mailbox.h"
+#include "mailbox-objectid.h"
 
 bool cmd_create(struct client_command *cmd)
 {
-	char name[MAILBOX_NAME_MAX + 1];
+	char name[MAILBOX_NAME_MAX + 1], norm[MAILBOX_NAME_MAX + 1];
+	char path[PATH_MAX], id[MAILBOX_ID_LEN + 1];
 	enum mailbox_list_error code;
 	const char *wire, *error;
 
@@ -25,6 +28,17 @@ bool cmd_create(struct client_command *cmd)
 		imap_mailbox_list_error(cmd, code, error);
 		return true;
 	}
+	/* not found: another session deleted it at once; no id: logged.
+	   The mailbox was made either way, so it is an OK. */
+	const char *root = cmd->client->user->mail_root;
+	int found = mailbox_list_find_folder(root, name, norm, path);
+	if (found > 0 && mailbox_id_get(path, id, &error) == 0) {
+		client_send_taglinef(cmd, "OK [MAILBOXID (%s)] Create "
+				     "completed.", id);
+		return true;
+	}
+	if (found > 0)
+		i_error("CREATE: MAILBOXID: %s", error);
 	client_send_tagline(cmd, "OK Create completed.");
 	return true;
 }

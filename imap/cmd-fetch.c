@@ -37,6 +37,10 @@ static bool fetch_add(struct imap_fetch_ctx *ctx, enum imap_fetch_item_type type
 	else if (type == IMAP_FETCH_BODYSTRUCTURE)
 		ctx->need_texts |= 1U << (item->extended ?
 			IMAP_MSG_TEXT_BODYSTRUCTURE : IMAP_MSG_TEXT_BODY);
+	else if (type == IMAP_FETCH_EMAILID)
+		ctx->need_emailid = true;
+	else if (type == IMAP_FETCH_THREADID)
+		ctx->need_threadid = true;
 	return true;
 }
 
@@ -142,6 +146,8 @@ static bool fetch_parse_item(struct imap_fetch_ctx *ctx, const char *atom)
 		{ "BODYSTRUCTURE", IMAP_FETCH_BODYSTRUCTURE },
 		{ "MODSEQ", IMAP_FETCH_MODSEQ },
 		{ "PREVIEW", IMAP_FETCH_PREVIEW },
+		{ "EMAILID", IMAP_FETCH_EMAILID },
+		{ "THREADID", IMAP_FETCH_THREADID },
 	};
 
 	for (unsigned int i = 0; i < N_ELEMENTS(simple); i++) {

@@ -1,7 +1,8 @@
 /* SELECT and EXAMINE (RFC 3501 6.3.1, 6.3.2) with the CONDSTORE and
    QRESYNC parameters (RFC 7162 3.1.8, 3.2.5): the changes since the
    client's modseq follow the usual answer as VANISHED (EARLIER) and
-   FETCH responses, written in slices by imap-fetch.c. */
+   FETCH responses, written in slices by imap-fetch.c. The untagged
+   OK [MAILBOXID] is RFC 8474 4.2. */
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-sync.h"
@@ -10,6 +11,7 @@
 #include "imap-list.h"
 #include "imap-condstore.h"
 #include "imap-fetch.h"
+#include "mailbox-objectid.h"
 
 #include <strings.h>
 
@@ -124,7 +126,7 @@ static bool select_parse_params(struct client_command *cmd,
 }
 
 static void select_send_status(struct client_command *cmd,
-			       struct mailbox *box)
+			       struct mailbox *box, const char *mailboxid)
 {
 	struct client *client = cmd->client;
 	uint32_t count = mailbox_get_count(box);
@@ -146,6 +148,10 @@ static void select_send_status(struct client_command *cmd,
 			  mailbox_get_uidvalidity(box));
 	client_send_linef(client, "* OK [UIDNEXT %u] Predicted next UID",
 			  mailbox_get_next_uid(box));
+	/* RFC 8474 4.2 */
+	if (mailboxid[0] != '\0')
+		client_send_linef(client, "* OK [MAILBOXID (%s)] Mailbox id",
+				  mailboxid);
 	/* RFC 7162 3.1.2.1: every mailbox has modseqs (no NOMODSEQ) */
 	if (client->condstore)
 		client_send_linef(client, "* OK [HIGHESTMODSEQ %llu] Highest",
@@ -195,6 +201,14 @@ static bool cmd_select_full(struct client_command *cmd, bool readonly)
 		client_send_tagline(cmd, "NO [NONEXISTENT] Mailbox doesn't exist");
 		return true;
 	}
+	/* a folder whose id can't be read or made (read-only storage) is
+	   still selectable, without the MAILBOXID line: logged */
+	char mailboxid[MAILBOX_ID_LEN + 1];
+	if (ret > 0 && mailbox_id_get(mailbox_get_path(box), mailboxid,
+				      &error) < 0) {
+		i_error("SELECT: MAILBOXID: %s", error);
+		mailboxid[0] = '\0';
+	}
 	if (ret < 0) {
 		i_error("Opening mailbox failed: %s", error);
 		client_send_tagline(cmd, "NO [SERVERBUG] Internal error occurred. "
@@ -202,7 +216,7 @@ static bool cmd_select_full(struct client_command *cmd, bool readonly)
 		return true;
 	}
 	client->mailbox = box;
-	select_send_status(cmd, box);
+	select_send_status(cmd, box, mailboxid);
 	const char *done = readonly ? "OK [READ-ONLY] Examine completed." :
 		"OK [READ-WRITE] Select completed.";
 	/* RFC 7162 3.2.5: another UIDVALIDITY means nothing to report */

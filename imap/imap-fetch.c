@@ -1,6 +1,7 @@
 /* Writing FETCH answers in slices (imap-fetch.h). */
 #include "imap-common.h"
 #include "imap-fetch.h"
+#include "mail-sort-keys.h"
 #include "imap-fetch-hdr.h"
 #include "imap-date.h"
 #include "imap-sync.h"
@@ -37,6 +38,8 @@ void imap_fetch_deinit(struct imap_fetch_ctx *ctx)
 		ctx->vanished = NULL;
 	}
 	fetch_body_close(ctx);
+	if (ctx->thread_keys != NULL)
+		mail_sort_keys_reader_deinit(&ctx->thread_keys);
 	imap_msg_structure_clear(&ctx->structure);
 	if (ctx->text.data != NULL)
 		buffer_free(&ctx->text);
@@ -178,6 +181,30 @@ static int fetch_msg_texts(struct imap_fetch_ctx *ctx, const char **error_r)
 	return 0;
 }
 
+/* EMAILID, THREADID (RFC 8474 5.3). An id that cannot be known any more
+   is a message that is gone. */
+static int fetch_msg_ids(struct imap_fetch_ctx *ctx, const char **error_r)
+{
+	int ret = 1;
+
+	if (ctx->need_emailid)
+		ret = mailbox_msg_emailid(ctx->box, ctx->seq, ctx->emailid,
+					  error_r);
+	if (ret > 0 && ctx->need_threadid) {
+		if (ctx->thread_keys == NULL) {
+			ctx->thread_keys =
+				mail_sort_keys_reader_init(ctx->box, NULL, 0);
+		}
+		ret = mailbox_msg_threadid(ctx->thread_keys, ctx->box,
+					   ctx->seq, ctx->threadid, error_r);
+	}
+	if (ret == 0) {
+		errno = ENOENT;
+		*error_r = "Message was expunged";
+	}
+	return ret > 0 ? 0 : -1;
+}
+
 /* Everything that can fail is checked before the first byte of the
    message's response, so a message that cannot be read is skipped
    whole. A message another session expunged that this one was not told
@@ -189,7 +216,8 @@ static int fetch_msg_prepare(struct imap_fetch_ctx *ctx)
 	const char *error = "";
 
 	if (fetch_msg_structure(ctx, &error) < 0 ||
-	    fetch_msg_texts(ctx, &error) < 0) {
+	    fetch_msg_texts(ctx, &error) < 0 ||
+	    fetch_msg_ids(ctx, &error) < 0) {
 		if (!ctx->unknown_cte)
 			fetch_msg_failed(ctx, error);
 		return -1;
@@ -390,6 +418,10 @@ static int fetch_item_text(struct imap_fetch_ctx *ctx,
 	case IMAP_FETCH_PREVIEW:
 		return imap_preview_append(&ctx->structure, box, ctx->seq,
 					   item->lazy, buf, error_r);
+	case IMAP_FETCH_EMAILID:
+		return buffer_printf(buf, "EMAILID (%s)", ctx->emailid);
+	case IMAP_FETCH_THREADID:
+		return buffer_printf(buf, "THREADID (%s)", ctx->threadid);
 	}
 	i_unreached();
 }

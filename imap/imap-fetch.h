@@ -10,6 +10,7 @@
 #include "imap-fetch-body.h"
 #include "imap-fetch-cache.h"
 #include "imap-condstore.h"
+#include "mailbox-objectid.h"
 
 /* The items of one FETCH; more than this is a client error. */
 #define IMAP_FETCH_MAX_ITEMS 256
@@ -35,6 +36,8 @@ enum imap_fetch_item_type {
 	IMAP_FETCH_BODYSTRUCTURE, /* also BODY (not extended) */
 	IMAP_FETCH_MODSEQ,        /* RFC 7162 3.1.4.2 */
 	IMAP_FETCH_PREVIEW,       /* RFC 8970 */
+	IMAP_FETCH_EMAILID,       /* RFC 8474 5.3 */
+	IMAP_FETCH_THREADID,
 };
 
 struct imap_fetch_item {
@@ -60,6 +63,13 @@ struct imap_fetch_ctx {
 	bool need_structure;      /* some item needs the part tree */
 	unsigned int need_texts;  /* bit per enum imap_msg_text */
 	bool unknown_cte;         /* a BINARY part had an unknown encoding */
+	/* RFC 8474: EMAILID / THREADID asked for; the current message's,
+	   got before its response starts; the THREADIDs' header keys are
+	   read through thread_keys (created at the first message) */
+	bool need_emailid, need_threadid;
+	char emailid[MAILBOX_MSG_OBJECTID_LEN + 1];
+	char threadid[MAILBOX_MSG_OBJECTID_LEN + 1];
+	struct mail_sort_keys_reader *thread_keys;
 
 	struct seq_range *ranges;
 	unsigned int range_count, range_idx;

@@ -2,6 +2,7 @@
 #include "imap-common.h"
 #include "imap-status.h"
 #include "imap-mailbox.h"
+#include "mailbox-objectid.h"
 
 #include <strings.h>
 
@@ -19,6 +20,7 @@ static const struct {
 	{ "RECENT", IMAP_STATUS_RECENT },
 	{ "APPENDLIMIT", IMAP_STATUS_APPENDLIMIT },
 	{ "HIGHESTMODSEQ", IMAP_STATUS_HIGHESTMODSEQ },
+	{ "MAILBOXID", IMAP_STATUS_MAILBOXID },
 };
 
 bool imap_status_parse_items(const struct imap_arg *arg,
@@ -47,7 +49,8 @@ bool imap_status_parse_items(const struct imap_arg *arg,
 
 static void status_send_line(struct client *client, const char *name,
 			     enum imap_status_items items,
-			     const struct mailbox_status *st)
+			     const struct mailbox_status *st,
+			     const char *mailboxid)
 {
 	char line[CLIENT_REPLY_LINE_MAX];
 	pool_t pool = pool_create("status", 1024);
@@ -80,6 +83,7 @@ static void status_send_line(struct client *client, const char *name,
 	STATUS_ADD(IMAP_STATUS_APPENDLIMIT, "APPENDLIMIT %llu",
 		   (unsigned long long)MIN(client->user->set->imap_max_append_size,
 					   (uint64_t)UINT32_MAX));
+	STATUS_ADD(IMAP_STATUS_MAILBOXID, "MAILBOXID (%s)", mailboxid);
 #undef STATUS_ADD
 	client_send_linef(client, "%s)", line);
 	pool_unref(&pool);
@@ -145,6 +149,19 @@ void imap_status_cache_free(struct imap_status_cache **_cache)
 	i_free(cache);
 }
 
+/* RFC 8474 4.3: the folder's id file (mailbox-objectid.h). Returns 1,
+   0 if the mailbox went away meanwhile, -1 on error. */
+static int status_mailboxid(struct client *client, const char *name,
+			    char id_r[MAILBOX_ID_LEN + 1], const char **error_r)
+{
+	char norm[MAILBOX_NAME_MAX + 1], path[PATH_MAX];
+
+	if (mailbox_list_find_folder(client->user->mail_root, name, norm,
+				     path) <= 0)
+		return 0;
+	return mailbox_id_get(path, id_r, error_r) < 0 ? -1 : 1;
+}
+
 int imap_status_send(struct client *client, const char *name,
 		     enum imap_status_items items)
 {
@@ -168,9 +185,12 @@ int imap_status_send(struct client *client, const char *name,
 				mitems, &st, &error);
 		status_cache_used(client->user);
 	}
+	char mailboxid[MAILBOX_ID_LEN + 1] = "";
+	if (ret > 0 && (items & IMAP_STATUS_MAILBOXID) != 0)
+		ret = status_mailboxid(client, name, mailboxid, &error);
 	if (ret < 0)
 		i_error("STATUS: %s", error);
 	else if (ret > 0)
-		status_send_line(client, name, items, &st);
+		status_send_line(client, name, items, &st, mailboxid);
 	return ret;
 }

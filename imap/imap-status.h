@@ -17,6 +17,7 @@ enum imap_status_items {
 	IMAP_STATUS_APPENDLIMIT = 0x80,     /* RFC 7889 3.1 */
 	IMAP_STATUS_HIGHESTMODSEQ = 0x100,  /* RFC 7162 3.1.7 */
 	IMAP_STATUS_DELETED_STORAGE = 0x200, /* RFC 9208 4.1.4 */
+	IMAP_STATUS_MAILBOXID = 0x400,      /* RFC 8474 4.3 */
 };
 
 /* A parenthesized list of item names; false if empty or unknown. */

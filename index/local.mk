@@ -28,7 +28,8 @@ index_libindex_a_SOURCES = \
 	index/mailbox-delivery.c \
 	index/mailbox-quota.c index/mailbox-quota.h \
 	index/mailbox-quota-account.c index/mailbox-quota-warning.c \
-	index/mailbox-check.c index/mailbox-check.h
+	index/mailbox-check.c index/mailbox-check.h \
+	index/mailbox-objectid.c index/mailbox-objectid.h
 LIBINDEX = index/libindex.a
 
 INDEX_TEST_LDADD = $(LIBINDEX) $(LIBMAILINDEX) tests/unit/libtest.a $(LIBMOAT) \
@@ -122,11 +123,19 @@ TESTS += index/test-mailbox-status
 index_test_mailbox_status_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_status_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 
+# RFC 8474 object ids (mailbox-objectid.c, mailbox-threadid.c)
+check_PROGRAMS += index/test-mailbox-objectid
+TESTS += index/test-mailbox-objectid
+index_test_mailbox_objectid_LDADD = $(LIBINDEX) $(LIBMAILINDEX) $(LIBMIME) \
+	tests/unit/libtest.a $(LIBMOAT) $(ZLIB_LIBS)
+index_test_mailbox_objectid_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+
 # SORT/THREAD keys in the cache (mail-sort-keys.c) and the RFC 5256 base
 # subject (imap-base-subject.c); they use libmime's header parsers
 index_libindex_a_SOURCES += \
 	index/imap-base-subject.c index/imap-base-subject.h \
-	index/mail-sort-keys.c index/mail-sort-keys.h index/mail-sort-msgid.c
+	index/mail-sort-keys.c index/mail-sort-keys.h index/mail-sort-msgid.c \
+	index/mailbox-threadid.c
 check_PROGRAMS += tests/unit/test-imap-base-subject
 TESTS += tests/unit/test-imap-base-subject
 tests_unit_test_imap_base_subject_LDADD = $(LIBINDEX) $(LIBMAILINDEX) \

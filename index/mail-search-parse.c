@@ -1,11 +1,13 @@
 /* SEARCH program parsing (mail-search.h): RFC 3501 / RFC 9051 search-key,
-   RFC 5032 OLDER/YOUNGER, RFC 5182 "$", RFC 8514 SAVED*. Strings are converted from the
-   CHARSET to UTF-8 and case-folded once here. */
+   RFC 5032 OLDER/YOUNGER, RFC 5182 "$", RFC 8514 SAVED*, RFC 8474
+   EMAILID/THREADID. Strings are converted from the CHARSET to UTF-8 and
+   case-folded once here. */
 #include "lib.h"
 #include "strfuncs.h"
 #include "mail-search-private.h"
 #include "imap-seqset-parse.h"
 #include "rfc2047.h"
+#include "mailbox-objectid.h"
 
 #include <strings.h>
 
@@ -273,6 +275,26 @@ static int parse_modseq(struct search_parser *sp, const struct imap_arg **args,
 	return 0;
 }
 
+/* "EMAILID objectid", "THREADID objectid" (RFC 8474 6); an id that is
+   not an objectid is a client error. */
+static int parse_objectid(struct search_parser *sp, const char *name,
+			  const struct imap_arg **args,
+			  struct mail_search_arg *arg)
+{
+	const char *id;
+
+	if (imap_arg_is_eol(*args) || !imap_arg_get_atom(*args, &id) ||
+	    !mailbox_objectid_is_valid(id))
+		return parse_error(sp, "Missing or invalid object id for ",
+				   name);
+	(*args)++;
+	arg->key = strcasecmp(name, "EMAILID") == 0 ? MSK_EMAILID :
+		MSK_THREADID;
+	arg->str = (const unsigned char *)p_strdup(sp->pool, id);
+	arg->str_len = strlen(id);
+	return 0;
+}
+
 /* Keys that take no argument or one typed argument. */
 static int parse_simple_key(struct search_parser *sp, const char *name,
 			    const struct imap_arg **args,
@@ -296,6 +318,9 @@ static int parse_simple_key(struct search_parser *sp, const char *name,
 	}
 	if (strcasecmp(name, "MODSEQ") == 0)
 		return parse_modseq(sp, args, arg);
+	if (strcasecmp(name, "EMAILID") == 0 ||
+	    strcasecmp(name, "THREADID") == 0)
+		return parse_objectid(sp, name, args, arg);
 	if ((nk = find_named(string_keys, N_ELEMENTS(string_keys),
 			     name)) != NULL) {
 		arg->key = nk->key;

@@ -27,6 +27,8 @@ enum mail_search_key {
 	MSK_SAVEDSINCE,
 	MSK_SAVEDATESUPPORTED,   /* every message: our storage has them */
 	MSK_MODSEQ,       /* RFC 7162 3.1.5: modseq >= number */
+	MSK_EMAILID,      /* RFC 8474 6: str is the id */
+	MSK_THREADID,
 	/* --- need the header --- */
 	MSK_SENTBEFORE,
 	MSK_SENTON,

@@ -12,6 +12,8 @@
 #include "message-date.h"
 #include "rfc2047.h"
 #include "rfc2231.h"
+#include "mailbox-objectid.h"
+#include "mail-sort-keys.h"
 
 #include <errno.h>
 #include <strings.h>
@@ -34,6 +36,8 @@ struct mail_search_ctx {
 	buffer_t line;                /* header line being assembled */
 	struct message_header_parser *hparser;
 	uint64_t bytes_read;
+	/* THREADID keys: the messages' thread keys (created when needed) */
+	struct mail_sort_keys_reader *thread_keys;
 
 	/* the message being judged */
 	uint32_t seq;
@@ -70,6 +74,8 @@ void mail_search_deinit(struct mail_search_ctx **_ctx)
 
 	*_ctx = NULL;
 	i_close_fd(&ctx->fd);
+	if (ctx->thread_keys != NULL)
+		mail_sort_keys_reader_deinit(&ctx->thread_keys);
 	message_header_parser_deinit(&ctx->hparser);
 	buffer_free(&ctx->line);
 	i_free(ctx->chunk);
@@ -224,6 +230,33 @@ static int savedate_leaf(struct mail_search_ctx *ctx,
 	return day_compare(local_day(date), arg);
 }
 
+/* RFC 8474 6: an exact, case-sensitive match. Only ids of our form can
+   match (mailbox-objectid.h), so others are decided without a lookup. */
+static int objectid_leaf(struct mail_search_ctx *ctx,
+			 const struct mail_search_arg *arg)
+{
+	char id[MAILBOX_MSG_OBJECTID_LEN + 1];
+	const char *error;
+	int ret;
+
+	if (arg->str_len != MAILBOX_MSG_OBJECTID_LEN ||
+	    arg->str[0] != (arg->key == MSK_EMAILID ? 'M' : 'T'))
+		return 0;
+	if (arg->key == MSK_EMAILID)
+		ret = mailbox_msg_emailid(ctx->box, ctx->seq, id, &error);
+	else {
+		if (ctx->thread_keys == NULL) {
+			ctx->thread_keys =
+				mail_sort_keys_reader_init(ctx->box, NULL, 0);
+		}
+		ret = mailbox_msg_threadid(ctx->thread_keys, ctx->box,
+					   ctx->seq, id, &error);
+	}
+	if (ret <= 0)
+		return -1;
+	return memcmp(id, arg->str, MAILBOX_MSG_OBJECTID_LEN) == 0;
+}
+
 /* Returns 0/1, or -1 if the message is gone or unreadable. */
 static int cheap_leaf(struct mail_search_ctx *ctx,
 		      const struct mail_search_arg *arg)
@@ -275,6 +308,9 @@ static int cheap_leaf(struct mail_search_ctx *ctx,
 		return savedate_leaf(ctx, arg);
 	case MSK_SAVEDATESUPPORTED:
 		return 1;
+	case MSK_EMAILID:
+	case MSK_THREADID:
+		return objectid_leaf(ctx, arg);
 	default:
 		/* an empty BODY/TEXT string is in every message */
 		if (mail_search_key_class(arg->key) == MSC_BODY &&

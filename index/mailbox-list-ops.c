@@ -7,6 +7,7 @@
 #include "mailbox-list-private.h"
 #include "mailbox-quota.h"
 #include "maildir-uidlist.h"
+#include "mailbox-objectid.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -139,8 +140,10 @@ static int folder_write_uidlist(const char *root, const char *path,
 	return file_write_atomic(file, data, error_r);
 }
 
-/* mkdir path tmp new (uidlist) cur: cur last, it makes the folder
-   selectable. */
+/* mkdir path tmp new (uidlist, MAILBOXID) cur: cur last, it makes the
+   folder selectable, so whoever sees it selectable finds its id. A folder
+   made here is a new mailbox (CREATE, a missing parent, INBOX emptied by
+   RENAME INBOX): any id file left in it is replaced. */
 static int folder_make(const char *root, const char *path,
 		       const char **error_r)
 {
@@ -152,7 +155,8 @@ static int folder_make(const char *root, const char *path,
 		return -1;
 	}
 	for (unsigned int i = 0; i < N_ELEMENTS(subdirs); i++) {
-		if (i == 2 && folder_write_uidlist(root, path, 0, error_r) < 0)
+		if (i == 2 && (folder_write_uidlist(root, path, 0, error_r) < 0 ||
+			       mailbox_id_create(path, error_r) < 0))
 			return -1;
 		snprintf(sub, sizeof(sub), "%s/%s", path, subdirs[i]);
 		if (mkdir(sub, 0700) < 0 && errno != EEXIST) {

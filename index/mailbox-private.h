@@ -49,6 +49,10 @@ struct mailbox_fname_cache {
 /* Cache field: the save date (RFC 8514), i64 seconds since the epoch,
    added in the commit that appends the message (maildir-save.c). */
 #define MAILBOX_CACHE_SAVEDATE "savedate"
+/* Cache field: the EMAILID (RFC 8474), its 17 characters, added the
+   first time it is asked for (mailbox-objectid.c). It is derived from
+   the file's base name, which never changes, so no value can be stale. */
+#define MAILBOX_CACHE_EMAILID "emailid"
 /* Cache field: INTERNALDATE (i64, the file's mtime) of a message indexed
    with internal_date 0, i.e. without a stat() (maildir-sync.c). */
 #define MAILBOX_CACHE_DATE "date"
@@ -94,6 +98,8 @@ struct mailbox {
 	/* RFC822.SIZE counted for a name without ,W= (until cached) */
 	uint32_t vsize_uid;
 	uint64_t vsize_value;
+	/* EMAILIDs queued in cache_trans (mailbox-objectid.c) */
+	unsigned int emailid_queued;
 
 	/* The directories as of the last full scan. A change inside the
 	   mtime's granularity could hide, so a scan that saw an mtime close

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "mempool.h"
 #include "mailbox-private.h"
+#include "mailbox-objectid.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -44,6 +45,8 @@ struct copy_item {
 	enum mail_flags flags;
 	uint64_t size, vsize;
 	int64_t internal_date;
+	/* the source's EMAILID, carried in the base name ("" if unknown) */
+	char emailid[MAILBOX_MSG_OBJECTID_LEN + 1];
 	char fname[MAILDIR_FILENAME_MAX + 1];   /* the name in cur/ */
 };
 
@@ -187,11 +190,13 @@ static int copy_stage_file(struct mailbox_copy_ctx *ctx, struct mailbox *src,
 	return ret;
 }
 
-/* A new base name for the target, carrying the sizes. */
+/* A new base name for the target, carrying the sizes and the source's
+   EMAILID (RFC 8474 5.1: a copy has the same one; mailbox-objectid.h). */
 static int copy_make_base(struct mailbox *dest, struct copy_item *item)
 {
 	char unique[MAILDIR_FILENAME_MAX + 1];
 	int len;
+	size_t pos;
 
 	if (maildir_unique_next(&dest->unique, unique, sizeof(unique)) < 0)
 		return -1;
@@ -206,7 +211,15 @@ static int copy_make_base(struct mailbox *dest, struct copy_item *item)
 			       (unsigned long long)item->vsize);
 	if (len < 0 || (size_t)len >= sizeof(item->base))
 		return -1;
-	item->base_len = (size_t)len;
+	pos = (size_t)len;
+	if (item->emailid[0] != '\0') {
+		len = snprintf(item->base + pos, sizeof(item->base) - pos,
+			       MAILBOX_EMAILID_FIELD "%s", item->emailid);
+		if (len < 0 || (size_t)len >= sizeof(item->base) - pos)
+			return -1;
+		pos += (size_t)len;
+	}
+	item->base_len = pos;
 	return 0;
 }
 
@@ -358,6 +371,13 @@ int mailbox_copy_add(struct mailbox_copy_ctx *ctx, struct mailbox *src,
 	    copy_map_keywords(ctx, src, src_keywords, &keywords, error_r) < 0 ||
 	    copy_spool_open(ctx, error_r) < 0)
 		return -1;
+	/* 0: the source's uidlist line is gone (an expunged message kept
+	   for the session): the copy gets an id of its own */
+	int ret = mailbox_msg_emailid(src, seq, item.emailid, error_r);
+	if (ret < 0)
+		return -1;
+	if (ret == 0)
+		item.emailid[0] = '\0';
 	maildir_keywords_to_letters(keywords, letters);
 	if (copy_make_base(ctx->dest, &item) < 0 ||
 	    maildir_filename_make(item.fname, sizeof(item.fname), item.base,

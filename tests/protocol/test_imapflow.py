@@ -5,7 +5,9 @@ server's after each round of random changes by another session: once
 resyncing with SELECT (QRESYNC ...), once with CONDSTORE's FETCH
 (CHANGEDSINCE) and a UID SEARCH. The QRESYNC resync runs both over
 COMPRESS=DEFLATE (imapflow negotiates it when offered) and without.
-Skipped only when node or imapflow is missing."""
+test_imapflow_objectid reads RFC 8474's ids through imapflow
+(clients/imapflow-objectid.js). Skipped only when node or imapflow is
+missing."""
 
 import json
 import os
@@ -82,3 +84,33 @@ def test_imapflow_resync(moat_server, tmp_path, mode, comp):
         changed += state["changed"]
     # the resyncs did report changes and expunges (not a full refetch)
     assert vanished > 0 and changed > 0
+
+
+def test_imapflow_objectid(moat_server):
+    """RFC 8474 through imapflow: mailboxId from CREATE and SELECT,
+    emailId and threadId from FETCH, SEARCH by them, and the ids of a
+    moved message, all equal to what moat answers a raw session."""
+    node, modules = need_imapflow()
+    from test_objectid import (MESSAGE_A, MESSAGE_B, MESSAGE_C, ids,
+                               status_id)
+    o = moat_server.login("testuser1")
+    for m in (MESSAGE_A, MESSAGE_B, MESSAGE_C):
+        assert o.append("INBOX", m).ok
+    ok(o, "EXAMINE INBOX")
+    truth = ids(o)
+    ok(o, "UNSELECT")
+    env = dict(os.environ, NODE_PATH=str(modules))
+    p = subprocess.run([node, str(HERE / "clients" / "imapflow-objectid.js"),
+                        str(moat_server.port), "testuser1",
+                        moat_server.users["testuser1"]["password"]],
+                       env=env, capture_output=True, timeout=NODE_TIMEOUT)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    got = json.loads(p.stdout)
+    assert got["createdId"] == got["movedId"] == \
+        status_id(o, "Moved").decode()
+    assert got["inboxId"] == status_id(o, "INBOX").decode()
+    assert [(m["emailId"], m["threadId"]) for m in got["messages"]] == \
+        [(e.decode(), t.decode()) for _, (e, t) in sorted(truth.items())]
+    assert got["byEmail"] == [1] and got["byThread"] == [1, 2]
+    assert [(m["emailId"], m["threadId"]) for m in got["movedMessages"]] \
+        == [(got["messages"][0]["emailId"], got["messages"][0]["threadId"])]
