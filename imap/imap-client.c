@@ -8,6 +8,7 @@
 #include "imap-search.h"
 #include "imap-compress.h"
 #include "imap-uidonly.h"
+#include "imap-context.h"
 #include "ktls.h"
 
 /* Nesting of lists in a command (FETCH (BODY[...] ...), SEARCH ...). */
@@ -568,6 +569,7 @@ void client_unselect(struct client *client)
 	if (client->mailbox != NULL)
 		mailbox_close(&client->mailbox);
 	imap_search_saved_clear(client);
+	imap_context_clear(client);
 	client->exists_sent = client->recent_sent = 0;
 	client->keywords_sent = 0;
 }

@@ -10,6 +10,7 @@
 #include "message-parser.h"
 #include "imap-preview.h"
 #include "imap-uidonly.h"
+#include "imap-context.h"
 
 /* One item's text before a literal: "BODY[]<123456789> {123456789}" or
    "INTERNALDATE "...", "FLAGS (...)" with keywords. */
@@ -188,6 +189,8 @@ static int fetch_msg_prepare(struct imap_fetch_ctx *ctx)
 				i_error("Setting \\Seen failed: %s", error);
 		} else {
 			ctx->add_flags = !ctx->flags_requested;
+			/* the sync does not report our own change */
+			imap_context_flags_changed(ctx->cmd->client, ctx->seq);
 		}
 	}
 	return 0;

@@ -60,6 +60,9 @@ imap_imap_LDADD += $(SSL_LIBS)
 imap_imap_CFLAGS = $(AM_CFLAGS) $(SSL_CFLAGS)
 # SEARCH (cmd-search.c, imap-search.c: ESEARCH, SEARCHRES "$")
 imap_imap_SOURCES += imap/cmd-search.c imap/imap-search.c imap/imap-search.h
+# CONTEXT=SEARCH (RFC 5267 4.3): RETURN (UPDATE), CANCELUPDATE
+imap_imap_SOURCES += imap/imap-context.c imap/imap-context.h \
+	imap/cmd-cancelupdate.c
 imap_imap_LDADD += $(LIBMIME) $(LIBMOAT)
 # FETCH sections, BINARY, ENVELOPE/BODYSTRUCTURE (needs $(LIBMIME), above)
 imap_imap_SOURCES += imap/imap-fetch-body.c imap/imap-fetch-body.h \
