@@ -9,6 +9,7 @@
 #include "imap-compress.h"
 #include "imap-uidonly.h"
 #include "imap-context.h"
+#include "imap-preview-lazy.h"
 #include "ktls.h"
 
 /* Nesting of lists in a command (FETCH (BODY[...] ...), SEARCH ...). */
@@ -570,6 +571,7 @@ void client_unselect(struct client *client)
 		mailbox_close(&client->mailbox);
 	imap_search_saved_clear(client);
 	imap_context_clear(client);
+	imap_preview_lazy_clear(client);
 	client->exists_sent = client->recent_sent = 0;
 	client->keywords_sent = 0;
 }

@@ -11,6 +11,7 @@
 #include "imap-preview.h"
 #include "imap-uidonly.h"
 #include "imap-context.h"
+#include "imap-preview-lazy.h"
 
 /* One item's text before a literal: "BODY[]<123456789> {123456789}" or
    "INTERNALDATE "...", "FLAGS (...)" with keywords. */
@@ -369,9 +370,15 @@ static int fetch_item_text(struct imap_fetch_ctx *ctx,
 		ctx->cmd->client->modseq_sent = true;
 		return buffer_printf(buf, "MODSEQ (%llu)", (unsigned long long)
 				     mailbox_msg_modseq(box, ctx->seq));
-	case IMAP_FETCH_PREVIEW:
-		return imap_preview_append(&ctx->structure, box, ctx->seq,
-					   item->lazy, buf, error_r);
+	case IMAP_FETCH_PREVIEW: {
+		bool missed = false;
+		int ret = imap_preview_append(&ctx->structure, box, ctx->seq,
+					      item->lazy, &missed, buf, error_r);
+		/* RFC 8970 4.1: computed afterwards for a later FETCH */
+		if (missed)
+			imap_preview_lazy_queue(ctx->cmd->client, ctx->seq);
+		return ret;
+	}
 	}
 	i_unreached();
 }

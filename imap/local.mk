@@ -73,7 +73,8 @@ imap_imap_SOURCES += imap/imap-fetch-cache.c imap/imap-fetch-cache.h \
 	imap/imap-fetch-hdr.c imap/imap-fetch-hdr.h \
 	imap/imap-cache-text.c imap/imap-cache-text.h
 # FETCH PREVIEW (RFC 8970), through the mail cache too
-imap_imap_SOURCES += imap/imap-preview.c imap/imap-preview.h
+imap_imap_SOURCES += imap/imap-preview.c imap/imap-preview.h \
+	imap/imap-preview-lazy.c imap/imap-preview-lazy.h
 check_PROGRAMS += tests/unit/test-imap-preview
 TESTS += tests/unit/test-imap-preview
 tests_unit_test_imap_preview_SOURCES = tests/unit/test-imap-preview.c \

@@ -453,7 +453,7 @@ def test_model(two, uid, sort):
         model[r.tag] = all_of(r)
     n = 10
     applied = []
-    for rnd_no in range(25):
+    for rnd_no in range(40):
         actor = rnd.choice([c, c2])
         lines = []
 
@@ -499,7 +499,7 @@ def test_model(two, uid, sort):
             want = all_of(ok(c, cmd))
             assert model[t] == want, (rnd_no, cmd, lines)
     # the rounds did change the results both ways
-    assert applied.count("ADDTO") >= 10 and applied.count("REMOVEFROM") >= 10
+    assert applied.count("ADDTO") >= 5 and applied.count("REMOVEFROM") >= 5
 
 
 def test_sort_update_positions(two):

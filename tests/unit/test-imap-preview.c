@@ -132,7 +132,7 @@ static const char *fetch_preview(struct mailbox *box, uint32_t seq,
 
 	memset(&ms, 0, sizeof(ms));
 	buffer_reset(out);
-	test_assert(imap_preview_append(&ms, box, seq, lazy, out, &error) == 0);
+	test_assert(imap_preview_append(&ms, box, seq, lazy, NULL, out, &error) == 0);
 	imap_fetch_cache_flush(&ms, box);
 	imap_msg_structure_clear(&ms);
 	test_assert(buffer_append_c(out, '\0') == 0);
