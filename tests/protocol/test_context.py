@@ -8,11 +8,14 @@ updates alone and compares it with a fresh search after every round.
 Updates are waited for as conditions (the next tagged reply, or a line
 during IDLE), never with sleeps."""
 
+import os
 import random
 import re
 import time
 
 import pytest
+
+from moatserver import IS_ROOT
 
 WAKE_TIMEOUT = 10.0
 
@@ -537,3 +540,45 @@ def test_sort_update_positions(two):
     r = c.command("UID SORT RETURN (UPDATE COUNT) (ARRIVAL) UTF-8 "
                   "KEYWORD $Junk", tag="B02")
     assert r.ok and r.untagged == [b'* ESEARCH (TAG "B02") UID COUNT 0']
+
+
+def test_long_updates_are_cut(moat_server):
+    """An update of thousands of scattered messages comes as several
+    complete ESEARCH responses of about 8 KiB, for SEARCH (sets) and
+    SORT (position pairs), and the client's result is right."""
+    c = moat_server.login()
+    total = 4000
+    # as another Maildir writer would (APPENDing them costs a minute
+    # under the sanitizers)
+    md = moat_server.maildir("testuser1")
+    user = moat_server.users["testuser1"]
+    for i in range(total):
+        name = f"{1700000000 + i}.M{i}P1.host"
+        p = md / "cur" / (name + ":2,")
+        p.write_bytes(f"Subject: m{i}\r\n\r\nb\r\n".encode())
+        if IS_ROOT:
+            os.chown(p, user["uid"], user["gid"])
+    ok(c, "SELECT INBOX")
+    c2 = moat_server.login()
+    ok(c2, "SELECT INBOX")
+    stag = ok(c, "UID SEARCH RETURN (UPDATE) FLAGGED").tag
+    otag = ok(c, "UID SORT RETURN (UPDATE) (REVERSE ARRIVAL) UTF-8 "
+                 "FLAGGED").tag
+    odd = list(range(1, total + 1, 2))
+    ok(c2, "UID STORE %s +FLAGS.SILENT (\\Flagged)" %
+       ",".join(str(u) for u in odd))
+    lines = ok(c, "NOOP").untagged
+    model = {stag: [], otag: []}
+    counts = {stag: 0, otag: 0}
+    for line in lines:
+        u = updates([line])
+        if not u:
+            continue
+        assert len(line) < 8192 + 64, len(line)
+        counts[u[0][0]] += 1
+        apply_updates(model, line, True)
+    assert counts[stag] >= 2 and counts[otag] >= 2, counts
+    assert model[stag] == odd
+    # INTERNALDATE ties (same second) fall back to mailbox order
+    assert model[otag] == all_of(ok(c, "UID SORT RETURN (ALL) "
+                                       "(REVERSE ARRIVAL) UTF-8 FLAGGED"))
