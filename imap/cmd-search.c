@@ -1,6 +1,7 @@
 /* SEARCH and UID SEARCH (RFC 3501 / RFC 9051 6.4.4), with ESEARCH's
-   RETURN options (RFC 4731) and SEARCHRES (RFC 5182); in IMAP4rev2
-   mode the answer is always ESEARCH. The program is
+   RETURN options (RFC 4731), SEARCHRES (RFC 5182), PARTIAL (RFC 9394)
+   and CONTEXT=SEARCH's CONTEXT and UPDATE (RFC 5267 4.2, 4.3:
+   imap-context.h); in IMAP4rev2 mode the answer is always ESEARCH. The program is
    parsed fully first (mail-search.h); the messages are then judged in
    slices, yielding to the loop so the user's other connections are
    served, and the answer is written in slices too, as output drains.

@@ -1,6 +1,7 @@
 /* SORT and UID SORT (RFC 5256), with the DISPLAYFROM/DISPLAYTO keys of
    RFC 5957 and ESORT's RETURN options (RFC 5267 3.1: MIN MAX ALL COUNT,
-   and SAVE of RFC 5182). Arguments are parsed fully first; then the
+   SAVE of RFC 5182, PARTIAL of RFC 9394, and CONTEXT and UPDATE of
+   CONTEXT=SORT, 4.3: imap-context.h). Arguments are parsed fully first; then the
    search, the key reading and the answer each run in slices, yielding
    to the loop. Keys come from the mail cache (mail-sort-keys.h), so a
    second SORT of a big mailbox opens no message file. */

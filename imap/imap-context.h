@@ -1,18 +1,21 @@
 #ifndef IMAP_CONTEXT_H
 #define IMAP_CONTEXT_H
-/* CONTEXT=SEARCH (RFC 5267 4.3): searches kept up to date. A SEARCH or
-   UID SEARCH with RETURN (UPDATE) leaves an update context behind: its
-   search program and its current result. When the mailbox changes (new
-   messages, flag changes by any session, expunges) only the changed
-   messages are judged again, and the differences go to the client as
+/* CONTEXT=SEARCH and CONTEXT=SORT (RFC 5267 4.3): results kept up to
+   date. A SEARCH or SORT (or UID ...) with RETURN (UPDATE) leaves an
+   update context behind: its search program and its current result.
+   When the mailbox changes (new messages, flag changes by any session,
+   expunges) only the changed messages are judged again, and the
+   differences go to the client: for SEARCH as
    "* ESEARCH (TAG "t") [UID] REMOVEFROM (0 set) ADDTO (0 set)" (context
-   position 0: mailbox order). Updates stop at CANCELUPDATE or when the
-   mailbox is closed.
+   position 0: mailbox order), for SORT as position/number pairs in
+   sort order. Updates stop at CANCELUPDATE or when the mailbox is
+   closed.
 
    Memory per context: its tag and program, and the result as UID ranges
    (8 bytes per run of consecutive UIDs; it has to be kept, since an
    expunged message can no longer be judged and a flag change has to be
-   told from the old state). Per client: the UIDs whose flags changed
+   told from the old state); a SORT context also the result in sort
+   order (4 bytes per match). Per client: the UIDs whose flags changed
    since the last report (as ranges). A message's judgement allocates
    what mail_search_match() needs, only while updates are computed. */
 
