@@ -234,9 +234,10 @@ static bool search_output(struct search_cmd *ctx)
 	bool as_set = ctx->esearch;
 	buffer_t piece;
 
-	/* RFC 5182 2.1: SAVE alone answers nothing (UPDATE and CONTEXT
-	   add no data) */
-	if (ctx->esearch && (ctx->ret & IMAP_SEARCH_RETURN_DATA) == 0)
+	/* RFC 5182 2.1: SAVE alone answers nothing; UPDATE without data
+	   options an ESEARCH with just the tag */
+	if (ctx->esearch && (ctx->ret & (IMAP_SEARCH_RETURN_DATA |
+					 IMAP_SEARCH_RETURN_UPDATE)) == 0)
 		return true;
 	/* the ESEARCH head holds the tag (up to a line long) and numbers */
 	buffer_init(&piece, i_add_size(SEARCH_OUTPUT_PIECE +

@@ -134,7 +134,9 @@ static bool sort_output(struct sort_cmd *ctx)
 	struct client *client = ctx->cmd->client;
 	buffer_t piece;
 
-	if (ctx->esort && (ctx->ret & IMAP_SEARCH_RETURN_DATA) == 0)
+	/* as SEARCH: SAVE alone answers nothing */
+	if (ctx->esort && (ctx->ret & (IMAP_SEARCH_RETURN_DATA |
+				       IMAP_SEARCH_RETURN_UPDATE)) == 0)
 		return true;
 	buffer_init(&piece, i_add_size(SORT_OUTPUT_PIECE + CLIENT_REPLY_LINE_MAX,
 				       2 * strlen(ctx->cmd->tag)));

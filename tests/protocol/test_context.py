@@ -121,6 +121,13 @@ def test_context_hint(two):
     # CONTEXT alone answers as RETURN () does: ALL
     r = ok(c, "SEARCH RETURN (CONTEXT) UNKEYWORD $Junk")
     assert all_of(r) == [1, 2, 4, 5, 6, 7, 8, 9, 10]
+    # UPDATE alone asks for no data (as Dovecot answers it)
+    r = ok(c, "UID SEARCH RETURN (UPDATE) UNKEYWORD $Junk")
+    assert r.untagged == [f'* ESEARCH (TAG "{r.tag}") UID'.encode()]
+    r = ok(c, "SORT RETURN (UPDATE) (SUBJECT) UTF-8 ALL")
+    assert r.untagged == [f'* ESEARCH (TAG "{r.tag}")'.encode()]
+    r = ok(c, "SORT RETURN (CONTEXT) (SIZE) UTF-8 UNKEYWORD $Junk")
+    assert all_of(r) == [1, 2, 4, 5, 6, 7, 8, 9, 10]
 
 
 def test_update_example_and_tag_reuse(two):
