@@ -47,9 +47,10 @@ static void sync_expunge(void *context, uint32_t seq, uint32_t uid)
 	struct sync_ctx *ctx = context;
 	struct client *client = ctx->client;
 
+	/* RFC 5267 4.3.4: REMOVEFROM before the EXPUNGE */
+	imap_context_expunge(client, seq, uid);
 	/* RFC 7162 3.2.10.2: VANISHED instead, once QRESYNC is enabled;
 	   RFC 9586 3.4, 3.6: and with UIDONLY */
-	imap_context_expunge(client, seq, uid);
 	if (client->qresync || client->uidonly)
 		uidset_add(&ctx->vanished, uid);
 	else
