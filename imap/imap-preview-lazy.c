@@ -88,8 +88,9 @@ static void preview_lazy_timeout(void *context)
 	lazy->to = NULL;
 	if (client->mailbox == NULL || client->disconnected)
 		return;
-	/* off the hot path: a running command goes first */
-	if (client->cmd != NULL) {
+	/* off the hot path: a running command goes first; one waiting for
+	   input (IDLE, an APPEND's literal) leaves the time to us */
+	if (client->cmd != NULL && client->cmd->wait != CLIENT_WAIT_INPUT) {
 		preview_lazy_schedule(client);
 		return;
 	}

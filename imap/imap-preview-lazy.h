@@ -6,8 +6,9 @@
    is one range), at most IMAP_PREVIEW_LAZY_RANGES_MAX of them: beyond
    that a miss is not queued (the next LAZY miss queues it again). A
    timer computes IMAP_PREVIEW_LAZY_PER_SLICE previews at a time, only
-   while the session runs no command, so the work never delays an
-   answer by more than one slice; each slice writes what it computed to
+   while the session runs no command (or one that waits for input, as
+   IDLE does), so the work never delays an answer by more than one
+   slice; each slice writes what it computed to
    the mail cache. The queue is forgotten with the mailbox. */
 
 #include "imap-common.h"

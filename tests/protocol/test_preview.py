@@ -104,6 +104,29 @@ def test_example_2_lazy_then_background(box):
     assert got[3] == "Message data from message 3 été.".encode()
 
 
+def test_lazy_computed_while_idling(box, moat_server):
+    """4.1 with IDLE, as clients use it: the session that missed idles,
+    and another session's LAZY FETCH soon finds the previews (the mail
+    cache is shared)."""
+    r = ok(box, "FETCH 1,3 (PREVIEW (LAZY))")
+    assert previews(r) == {1: None, 3: None}
+    tag = box.next_tag()
+    box.send(f"{tag} IDLE\r\n")
+    assert box.read_line().startswith(b"+ ")
+    other = moat_server.login()
+    ok(other, "EXAMINE INBOX")
+    deadline = time.monotonic() + 10
+    while True:
+        got = previews(ok(other, "FETCH 1,3 (PREVIEW (LAZY))"))
+        if None not in got.values() or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)   # polling for the background computation
+    assert got[3] == "Message data from message 3 été.".encode(), got
+    assert got[1] == b" ".join(LOREM.split())[:200].rstrip()
+    box.send("DONE\r\n")
+    assert box.read_tagged(tag).ok
+
+
 def test_example_3_searchres(box):
     """RFC 8970 5, example 3: PREVIEW (LAZY) of a saved search result,
     then the missing one by UID."""
