@@ -1,6 +1,7 @@
 /* SEARCH and UID SEARCH (RFC 3501 / RFC 9051 6.4.4), with ESEARCH's
-   RETURN options (RFC 4731) and SEARCHRES (RFC 5182); in IMAP4rev2
-   mode the answer is always ESEARCH. The program is
+   RETURN options (RFC 4731), SEARCHRES (RFC 5182), PARTIAL (RFC 9394)
+   and CONTEXT=SEARCH's CONTEXT and UPDATE (RFC 5267 4.2, 4.3:
+   imap-context.h); in IMAP4rev2 mode the answer is always ESEARCH. The program is
    parsed fully first (mail-search.h); the messages are then judged in
    slices, yielding to the loop so the user's other connections are
    served, and the answer is written in slices too, as output drains.
@@ -11,6 +12,7 @@
 #include "imap-uidonly.h"
 #include "imap-search.h"
 #include "imap-condstore.h"
+#include "imap-context.h"
 
 #include <strings.h>
 
@@ -29,6 +31,10 @@ struct search_cmd {
 	enum imap_search_return ret;
 	struct imap_search_partial partial;   /* RETURN (PARTIAL ...) */
 	bool esearch;          /* RETURN was given */
+	/* RETURN (UPDATE): the program lives in update_pool, which the
+	   update context takes over (imap-context.h) */
+	pool_t update_pool;
+	struct mail_search_program *program;
 	uint32_t next_seq;     /* next message to judge */
 	bool failed;
 
@@ -82,6 +88,8 @@ static void search_cmd_free(struct search_cmd *ctx)
 		mail_search_deinit(&ctx->search);
 	i_free(ctx->matches);
 	i_free(ctx->window);
+	if (ctx->update_pool != NULL)
+		pool_unref(&ctx->update_pool);
 }
 
 static void cmd_search_cancel(struct client_command *cmd)
@@ -197,15 +205,18 @@ static void search_output_prepare(struct search_cmd *ctx)
 }
 
 /* RFC 4731 3.2: with MIN and/or MAX but neither ALL nor COUNT, the
-   highest modseq of the messages returned; else of all matches. */
+   highest modseq of the messages returned; else of all matches. PARTIAL
+   counts as ALL here: its window is a page of all matches (RFC 9394
+   3.1), and a client paging through them needs one MODSEQ for all. */
 static uint64_t search_result_modseq(struct search_cmd *ctx)
 {
 	enum imap_search_return ends = ctx->ret &
 		(IMAP_SEARCH_RETURN_MIN | IMAP_SEARCH_RETURN_MAX);
 	uint64_t modseq = 0;
 
-	if (!ctx->esearch || ends == 0 || (ctx->ret & (IMAP_SEARCH_RETURN_ALL |
-						       IMAP_SEARCH_RETURN_COUNT)) != 0)
+	if (!ctx->esearch || ends == 0 ||
+	    (ctx->ret & (IMAP_SEARCH_RETURN_ALL | IMAP_SEARCH_RETURN_COUNT |
+			 IMAP_SEARCH_RETURN_PARTIAL)) != 0)
 		return ctx->max_modseq;
 	if ((ends & IMAP_SEARCH_RETURN_MIN) != 0)
 		modseq = mailbox_msg_modseq(ctx->box, ctx->matches[0].seq1);
@@ -223,8 +234,11 @@ static bool search_output(struct search_cmd *ctx)
 	bool as_set = ctx->esearch;
 	buffer_t piece;
 
-	if (ctx->esearch && (ctx->ret & ~IMAP_SEARCH_RETURN_SAVE) == 0)
-		return true;   /* RFC 5182 2.1: SAVE alone answers nothing */
+	/* RFC 5182 2.1: SAVE alone answers nothing; UPDATE without data
+	   options an ESEARCH with just the tag */
+	if (ctx->esearch && (ctx->ret & (IMAP_SEARCH_RETURN_DATA |
+					 IMAP_SEARCH_RETURN_UPDATE)) == 0)
+		return true;
 	/* the ESEARCH head holds the tag (up to a line long) and numbers */
 	buffer_init(&piece, i_add_size(SEARCH_OUTPUT_PIECE +
 				       CLIENT_REPLY_LINE_MAX,
@@ -312,6 +326,32 @@ static void search_save(struct search_cmd *ctx)
 	i_free(uids);
 }
 
+/* ---- UPDATE ---- */
+
+/* RFC 5267 4.3: keep the result updated, or say why not (4.3.1: the
+   other options were honoured all the same). */
+static void search_start_update(struct search_cmd *ctx)
+{
+	struct client_command *cmd = ctx->cmd;
+	const char *refusal = imap_context_refusal(cmd->client, ctx->program);
+
+	if (refusal != NULL) {
+		buffer_t line;
+		/* the tag is up to a line long, quoted */
+		buffer_init(&line, i_add_size(CLIENT_REPLY_LINE_MAX,
+					      2 * strlen(cmd->tag)));
+		int ret = buffer_append_str(&line, "* NO [NOUPDATE ");
+		ret |= imap_append_quoted(&line, cmd->tag);
+		ret |= buffer_printf(&line, "] %s", refusal);
+		i_assert(ret == 0);
+		client_send_line(cmd->client, line.data);
+		buffer_free(&line);
+		return;
+	}
+	imap_context_add(cmd->client, cmd->tag, cmd->uid, &ctx->update_pool,
+			 ctx->program, ctx->matches, ctx->match_count);
+}
+
 /* ---- running ---- */
 
 static bool search_finish(struct search_cmd *ctx)
@@ -328,6 +368,8 @@ static bool search_finish(struct search_cmd *ctx)
 	}
 	if ((ctx->ret & IMAP_SEARCH_RETURN_SAVE) != 0)
 		search_save(ctx);
+	if (ctx->update_pool != NULL)
+		search_start_update(ctx);
 	search_cmd_free(ctx);
 	client_send_tagline(cmd, "OK Search completed.");
 	return true;
@@ -382,6 +424,8 @@ static bool search_parse_error(struct client_command *cmd,
 		client_send_taglinef(cmd, "NO %s", error);
 	else
 		client_send_command_error(cmd, error);
+	/* after the reply: error may live in the update pool */
+	search_cmd_free(ctx);
 	return true;
 }
 
@@ -406,8 +450,12 @@ bool cmd_search(struct client_command *cmd)
 		ctx->esearch = true;
 		ctx->ret = IMAP_SEARCH_RETURN_ALL;
 	}
+	/* an updated search outlives the command: its own pool */
+	if ((ctx->ret & IMAP_SEARCH_RETURN_UPDATE) != 0)
+		ctx->update_pool = pool_create("search update", 1024);
 	enum mail_search_parse_result ret =
-		mail_search_parse(cmd->pool, args,
+		mail_search_parse(ctx->update_pool != NULL ? ctx->update_pool :
+				  cmd->pool, args,
 				  imap_search_saved_get(cmd->client),
 				  &program, &error);
 	if (ret != MAIL_SEARCH_PARSE_OK)
@@ -416,6 +464,12 @@ bool cmd_search(struct client_command *cmd)
 	if (cmd->client->uidonly && mail_search_program_uses_seqset(program))
 		return search_parse_error(cmd, ctx, MAIL_SEARCH_PARSE_BAD,
 					  IMAP_UIDREQUIRED_TEXT);
+	/* RFC 5267 4.3: a tag is the correlator of its updates */
+	if (ctx->update_pool != NULL && imap_context_exists(cmd->client,
+							    cmd->tag))
+		return search_parse_error(cmd, ctx, MAIL_SEARCH_PARSE_BAD,
+					  "Tag reuse: that tag has updates.");
+	ctx->program = program;
 	if (mail_search_program_uses_modseq(program)) {
 		/* a CONDSTORE enabling command (RFC 7162 3.1) */
 		ctx->modseq = true;

@@ -1,6 +1,7 @@
 /* SORT and UID SORT (RFC 5256), with the DISPLAYFROM/DISPLAYTO keys of
    RFC 5957 and ESORT's RETURN options (RFC 5267 3.1: MIN MAX ALL COUNT,
-   and SAVE of RFC 5182). Arguments are parsed fully first; then the
+   SAVE of RFC 5182, PARTIAL of RFC 9394, and CONTEXT and UPDATE of
+   CONTEXT=SORT, 4.3: imap-context.h). Arguments are parsed fully first; then the
    search, the key reading and the answer each run in slices, yielding
    to the loop. Keys come from the mail cache (mail-sort-keys.h), so a
    second SORT of a big mailbox opens no message file. */
@@ -10,6 +11,7 @@
 #include "imap-search.h"
 #include "imap-condstore.h"
 #include "imap-sort.h"
+#include "imap-context.h"
 
 #include <stdlib.h>
 
@@ -35,6 +37,10 @@ struct sort_cmd {
 	unsigned int out_next, out_end;   /* positions still to list */
 	bool output_started;
 	bool modseq;           /* a MODSEQ key: RFC 7162 3.1.9, 3.1.10 */
+	/* RETURN (UPDATE): the program lives in update_pool, which the
+	   update context takes over (imap-context.h) */
+	pool_t update_pool;
+	struct mail_search_program *program;
 };
 
 static void sort_cmd_free(struct sort_cmd *ctx)
@@ -43,6 +49,8 @@ static void sort_cmd_free(struct sort_cmd *ctx)
 	memset(&ctx->search, 0, sizeof(ctx->search));
 	if (ctx->sort != NULL)
 		imap_sort_deinit(&ctx->sort);
+	if (ctx->update_pool != NULL)
+		pool_unref(&ctx->update_pool);
 	imap_sort_release_memory();
 }
 
@@ -126,7 +134,9 @@ static bool sort_output(struct sort_cmd *ctx)
 	struct client *client = ctx->cmd->client;
 	buffer_t piece;
 
-	if (ctx->esort && (ctx->ret & ~IMAP_SEARCH_RETURN_SAVE) == 0)
+	/* as SEARCH: SAVE alone answers nothing */
+	if (ctx->esort && (ctx->ret & (IMAP_SEARCH_RETURN_DATA |
+				       IMAP_SEARCH_RETURN_UPDATE)) == 0)
 		return true;
 	buffer_init(&piece, i_add_size(SORT_OUTPUT_PIECE + CLIENT_REPLY_LINE_MAX,
 				       2 * strlen(ctx->cmd->tag)));
@@ -155,13 +165,15 @@ static bool sort_output(struct sort_cmd *ctx)
 			i_unreached();
 		if (!more && ctx->modseq && ctx->search.count > 0) {
 			/* RFC 4731 3.2: of the MIN/MAX messages when only
-			   they are returned, else of every match */
+			   they are returned, else of every match (a PARTIAL
+			   window is a page of all of them: cmd-search.c) */
 			unsigned int n = ctx->search.count;
 			bool ends = ctx->esort &&
 				(ctx->ret & (IMAP_SEARCH_RETURN_MIN |
 					     IMAP_SEARCH_RETURN_MAX)) != 0 &&
 				(ctx->ret & (IMAP_SEARCH_RETURN_ALL |
-					     IMAP_SEARCH_RETURN_COUNT)) == 0;
+					     IMAP_SEARCH_RETURN_COUNT |
+					     IMAP_SEARCH_RETURN_PARTIAL)) == 0;
 			uint64_t max = 0;
 			for (unsigned int i = 0; i < n; i++) {
 				if (ends && !(i == 0 && (ctx->ret &
@@ -235,6 +247,31 @@ static void sort_save(struct sort_cmd *ctx)
 	i_free(r);
 }
 
+/* RFC 5267 4.3: keep the sorted result updated, or say why not
+   (4.3.1: the other options were honoured all the same). */
+static void sort_start_update(struct sort_cmd *ctx)
+{
+	struct client_command *cmd = ctx->cmd;
+	const char *refusal = imap_context_refusal(cmd->client, ctx->program);
+
+	if (refusal != NULL) {
+		buffer_t line;
+		/* the tag is up to a line long, quoted */
+		buffer_init(&line, i_add_size(CLIENT_REPLY_LINE_MAX,
+					      2 * strlen(cmd->tag)));
+		int ret = buffer_append_str(&line, "* NO [NOUPDATE ");
+		ret |= imap_append_quoted(&line, cmd->tag);
+		ret |= buffer_printf(&line, "] %s", refusal);
+		i_assert(ret == 0);
+		client_send_line(cmd->client, line.data);
+		buffer_free(&line);
+		return;
+	}
+	imap_context_add_sort(cmd->client, cmd->tag, cmd->uid,
+			      &ctx->update_pool, ctx->program, ctx->crit,
+			      ctx->crit_count, ctx->sorted, ctx->search.count);
+}
+
 /* ---- running ---- */
 
 static bool sort_fail(struct sort_cmd *ctx, const char *error)
@@ -280,6 +317,8 @@ static bool cmd_sort_continue(struct client_command *cmd)
 	}
 	if ((ctx->ret & IMAP_SEARCH_RETURN_SAVE) != 0)
 		sort_save(ctx);
+	if (ctx->update_pool != NULL)
+		sort_start_update(ctx);
 	struct mail_sort_keys_stats stats;
 	imap_sort_get_stats(ctx->sort, &stats);
 	i_debug("SORT: %u messages, %llu key hits, %llu headers parsed",
@@ -337,8 +376,12 @@ bool cmd_sort(struct client_command *cmd)
 			imap_search_saved_clear(cmd->client);
 		return true;
 	}
+	/* an updated sort outlives the command: its own pool */
+	if ((ctx->ret & IMAP_SEARCH_RETURN_UPDATE) != 0)
+		ctx->update_pool = pool_create("sort update", 1024);
 	enum mail_search_parse_result ret =
-		mail_search_parse(cmd->pool, keys,
+		mail_search_parse(ctx->update_pool != NULL ? ctx->update_pool :
+				  cmd->pool, keys,
 				  imap_search_saved_get(cmd->client),
 				  &program, &error);
 	/* RFC 9586 3.5, 3.8 */
@@ -347,6 +390,12 @@ bool cmd_sort(struct client_command *cmd)
 		ret = MAIL_SEARCH_PARSE_BAD;
 		error = IMAP_UIDREQUIRED_TEXT;
 	}
+	/* RFC 5267 4.3: a tag is the correlator of its updates */
+	if (ret == MAIL_SEARCH_PARSE_OK && ctx->update_pool != NULL &&
+	    imap_context_exists(cmd->client, cmd->tag)) {
+		ret = MAIL_SEARCH_PARSE_BAD;
+		error = "Tag reuse: that tag has updates.";
+	}
 	if (ret != MAIL_SEARCH_PARSE_OK) {
 		if ((ctx->ret & IMAP_SEARCH_RETURN_SAVE) != 0)
 			imap_search_saved_clear(cmd->client);
@@ -354,8 +403,12 @@ bool cmd_sort(struct client_command *cmd)
 			client_send_taglinef(cmd, "NO %s", error);
 		else
 			client_send_command_error(cmd, error);
+		/* after the reply: error may live in the update pool */
+		if (ctx->update_pool != NULL)
+			pool_unref(&ctx->update_pool);
 		return true;
 	}
+	ctx->program = program;
 	if (mail_search_program_uses_modseq(program)) {
 		ctx->modseq = true;
 		imap_condstore_enable(cmd->client);

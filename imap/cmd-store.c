@@ -14,6 +14,7 @@
 #include "imap-seqset.h"
 #include "imap-notify.h"
 #include "imap-condstore.h"
+#include "imap-context.h"
 
 #include <strings.h>
 
@@ -186,8 +187,11 @@ static void store_report(struct client_command *cmd, struct store_ctx *ctx,
 	}
 	enum mail_flags now = mailbox_msg_flags(box, seq) & MAIL_FLAGS_PERMANENT;
 	uint32_t now_kw = mailbox_msg_keywords(box, seq);
-	if (now != b->old_flags[i] || now_kw != b->old_kw[i])
+	if (now != b->old_flags[i] || now_kw != b->old_kw[i]) {
 		*changed_r = true;
+		/* the sync does not report our own change */
+		imap_context_flags_changed(cmd->client, seq);
+	}
 	/* RFC 9051 6.4.6: the new flags as if FETCH FLAGS was done; with
 	   CONDSTORE a .SILENT one still tells the new MODSEQ (RFC 7162
 	   3.1.3, 6). The change applied to what the file had: if another

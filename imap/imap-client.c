@@ -8,6 +8,8 @@
 #include "imap-search.h"
 #include "imap-compress.h"
 #include "imap-uidonly.h"
+#include "imap-context.h"
+#include "imap-preview-lazy.h"
 #include "ktls.h"
 
 /* Nesting of lists in a command (FETCH (BODY[...] ...), SEARCH ...). */
@@ -602,6 +604,8 @@ void client_unselect(struct client *client)
 	if (client->mailbox != NULL)
 		mailbox_close(&client->mailbox);
 	imap_search_saved_clear(client);
+	imap_context_clear(client);
+	imap_preview_lazy_clear(client);
 	client->exists_sent = client->recent_sent = 0;
 	client->keywords_sent = 0;
 }

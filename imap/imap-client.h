@@ -83,6 +83,10 @@ struct client {
 	struct mailbox *append_box;   /* kept open for repeated APPENDs */
 	/* SEARCHRES "$" of the selected mailbox (imap-search.h) */
 	struct imap_search_saved *search_saved;
+	/* CONTEXT=SEARCH updates of the selected mailbox (imap-context.h) */
+	struct imap_contexts *contexts;
+	/* previews PREVIEW (LAZY) missed, computed later (imap-preview-lazy.h) */
+	struct imap_preview_lazy *preview_lazy;
 
 	/* ENABLE IMAP4rev2 (RFC 9051): ESEARCH for SEARCH, no RECENT,
 	   [CLOSED] and LIST on SELECT, UID in unsolicited FETCH */

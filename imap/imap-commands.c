@@ -6,6 +6,7 @@
 
 static const struct command imap_commands[] = {
 	{ "APPEND", cmd_append, CMD_FLAG_LITERAL_SIZE },
+	{ "CANCELUPDATE", cmd_cancelupdate, CMD_FLAG_NEEDS_SELECTED },
 	{ "CAPABILITY", cmd_capability, 0 },
 	{ "CHECK", cmd_check, CMD_FLAG_NEEDS_SELECTED },
 	{ "CLOSE", cmd_close, CMD_FLAG_NEEDS_SELECTED },

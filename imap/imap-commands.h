@@ -44,6 +44,7 @@ bool cmd_logout(struct client_command *cmd);
 bool cmd_move(struct client_command *cmd);
 bool cmd_noop(struct client_command *cmd);
 bool cmd_search(struct client_command *cmd);
+bool cmd_cancelupdate(struct client_command *cmd);
 bool cmd_select(struct client_command *cmd);
 bool cmd_store(struct client_command *cmd);
 /* SORT and THREAD (cmd-sort.c, cmd-thread.c) */

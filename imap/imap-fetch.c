@@ -11,6 +11,8 @@
 #include "message-parser.h"
 #include "imap-preview.h"
 #include "imap-uidonly.h"
+#include "imap-context.h"
+#include "imap-preview-lazy.h"
 
 /* One item's text before a literal: "BODY[]<123456789> {123456789}" or
    "INTERNALDATE "...", "FLAGS (...)" with keywords. */
@@ -233,6 +235,8 @@ static int fetch_msg_prepare(struct imap_fetch_ctx *ctx)
 				i_error("Setting \\Seen failed: %s", error);
 		} else {
 			ctx->add_flags = !ctx->flags_requested;
+			/* the sync does not report our own change */
+			imap_context_flags_changed(ctx->cmd->client, ctx->seq);
 		}
 	}
 	return 0;
@@ -415,9 +419,15 @@ static int fetch_item_text(struct imap_fetch_ctx *ctx,
 		ctx->cmd->client->modseq_sent = true;
 		return buffer_printf(buf, "MODSEQ (%llu)", (unsigned long long)
 				     mailbox_msg_modseq(box, ctx->seq));
-	case IMAP_FETCH_PREVIEW:
-		return imap_preview_append(&ctx->structure, box, ctx->seq,
-					   item->lazy, buf, error_r);
+	case IMAP_FETCH_PREVIEW: {
+		bool missed = false;
+		int ret = imap_preview_append(&ctx->structure, box, ctx->seq,
+					      item->lazy, &missed, buf, error_r);
+		/* RFC 8970 4.1: computed afterwards for a later FETCH */
+		if (missed)
+			imap_preview_lazy_queue(ctx->cmd->client, ctx->seq);
+		return ret;
+	}
 	case IMAP_FETCH_EMAILID:
 		return buffer_printf(buf, "EMAILID (%s)", ctx->emailid);
 	case IMAP_FETCH_THREADID:

@@ -500,8 +500,8 @@ static int preview_write(buffer_t *out, const char *text)
 }
 
 int imap_preview_append(struct imap_msg_structure *ms, struct mailbox *box,
-			uint32_t seq, bool lazy, buffer_t *out,
-			const char **error_r)
+			uint32_t seq, bool lazy, bool *lazy_missed_r,
+			buffer_t *out, const char **error_r)
 {
 	char text[IMAP_PREVIEW_BYTES_MAX + 1];
 
@@ -509,11 +509,35 @@ int imap_preview_append(struct imap_msg_structure *ms, struct mailbox *box,
 		imap_fetch_counters.text_hits++;
 		return preview_write(out, text);
 	}
-	if (lazy)
+	if (lazy) {
+		if (lazy_missed_r != NULL)
+			*lazy_missed_r = true;
 		return buffer_append_str(out, "PREVIEW NIL");
+	}
 	if (preview_compute(ms, box, seq, text, error_r) < 0)
 		return -1;
 	imap_fetch_counters.text_misses++;
 	preview_cache_add(ms, box, seq, text);
 	return preview_write(out, text);
+}
+
+int imap_preview_precompute(struct mailbox *box, uint32_t seq,
+			    const char **error_r)
+{
+	struct imap_msg_structure ms;
+	char text[IMAP_PREVIEW_BYTES_MAX + 1];
+	int ret = 0;
+
+	if (preview_lookup(box, seq, text))
+		return 0;
+	memset(&ms, 0, sizeof(ms));
+	if (preview_compute(&ms, box, seq, text, error_r) < 0) {
+		ret = -1;
+	} else {
+		/* not counted: the counters are FETCH's */
+		preview_cache_add(&ms, box, seq, text);
+		imap_fetch_cache_flush(&ms, box);
+	}
+	imap_msg_structure_clear(&ms);
+	return ret;
 }

@@ -35,10 +35,15 @@ size_t imap_preview_make(const char *utf8, size_t len, bool html,
 /* Append "PREVIEW <nstring>" for seq to out: from the cache, else (not
    lazy) computed from the message (parsed through ms) and queued for
    the cache (written by imap_fetch_cache_flush()); lazy and not cached:
-   NIL. Returns 0, or -1 with *error_r (errno ENOENT: the message is
-   gone). */
+   NIL, and *lazy_missed_r = true (if not NULL: the caller may have it
+   computed later, imap-preview-lazy.h). Returns 0, or -1 with *error_r
+   (errno ENOENT: the message is gone). */
 int imap_preview_append(struct imap_msg_structure *ms, struct mailbox *box,
-			uint32_t seq, bool lazy, buffer_t *out,
-			const char **error_r);
+			uint32_t seq, bool lazy, bool *lazy_missed_r,
+			buffer_t *out, const char **error_r);
+/* Compute the preview of seq into the cache (written at once) unless it
+   is there. Returns 0, or -1 with *error_r (errno ENOENT: gone). */
+int imap_preview_precompute(struct mailbox *box, uint32_t seq,
+			    const char **error_r);
 
 #endif

@@ -165,6 +165,8 @@ bool imap_search_parse_return(const struct imap_arg **args, bool *extended_r,
 		{ "ALL", IMAP_SEARCH_RETURN_ALL },
 		{ "COUNT", IMAP_SEARCH_RETURN_COUNT },
 		{ "SAVE", IMAP_SEARCH_RETURN_SAVE },
+		{ "CONTEXT", IMAP_SEARCH_RETURN_CONTEXT },
+		{ "UPDATE", IMAP_SEARCH_RETURN_UPDATE },
 	};
 	const struct imap_arg *list;
 	unsigned int count;
@@ -195,9 +197,13 @@ bool imap_search_parse_return(const struct imap_arg **args, bool *extended_r,
 			return false;
 		*ret_r |= options[j].ret;
 	}
-	/* RFC 4731 3.1, RFC 5267 3.3: RETURN () is RETURN (ALL) */
-	if (count == 0)
-		*ret_r = IMAP_SEARCH_RETURN_ALL;
+	/* RFC 4731 3.1, RFC 5267 3.3: RETURN () is RETURN (ALL); the hint
+	   CONTEXT changes nothing (RFC 5267 4.2), so with only it too.
+	   UPDATE is an option of its own: alone it asks for no data (as
+	   Dovecot answers it) */
+	if ((*ret_r & (IMAP_SEARCH_RETURN_DATA | IMAP_SEARCH_RETURN_SAVE |
+		       IMAP_SEARCH_RETURN_UPDATE)) == 0)
+		*ret_r |= IMAP_SEARCH_RETURN_ALL;
 	/* RFC 9394 3.1: one of PARTIAL and ALL at most */
 	return (*ret_r & IMAP_SEARCH_RETURN_PARTIAL) == 0 ||
 		(*ret_r & IMAP_SEARCH_RETURN_ALL) == 0;

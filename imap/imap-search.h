@@ -29,7 +29,16 @@ enum imap_search_return {
 	IMAP_SEARCH_RETURN_COUNT = 0x08,
 	IMAP_SEARCH_RETURN_SAVE = 0x10,
 	IMAP_SEARCH_RETURN_PARTIAL = 0x20,   /* RFC 9394 */
+	/* RFC 5267 4.2, 4.3: a hint (ignored), and keep the result
+	   updated (imap-context.h) */
+	IMAP_SEARCH_RETURN_CONTEXT = 0x40,
+	IMAP_SEARCH_RETURN_UPDATE = 0x80,
 };
+/* The options that ask for result data. */
+#define IMAP_SEARCH_RETURN_DATA \
+	(IMAP_SEARCH_RETURN_MIN | IMAP_SEARCH_RETURN_MAX | \
+	 IMAP_SEARCH_RETURN_ALL | IMAP_SEARCH_RETURN_COUNT | \
+	 IMAP_SEARCH_RETURN_PARTIAL)
 
 /* RFC 9394 partial-range: results lo..hi (1-based, lo <= hi) counted
    from the first result, or from the last one (from_end: -lo:-hi). */
@@ -51,8 +60,8 @@ int imap_search_partial_head(const struct imap_search_partial *partial,
 
 /* Parse "RETURN (options)" at *args, if there, and step past it: sets
    *extended_r (the answer is ESEARCH) and *ret_r (and *partial_r for
-   PARTIAL); "RETURN ()" is RETURN (ALL). Without RETURN nothing
-   changes. Returns false for a bad option list (answer BAD): an
+   PARTIAL); "RETURN ()" is RETURN (ALL), and so is "RETURN (CONTEXT)".
+   Without RETURN nothing changes. Returns false for a bad option list (answer BAD): an
    unknown option, PARTIAL twice or with ALL (RFC 9394 3.1). */
 bool imap_search_parse_return(const struct imap_arg **args, bool *extended_r,
 			      enum imap_search_return *ret_r,

@@ -373,6 +373,32 @@ void imap_sort_run(struct imap_sort_ctx *ctx)
 	ctx->seqs = sorted;
 }
 
+int imap_sort_compare(struct mailbox *box,
+		      const struct imap_sort_criterion *crit,
+		      unsigned int crit_count, uint32_t seq1, uint32_t seq2,
+		      int *cmp_r, const char **error_r)
+{
+	/* in mailbox order, so that idx order is the implicit last key */
+	uint32_t seqs[2] = { MIN(seq1, seq2), MAX(seq1, seq2) };
+	struct imap_sort_ctx *ctx;
+	int ret;
+
+	if (seq1 == seq2) {
+		*cmp_r = 0;
+		return 0;
+	}
+	ctx = imap_sort_init(box, crit, crit_count, seqs, 2);
+	while ((ret = imap_sort_read_keys(ctx, error_r)) == 0) ;
+	if (ret > 0) {
+		struct sort_entry e0 = { .idx = 0, .ctx = ctx };
+		struct sort_entry e1 = { .idx = 1, .ctx = ctx };
+		int cmp = sort_entry_cmp(&e0, &e1);
+		*cmp_r = seq1 < seq2 ? cmp : -cmp;
+	}
+	imap_sort_deinit(&ctx);
+	return ret < 0 ? -1 : 0;
+}
+
 const uint32_t *imap_sort_get_seqs(struct imap_sort_ctx *ctx)
 {
 	return ctx->seqs;

@@ -92,4 +92,14 @@ void imap_sort_get_stats(struct imap_sort_ctx *ctx,
 			 struct mail_sort_keys_stats *stats_r);
 void imap_sort_deinit(struct imap_sort_ctx **ctx);
 
+/* Where seq1 goes against seq2 in the order of crit: *cmp_r < 0 before,
+   > 0 after (never 0 for two messages: mailbox order decides last), as
+   imap_sort_run() orders them. For placing single messages in a kept
+   result (CONTEXT=SORT updates, imap-context.h). Returns 0 or -1
+   (*error_r for the log). */
+int imap_sort_compare(struct mailbox *box,
+		      const struct imap_sort_criterion *crit,
+		      unsigned int crit_count, uint32_t seq1, uint32_t seq2,
+		      int *cmp_r, const char **error_r);
+
 #endif

@@ -4,6 +4,7 @@
 #include "imap-flags.h"
 #include "imap-condstore.h"
 #include "imap-uidonly.h"
+#include "imap-context.h"
 
 /* What a sync reports, gathered for the lines that list several. */
 struct sync_ctx {
@@ -46,6 +47,8 @@ static void sync_expunge(void *context, uint32_t seq, uint32_t uid)
 	struct sync_ctx *ctx = context;
 	struct client *client = ctx->client;
 
+	/* RFC 5267 4.3.4: REMOVEFROM before the EXPUNGE */
+	imap_context_expunge(client, seq, uid);
 	/* RFC 7162 3.2.10.2: VANISHED instead, once QRESYNC is enabled;
 	   RFC 9586 3.4, 3.6: and with UIDONLY */
 	if (client->qresync || client->uidonly)
@@ -121,6 +124,7 @@ static void sync_flags_changed(void *context, uint32_t seq)
 	    buffer_printf(&buf, "%s)", modseq) == 0)
 		client_send_line(client, buf.data);
 	buffer_free(&buf);
+	imap_context_flags_changed(client, seq);
 }
 
 static const struct mailbox_sync_callbacks imap_sync_callbacks = {
@@ -146,6 +150,7 @@ void imap_sync_send(struct client *client, bool allow_expunge)
 		return;
 	}
 	uint32_t count = mailbox_get_count(box);
+	uint32_t first_new = client->exists_sent + 1;
 	if (count != client->exists_sent) {
 		client_send_linef(client, "* %u EXISTS", count);
 		client->exists_sent = count;
@@ -156,4 +161,6 @@ void imap_sync_send(struct client *client, bool allow_expunge)
 		client_send_linef(client, "* %u RECENT", recent);
 		client->recent_sent = recent;
 	}
+	/* RFC 5267 4.3.3: ADDTO after the EXISTS */
+	imap_context_sync_end(client, first_new);
 }

@@ -60,6 +60,9 @@ imap_imap_LDADD += $(SSL_LIBS)
 imap_imap_CFLAGS = $(AM_CFLAGS) $(SSL_CFLAGS)
 # SEARCH (cmd-search.c, imap-search.c: ESEARCH, SEARCHRES "$")
 imap_imap_SOURCES += imap/cmd-search.c imap/imap-search.c imap/imap-search.h
+# CONTEXT=SEARCH (RFC 5267 4.3): RETURN (UPDATE), CANCELUPDATE
+imap_imap_SOURCES += imap/imap-context.c imap/imap-context.h \
+	imap/cmd-cancelupdate.c
 imap_imap_LDADD += $(LIBMIME) $(LIBMOAT)
 # FETCH sections, BINARY, ENVELOPE/BODYSTRUCTURE (needs $(LIBMIME), above)
 imap_imap_SOURCES += imap/imap-fetch-body.c imap/imap-fetch-body.h \
@@ -70,7 +73,8 @@ imap_imap_SOURCES += imap/imap-fetch-cache.c imap/imap-fetch-cache.h \
 	imap/imap-fetch-hdr.c imap/imap-fetch-hdr.h \
 	imap/imap-cache-text.c imap/imap-cache-text.h
 # FETCH PREVIEW (RFC 8970), through the mail cache too
-imap_imap_SOURCES += imap/imap-preview.c imap/imap-preview.h
+imap_imap_SOURCES += imap/imap-preview.c imap/imap-preview.h \
+	imap/imap-preview-lazy.c imap/imap-preview-lazy.h
 check_PROGRAMS += tests/unit/test-imap-preview
 TESTS += tests/unit/test-imap-preview
 tests_unit_test_imap_preview_SOURCES = tests/unit/test-imap-preview.c \

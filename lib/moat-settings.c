@@ -99,6 +99,10 @@ static const struct setting_def global_defs[] = {
 	/* mbsync and offlineimap keep a few dozen commands in flight */
 	GLOBAL(imap_max_pipelined_commands, SET_UINT, "50", .min = 1,
 	       .max = 100000),
+	/* RFC 5267 4.3.1: at least one per client; each keeps a search
+	   program and its result as UID ranges (imap/imap-context.h) */
+	GLOBAL(imap_max_update_contexts, SET_UINT, "10", .min = 1,
+	       .max = 1000),
 	GLOBAL(imap_literal_minus, SET_BOOL, "no"),
 	GLOBAL(imap_idle_timeout, SET_TIME, "30 mins", .min = 5),
 	GLOBAL(imap_process_linger, SET_TIME, "30 secs"),

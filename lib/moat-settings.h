@@ -113,6 +113,8 @@ struct moat_settings {
 	   (they wait in the output buffer); then input is not read until
 	   it does: pipelined commands wait in the socket. */
 	unsigned int imap_max_pipelined_commands;
+	/* SEARCH RETURN (UPDATE) contexts per connection (RFC 5267). */
+	unsigned int imap_max_update_contexts;
 	/* Advertise LITERAL- instead of LITERAL+ (RFC 7888 5: a server
 	   advertises one): non-synchronizing literals only up to 4096. */
 	bool imap_literal_minus;

@@ -132,7 +132,7 @@ static const char *fetch_preview(struct mailbox *box, uint32_t seq,
 
 	memset(&ms, 0, sizeof(ms));
 	buffer_reset(out);
-	test_assert(imap_preview_append(&ms, box, seq, lazy, out, &error) == 0);
+	test_assert(imap_preview_append(&ms, box, seq, lazy, NULL, out, &error) == 0);
 	imap_fetch_cache_flush(&ms, box);
 	imap_msg_structure_clear(&ms);
 	test_assert(buffer_append_c(out, '\0') == 0);
@@ -244,6 +244,47 @@ static void test_preview_cache_version(void)
 	mailbox_close(&box);
 }
 
+/* RFC 8970 4.1: a LAZY miss is reported to the caller, and
+   imap_preview_precompute() fills the cache so that LAZY then finds the
+   same text a FETCH without LAZY gives; a cached one is left alone. */
+static void test_preview_precompute(void)
+{
+	static const char *const msgs[] = {
+		"Subject: a\r\n\r\nlater text\r\n",
+		"Subject: b\r\n\r\nother\r\n",
+	};
+	struct mailbox *box = open_box("Precompute", msgs, N_ELEMENTS(msgs));
+	struct imap_msg_structure ms;
+	const char *error;
+	bool missed = false;
+	buffer_t out;
+
+	buffer_init(&out, 4096);
+	memset(&ms, 0, sizeof(ms));
+	test_assert(imap_preview_append(&ms, box, 1, true, &missed, &out,
+					&error) == 0);
+	test_assert(missed);
+	imap_msg_structure_clear(&ms);
+	test_assert(imap_preview_precompute(box, 1, &error) == 0);
+	mailbox_close(&box);
+	box = open_box("Precompute", msgs, N_ELEMENTS(msgs));
+	uint64_t opened = imap_fetch_counters.files_opened;
+	test_assert(imap_preview_precompute(box, 1, &error) == 0);
+	test_assert_int(imap_fetch_counters.files_opened, opened);
+	buffer_reset(&out);
+	missed = false;
+	test_assert(imap_preview_append(&ms, box, 1, true, &missed, &out,
+					&error) == 0);
+	test_assert(!missed);
+	test_assert(buffer_append_c(&out, '\0') == 0);
+	test_assert_str(out.data, "PREVIEW \"later text\"");
+	/* the other one was never computed */
+	test_assert_str(fetch_preview(box, 2, true, &out), "PREVIEW NIL");
+	imap_msg_structure_clear(&ms);
+	buffer_free(&out);
+	mailbox_close(&box);
+}
+
 static void test_cleanup(void)
 {
 	test_tmpdir_cleanup();
@@ -251,4 +292,5 @@ static void test_cleanup(void)
 
 TEST_MAIN(TEST(test_preview_plain), TEST(test_preview_length),
 	  TEST(test_preview_html), TEST(test_preview_messages),
-	  TEST(test_preview_cache_version), TEST(test_cleanup))
+	  TEST(test_preview_cache_version), TEST(test_preview_precompute),
+	  TEST(test_cleanup))
