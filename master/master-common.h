@@ -72,6 +72,7 @@ struct listener {
 	char *key;                /* "service name address port" */
 	char *name;
 	bool ssl;
+	bool haproxy;             /* PROXY header first (imap-login) */
 	char *unix_path;          /* a unix_listener's socket, else NULL */
 	int fd;
 };
