@@ -35,6 +35,8 @@ static int check_address(pool_t pool, const char *value, const char **error_r);
 static int check_pem(pool_t pool, const char *value, const char **error_r);
 static int check_networks(pool_t pool, const char *value,
 			  const char **error_r);
+static int check_metrics_listener(pool_t pool, const char *value,
+				  const char **error_r);
 static int check_mailbox_name(pool_t pool, const char *value,
 			      const char **error_r);
 static int check_username_format(pool_t pool, const char *value,
@@ -147,6 +149,9 @@ static const struct setting_def global_defs[] = {
 	       .check = check_networks),
 	/* Dovecot's default: a load balancer writes the header at once. */
 	GLOBAL(haproxy_timeout, SET_TIME, "3 secs", .min = 1, .max = 300),
+	GLOBAL(metrics_listener, SET_STRING, "metrics",
+	       .check = check_metrics_listener),
+	GLOBAL(metrics_port, SET_UINT, "0", .max = 65535),
 	GLOBAL(ssl, SET_ENUM, "yes", .enum_values = ssl_values),
 	GLOBAL(ssl_cert, SET_STRING, "", .check = check_pem),
 	GLOBAL(ssl_key, SET_STRING, "", .flags = SET_FLAG_SECRET,
@@ -711,6 +716,17 @@ static bool unix_listener_name_valid(const char *name)
 			return false;
 	}
 	return true;
+}
+
+static int check_metrics_listener(pool_t pool ATTR_UNUSED, const char *value,
+				  const char **error_r)
+{
+	if (value[0] != '\0' && !unix_listener_name_valid(value)) {
+		*error_r = "must be a socket path (relative to base_dir or "
+			"absolute, at most 100 bytes, no spaces, ',' or ':')";
+		return -1;
+	}
+	return 0;
 }
 
 static int listener_begin(struct settings_parser *ctx, const char *type,

@@ -180,6 +180,10 @@ struct moat_settings {
 	   listener. The header must arrive within haproxy_timeout secs. */
 	const char *haproxy_trusted_networks;
 	unsigned int haproxy_timeout;
+	/* OpenMetrics from master: a unix socket (relative to base_dir
+	   unless absolute; "" = none) and a 127.0.0.1 port (0 = none). */
+	const char *metrics_listener;
+	unsigned int metrics_port;
 
 	/* TLS (imap-login). ssl_cert, ssl_key and ssl_ca hold PEM text (the
 	   config says "ssl_cert = </path": master reads the file). ssl_key is

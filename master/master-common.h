@@ -111,6 +111,7 @@ struct master {
 	struct timeout *stop_timeout;
 	struct timeout *idle_check_timeout;   /* idle_kill of imap-login */
 	struct master_admin *admin;   /* the admin socket (master-admin.h) */
+	struct master_metrics *metrics;  /* OpenMetrics (master-metrics.h) */
 };
 
 /* main.c: re-read the config (SIGHUP, moatadm reload). On failure the
