@@ -8,6 +8,7 @@
 #include "master-metrics.h"
 
 #include "buffer.h"
+#include "strfuncs.h"
 #include "iostream.h"
 
 #include <fcntl.h>
@@ -27,8 +28,20 @@
 #define METRICS_TIMEOUT_MSECS 10000
 /* After the answer: how long the rest of a request is read and dropped. */
 #define METRICS_LINGER_MSECS 2000
-/* The answer: a fixed set of families, a few KiB. */
-#define METRICS_RESPONSE_MAX (64 * 1024)
+/* The answer: a fixed set of families plus, per IMAP command name (at
+   most METRICS_IMAP_COMMANDS_MAX), 13 lines of at most 120 bytes. */
+#define METRICS_RESPONSE_MAX (256 * 1024)
+/* Distinct IMAP command names counted: moat's table has 38; names past
+   this are not counted (an imap process only sends its table's). */
+#define METRICS_IMAP_COMMANDS_MAX 64
+#define METRICS_COMMAND_NAME_MAX 32
+/* The latency histogram of imap/imap-stats.h (IMAP_STATS_BUCKETS and
+   IMAP_STATS_BUCKET_BOUNDS_US): the CMD-STATS record has one count per
+   bound, and the exposition writes the bounds as seconds. */
+#define METRICS_BUCKETS 9
+static const char *const metrics_bucket_le[METRICS_BUCKETS] = {
+	"0.001", "0.005", "0.01", "0.05", "0.1", "0.5", "1", "5", "30"
+};
 #define METRICS_LISTEN_BACKLOG 16
 #define METRICS_CONTENT_TYPE \
 	"application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -50,8 +63,17 @@ struct metrics_listener {
 	struct io *io;
 };
 
+struct metrics_imap_cmd {
+	char name[METRICS_COMMAND_NAME_MAX + 1];
+	uint64_t count, usecs;
+	uint64_t le[METRICS_BUCKETS];   /* cumulative, as "le" */
+};
+
 struct master_metrics {
 	struct master *master;
+	struct metrics_imap_cmd cmds[METRICS_IMAP_COMMANDS_MAX];
+	unsigned int cmd_count;
+	bool cmds_full_warned;
 	struct metrics_listener unix_l, inet_l;
 	char *unix_path;
 	struct metrics_conn *conns;
@@ -115,6 +137,102 @@ static int metrics_family(buffer_t *out, const char *name, const char *type,
 			     name, help);
 }
 
+static int metrics_imap_commands_text(const struct master_metrics *metrics,
+				      buffer_t *out)
+{
+	int ret = 0;
+
+	ret |= metrics_family(out, "moat_imap_commands", "counter",
+		"IMAP commands the imap processes finished, by name.");
+	for (unsigned int i = 0; i < metrics->cmd_count; i++)
+		ret |= buffer_printf(out, "moat_imap_commands_total"
+			"{command=\"%s\"} %llu\n", metrics->cmds[i].name,
+			(unsigned long long)metrics->cmds[i].count);
+	ret |= metrics_family(out, "moat_imap_command_duration_seconds",
+		"histogram", "Time from an IMAP command's line to its end.");
+	for (unsigned int i = 0; i < metrics->cmd_count; i++) {
+		const struct metrics_imap_cmd *c = &metrics->cmds[i];
+		for (unsigned int b = 0; b < METRICS_BUCKETS; b++)
+			ret |= buffer_printf(out,
+				"moat_imap_command_duration_seconds_bucket"
+				"{command=\"%s\",le=\"%s\"} %llu\n", c->name,
+				metrics_bucket_le[b],
+				(unsigned long long)c->le[b]);
+		ret |= buffer_printf(out,
+			"moat_imap_command_duration_seconds_bucket"
+			"{command=\"%s\",le=\"+Inf\"} %llu\n"
+			"moat_imap_command_duration_seconds_count"
+			"{command=\"%s\"} %llu\n"
+			"moat_imap_command_duration_seconds_sum"
+			"{command=\"%s\"} %llu.%06llu\n",
+			c->name, (unsigned long long)c->count,
+			c->name, (unsigned long long)c->count, c->name,
+			(unsigned long long)(c->usecs / 1000000),
+			(unsigned long long)(c->usecs % 1000000));
+	}
+	return ret;
+}
+
+static bool command_name_valid(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > METRICS_COMMAND_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (name[i] < 'A' || name[i] > 'Z')
+			return false;
+	}
+	return true;
+}
+
+static struct metrics_imap_cmd *
+metrics_imap_cmd_get(struct master_metrics *metrics, const char *name)
+{
+	for (unsigned int i = 0; i < metrics->cmd_count; i++) {
+		if (strcmp(metrics->cmds[i].name, name) == 0)
+			return &metrics->cmds[i];
+	}
+	if (metrics->cmd_count == METRICS_IMAP_COMMANDS_MAX) {
+		if (!metrics->cmds_full_warned)
+			i_warning("metrics: more than %u IMAP command names; "
+				  "not counting the others",
+				  METRICS_IMAP_COMMANDS_MAX);
+		metrics->cmds_full_warned = true;
+		return NULL;
+	}
+	struct metrics_imap_cmd *c = &metrics->cmds[metrics->cmd_count++];
+	memcpy(c->name, name, strlen(name) + 1);
+	return c;
+}
+
+bool master_metrics_imap_stats(struct master *master,
+			       const char *const *args)
+{
+	uint64_t count, usecs, le[METRICS_BUCKETS];
+
+	/* CMD-STATS <name> <count> <usecs> <le>... */
+	if (str_array_length(args) != 4 + METRICS_BUCKETS ||
+	    !command_name_valid(args[1]) ||
+	    str_to_uint64(args[2], &count) < 0 ||
+	    str_to_uint64(args[3], &usecs) < 0)
+		return false;
+	for (unsigned int b = 0; b < METRICS_BUCKETS; b++) {
+		if (str_to_uint64(args[4 + b], &le[b]) < 0 || le[b] > count ||
+		    (b > 0 && le[b] < le[b - 1]))
+			return false;
+	}
+	struct metrics_imap_cmd *c =
+		metrics_imap_cmd_get(master->metrics, args[1]);
+	if (c == NULL)
+		return true;
+	c->count += count;
+	c->usecs += usecs;
+	for (unsigned int b = 0; b < METRICS_BUCKETS; b++)
+		c->le[b] += le[b];
+	return true;
+}
+
 /* The exposition; every family is written even when zero, so a scraper
    sees the same set each time. Returns -1 if out is too small. */
 static int metrics_text(struct master *master, buffer_t *out)
@@ -169,6 +287,7 @@ static int metrics_text(struct master *master, buffer_t *out)
 				     "{service=\"%s\"} %llu\n",
 				     master->services[k].name,
 				     (unsigned long long)rss[k]);
+	ret |= metrics_imap_commands_text(master->metrics, out);
 	ret |= buffer_append_str(out, "# EOF\n");
 	return ret < 0 ? -1 : 0;
 }

@@ -12,6 +12,11 @@
    as the admin socket does. */
 void master_metrics_init(struct master *master);
 void master_metrics_deinit(struct master *master);
+/* A CMD-STATS record of an imap process (imap/imap-stats.h): add its
+   counts. Returns false if it is malformed (the caller kills the
+   process). */
+bool master_metrics_imap_stats(struct master *master,
+			       const char *const *args);
 /* Resident memory of a service's processes together (/proc/PID/statm),
    bytes: for moatadm stats. */
 uint64_t master_metrics_rss_bytes(struct master *master,

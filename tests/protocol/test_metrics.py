@@ -64,7 +64,33 @@ def parse_openmetrics(text):
         if fam["type"] == "counter":
             assert v >= 0, line
         fam["samples"][key] = v
+    for name, fam in families.items():
+        if fam["type"] == "histogram":
+            check_histogram(name, fam["samples"])
     return families
+
+
+def check_histogram(name, samples):
+    """Per label set: le buckets ascending with non-decreasing counts,
+    ending at +Inf, which equals _count; a _sum."""
+    series = {}
+    for (sname, labels), v in samples.items():
+        parts = dict(re.findall(r'([a-zA-Z_]+)="([^"]*)"', labels))
+        le = parts.pop("le", None)
+        key = tuple(sorted(parts.items()))
+        series.setdefault(key, {"buckets": [], "count": None, "sum": None})
+        if sname == name + "_bucket":
+            series[key]["buckets"].append((float(le), v))
+        elif sname == name + "_count":
+            series[key]["count"] = v
+        elif sname == name + "_sum":
+            series[key]["sum"] = v
+    for key, s in series.items():
+        b = s["buckets"]
+        assert b and b[-1][0] == float("inf"), (name, key)
+        assert [x for x, _ in b] == sorted(x for x, _ in b), (name, key)
+        assert all(b[i][1] <= b[i + 1][1] for i in range(len(b) - 1)), (name, key, b)
+        assert s["count"] == b[-1][1] and s["sum"] is not None, (name, key)
 
 
 def http(send, path=None, port=None):
@@ -158,6 +184,20 @@ def test_counters_move_under_load(moat_server):
         return after if ok else None
     after = wait_for(moved, 20)
     assert after, scrape(moat_server)
+
+    # the imap processes' command counters arrive batched (every 5 s,
+    # and when a process ends)
+    def commands_counted():
+        m = scrape(moat_server)
+        fam = m["moat_imap_commands"]["samples"]
+        sel = fam.get(("moat_imap_commands_total", 'command="SELECT"'), 0)
+        out = fam.get(("moat_imap_commands_total", 'command="LOGOUT"'), 0)
+        return m if sel >= 5 and out >= 5 else None
+    m = wait_for(commands_counted, 30)
+    assert m, scrape(moat_server)
+    hist = m["moat_imap_command_duration_seconds"]["samples"]
+    assert hist[("moat_imap_command_duration_seconds_count",
+                 'command="SELECT"')] >= 5
     # /proc/PID/statm of the running processes is read
     assert value(after, "moat_resident_memory_bytes",
                  "moat_resident_memory_bytes", 'service="imap-login"') > 0
