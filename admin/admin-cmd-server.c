@@ -127,7 +127,8 @@ int admin_cmd_stats(struct admin_ctx *ctx, int argc, char **argv ATTR_UNUSED)
 		"uptime_secs", "logins_ok", "logins_failed",
 		"imap_login_processes", "imap_login_clients", "imap_processes",
 		"imap_sessions", "imap_sessions_total", "lmtp_processes",
-		"lmtp_recipients_total", NULL
+		"lmtp_recipients_total", "imap_login_rss_bytes",
+		"imap_rss_bytes", NULL
 	};
 	const char *args[] = { "STATS", NULL };
 

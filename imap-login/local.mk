@@ -9,6 +9,7 @@ imap_login_imap_login_SOURCES = \
 	imap-login/login-client.c imap-login/login-client.h \
 	imap-login/login-client-auth.c \
 	imap-login/login-client-tls.c \
+	imap-login/login-client-haproxy.c \
 	imap-login/login-ssl.c imap-login/login-ssl.h \
 	imap-login/login-proxy.c imap-login/login-proxy.h \
 	imap-login/login-cmds.c \

@@ -41,11 +41,13 @@ void login_client_auth_begin(struct login_client *client, const char *tag,
 	client->state = LOGIN_CLIENT_STATE_AUTH_WAIT;
 	/* Input is not parsed until auth answers (client_update_io). */
 	login_client_ref(client);
-	/* A trusted proxy is as safe as TLS for plaintext (auth spares
-	   trusted addresses the penalty by itself). */
+	/* A trusted proxy, or a balancer that took the client's TLS (its
+	   PROXY header's SSL TLV), is as safe as TLS for plaintext (auth
+	   spares trusted addresses the penalty by itself). */
 	if (login_auth_request(lp, client->auth_id, mech, client->remote_ip,
 			       client->local_ip,
-			       client->secured || client->trusted, ir_b64,
+			       client->secured || client->trusted ||
+			       client->haproxy_ssl, ir_b64,
 			       client->cbind_b64, client->cert_user) < 0 &&
 	    client->state == LOGIN_CLIENT_STATE_AUTH_WAIT) {
 		/* Lost auth had no record of us yet: answer here. */

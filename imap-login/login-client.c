@@ -28,6 +28,7 @@ static void client_free(struct login_client *client)
 	i_stream_destroy(&client->input);
 	o_stream_destroy(&client->output);
 	login_client_tls_free(client);
+	login_client_haproxy_free(client);
 	i_close_fd(&client->proxy_fd);
 	if (client->handoff_token != NULL) {
 		safe_memset(client->handoff_token, 0, strlen(client->handoff_token));
@@ -113,7 +114,8 @@ static struct imap_parser *client_parser_create(const struct moat_settings *set)
 void login_client_update_auth_flags(struct login_client *client)
 {
 	const struct moat_settings *set = client->lp->set;
-	bool secured = client->secured || client->local || client->trusted;
+	bool secured = client->secured || client->local || client->trusted ||
+		client->haproxy_ssl;
 	unsigned int flags = 0;
 
 	client->auth_allowed = secured || set->ssl != MOAT_SSL_REQUIRED;
@@ -223,10 +225,43 @@ struct login_client *login_client_find_connecting(struct login_process *lp,
 	return NULL;
 }
 
+/* Same host and login_trusted_networks, from the client's addresses. */
+static void client_classify(struct login_client *client)
+{
+	const struct moat_settings *set = client->lp->set;
+
+	client->local = strcmp(client->remote_ip, "unknown") != 0 &&
+		strcmp(client->remote_ip, client->local_ip) == 0;
+	client->trusted = set->login_trusted_networks[0] != '\0' &&
+		moat_settings_net_match(set->login_trusted_networks,
+					client->remote_ip);
+	login_client_update_auth_flags(client);
+}
+
+void login_client_admit(struct login_client *client)
+{
+	struct login_process *lp = client->lp;
+
+	client_classify(client);
+	if (!client_ip_limit_applies(client)) {
+		client_start(client);
+		return;
+	}
+	/* Nothing is read or sent until master answers; the login timeout
+	   covers a master that does not. */
+	client->state = LOGIN_CLIENT_STATE_CONNECTING;
+	client->limit_id = login_process_next_id(lp);
+	if (login_master_connect_check(lp, client->limit_id,
+				       client->remote_ip) < 0) {
+		client->limit_id = 0;
+		login_client_destroy(client, "Master unavailable");
+	}
+}
+
 struct login_client *
 login_client_create(struct login_process *lp, int fd,
 		    const struct sockaddr *remote, socklen_t remote_len,
-		    bool implicit_tls)
+		    bool implicit_tls, bool haproxy)
 {
 	pool_t pool = pool_create("login client", 1024);
 	struct login_client *client = p_malloc(pool, sizeof(*client));
@@ -238,12 +273,7 @@ login_client_create(struct login_process *lp, int fd,
 	client->proxy_fd = -1;
 	client->implicit_tls = implicit_tls;
 	client_set_addresses(client, remote, remote_len);
-	client->local = strcmp(client->remote_ip, "unknown") != 0 &&
-		strcmp(client->remote_ip, client->local_ip) == 0;
-	client->trusted = lp->set->login_trusted_networks[0] != '\0' &&
-		moat_settings_net_match(lp->set->login_trusted_networks,
-					client->remote_ip);
-	login_client_update_auth_flags(client);
+	client_classify(client);
 	client->parser = client_parser_create(lp->set);
 	client->created_ms = io_loop_time_ms(lp->ioloop);
 	client->deadline_ms = client->created_ms +
@@ -253,19 +283,10 @@ login_client_create(struct login_process *lp, int fd,
 
 	struct login_client *ref = client;
 	login_client_ref(ref);
-	if (!client_ip_limit_applies(client)) {
-		client_start(client);
-	} else {
-		/* Nothing is read or sent until master answers; the login
-		   timeout covers a master that does not. */
-		client->state = LOGIN_CLIENT_STATE_CONNECTING;
-		client->limit_id = login_process_next_id(lp);
-		if (login_master_connect_check(lp, client->limit_id,
-					       client->remote_ip) < 0) {
-			client->limit_id = 0;
-			login_client_destroy(client, "Master unavailable");
-		}
-	}
+	if (haproxy)
+		login_client_haproxy_start(client);
+	else
+		login_client_admit(client);
 	bool failed = client->destroyed;
 	login_client_unref(&ref);
 	return failed ? NULL : client;
@@ -325,6 +346,7 @@ void login_client_destroy(struct login_client *client, const char *reason)
 		(void)login_auth_continue(lp, client->auth_id, "*");
 	io_remove(&client->io);
 	login_client_timeout_stop(client);
+	login_client_haproxy_free(client);
 	if (client->to_pending != NULL)
 		timeout_remove(&client->to_pending);
 	/* Best effort, without blocking: a BYE we queued may still go out. */
@@ -409,6 +431,9 @@ static void client_timeout(void *context)
 	login_client_ref(client);
 	if (client->state == LOGIN_CLIENT_STATE_CONNECTING)
 		login_client_destroy(client, "Login timeout waiting for master");
+	else if (client->state == LOGIN_CLIENT_STATE_PROXY)
+		login_client_destroy(client, "Login timeout waiting for the "
+				     "PROXY header");
 	else if (client->output == NULL)
 		login_client_destroy(client, "Login timeout during TLS handshake");
 	else

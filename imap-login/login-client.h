@@ -10,6 +10,9 @@
    "destroyed": sends are no-ops, no callback of it runs again.
 
    States:
+     PROXY      a haproxy = yes listener: reading the PROXY protocol
+                header (login-client-haproxy.c); nothing is written and
+                no other byte is read until it is complete
      CONNECTING asked master whether login_max_connections_per_ip
                 allows this client (CONNECT); nothing is read or written
                 until it answers
@@ -34,6 +37,7 @@ enum login_client_state {
 	LOGIN_CLIENT_STATE_HANDOFF,
 	LOGIN_CLIENT_STATE_TLS,
 	LOGIN_CLIENT_STATE_CONNECTING,
+	LOGIN_CLIENT_STATE_PROXY,
 };
 
 struct login_ssl;
@@ -66,6 +70,15 @@ struct login_client {
 	   and penalties apply to it again) */
 	bool trusted;
 	bool ip_overridden;            /* x-originating-ip was accepted */
+	/* PROXY header (haproxy = yes listener): the bytes read so far
+	   (i_malloc'd, HAPROXY_HEADER_MAX_SIZE, freed once it is parsed)
+	   and its timer. remote_ip/local_ip are then the header's. */
+	unsigned char *haproxy_buf;
+	size_t haproxy_size;
+	struct timeout *to_haproxy;
+	/* The header's SSL TLV: the client's leg to the load balancer was
+	   TLS (terminated there), so it counts as secured like TLS. */
+	bool haproxy_ssl;
 	bool plaintext_allowed;        /* LOGIN, PLAIN */
 	bool auth_allowed;             /* any mechanism (ssl = required) */
 	const char *capability;        /* lp->capabilities[] entry */
@@ -120,12 +133,17 @@ struct login_client {
 };
 
 /* Takes ownership of fd (already non-blocking); remote is what accept()
-   returned. Sends the greeting. Returns NULL if the client failed at once
-   (it was destroyed and logged). */
+   returned. Sends the greeting (after the PROXY header with haproxy).
+   Returns NULL if the client failed at once (it was destroyed and
+   logged). */
 struct login_client *
 login_client_create(struct login_process *lp, int fd,
 		    const struct sockaddr *remote, socklen_t remote_len,
-		    bool implicit_tls);
+		    bool implicit_tls, bool haproxy);
+/* The addresses are known (at creation, or from the PROXY header):
+   decide local and trusted, then the per-IP limit, the greeting or the
+   TLS handshake. The client may be destroyed. */
+void login_client_admit(struct login_client *client);
 /* Recompute plaintext_allowed, auth_allowed and capability (after TLS
    became active). */
 void login_client_update_auth_flags(struct login_client *client);
@@ -194,6 +212,14 @@ void login_client_handoff_flushed(struct login_client *client);
 /* Records from master about this client. */
 void login_client_handoff_ok(struct login_client *client);
 void login_client_handoff_fail(struct login_client *client, const char *text);
+
+/* login-client-haproxy.c */
+/* Refuse a connection from outside haproxy_trusted_networks, else start
+   reading its PROXY header; login_client_admit() follows it. The client
+   may be destroyed. */
+void login_client_haproxy_start(struct login_client *client);
+/* Free the header's buffer and timer (done, or client destroyed). */
+void login_client_haproxy_free(struct login_client *client);
 
 /* login-client-tls.c */
 /* STARTTLS was answered OK: discard pipelined input (RFC 2595 3.1 / the

@@ -17,6 +17,7 @@ struct login_listener {
 	int fd;
 	char name[LOGIN_MAX_LISTENER_NAME + 1];
 	bool ssl;
+	bool haproxy;                  /* a PROXY header comes first */
 	struct io *io;
 };
 
@@ -27,6 +28,7 @@ struct login_listeners {
 	bool ssl_warned;
 };
 
+/* "name:S:H": S is ssl, H haproxy, each 0 or 1. */
 static void listener_parse_one(struct login_listener *l, const char *item,
 			       size_t len)
 {
@@ -34,7 +36,8 @@ static void listener_parse_one(struct login_listener *l, const char *item,
 	size_t name_len = colon == NULL ? 0 : (size_t)(colon - item);
 
 	if (colon == NULL || name_len == 0 || name_len > LOGIN_MAX_LISTENER_NAME ||
-	    len - name_len != 2 || (colon[1] != '0' && colon[1] != '1'))
+	    len - name_len != 4 || (colon[1] != '0' && colon[1] != '1') ||
+	    colon[2] != ':' || (colon[3] != '0' && colon[3] != '1'))
 		i_fatal("MOAT_LISTENERS: malformed entry");
 	memcpy(l->name, item, name_len);
 	l->name[name_len] = '\0';
@@ -43,6 +46,7 @@ static void listener_parse_one(struct login_listener *l, const char *item,
 			i_fatal("MOAT_LISTENERS: malformed listener name");
 	}
 	l->ssl = colon[1] == '1';
+	l->haproxy = colon[3] == '1';
 }
 
 void login_listen_init(struct login_process *lp)
@@ -125,7 +129,7 @@ static void listener_accept(void *context)
 	lp->accepted_count++;
 	fd_set_tcp_nodelay(fd);
 	(void)login_client_create(lp, fd, (struct sockaddr *)&addr, addr_len,
-				  l->ssl);
+				  l->ssl, l->haproxy);
 	/* After the client exists, so the process does not count as idle. */
 	if (lp->service_count != 0 && lp->accepted_count >= lp->service_count)
 		login_process_stop_listening(lp, false);

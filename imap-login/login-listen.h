@@ -2,8 +2,8 @@
 #define LOGIN_LISTEN_H
 /* The listening sockets master opened and every imap-login process
    shares (fd MASTER_LISTEN_FD_FIRST.., named by MOAT_LISTENERS as
-   "name:ssl,name:ssl"). Accepting is non-blocking: another process may
-   win the race, EAGAIN is normal. */
+   "name:ssl:haproxy,...", each flag 0 or 1). Accepting is non-blocking:
+   another process may win the race, EAGAIN is normal. */
 
 struct login_process;
 

@@ -10,6 +10,7 @@
 #include "imap-uidonly.h"
 #include "imap-context.h"
 #include "imap-preview-lazy.h"
+#include "imap-stats.h"
 #include "ktls.h"
 
 /* Nesting of lists in a command (FETCH (BODY[...] ...), SEARCH ...). */
@@ -57,6 +58,10 @@ static void client_command_free(struct client_command **_cmd)
 	*_cmd = NULL;
 	client->cmd = NULL;
 	client->unread_replies++;
+	/* known commands only: a name a client made up is no label */
+	if (cmd->def != NULL)
+		imap_stats_command_done(client->user, cmd->def,
+					imap_stats_now_us() - cmd->started_us);
 	pool_unref(&cmd->pool);
 	imap_parser_reset(client->parser);
 	client->line_head_len = 0;
@@ -360,6 +365,7 @@ static void client_command_start(struct client *client,
 
 	cmd->client = client;
 	cmd->pool = pool;
+	cmd->started_us = imap_stats_now_us();
 	cmd->literal_size = literal_size;
 	client->cmd = cmd;
 	if (tag == NULL) {

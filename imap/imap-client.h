@@ -43,6 +43,7 @@ struct client_command {
 	const char *name;             /* as the client wrote it */
 	const struct imap_arg *args;  /* after the name (and UID) */
 	const struct command *def;
+	uint64_t started_us;          /* imap_stats_now_us() at its start */
 	bool uid;                     /* UID FETCH etc. */
 	/* The tagged OK carries [HIGHESTMODSEQ n] (RFC 7162 3.2.7: an
 	   EXPUNGE that removed something, with QRESYNC). */

@@ -66,3 +66,24 @@ const struct command *command_find(const char *name)
 	return bsearch(name, imap_commands, N_ELEMENTS(imap_commands),
 		       sizeof(imap_commands[0]), command_cmp);
 }
+
+_Static_assert(N_ELEMENTS(imap_commands) <= IMAP_COMMANDS_MAX,
+	      "IMAP_COMMANDS_MAX is smaller than the command table");
+
+unsigned int command_count(void)
+{
+	return N_ELEMENTS(imap_commands);
+}
+
+unsigned int command_index(const struct command *def)
+{
+	i_assert(def >= imap_commands &&
+		 def < imap_commands + N_ELEMENTS(imap_commands));
+	return (unsigned int)(def - imap_commands);
+}
+
+const struct command *command_by_index(unsigned int idx)
+{
+	i_assert(idx < N_ELEMENTS(imap_commands));
+	return &imap_commands[idx];
+}

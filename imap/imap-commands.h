@@ -27,6 +27,13 @@ struct command {
 
 /* Case-insensitive lookup; NULL if unknown. */
 const struct command *command_find(const char *name);
+/* More than the table holds (a build-time check keeps it so): the size
+   of per-command arrays such as imap-stats.c's. */
+#define IMAP_COMMANDS_MAX 64
+/* The table as an array: its size, a command's position, and back. */
+unsigned int command_count(void);
+unsigned int command_index(const struct command *def);
+const struct command *command_by_index(unsigned int idx);
 
 bool cmd_append(struct client_command *cmd);
 bool cmd_capability(struct client_command *cmd);

@@ -33,6 +33,7 @@ struct client;
 struct deliver_conn;
 struct imap_deliver_seen;
 struct deliver_req;
+struct imap_stats;
 
 /* The process: one user, all of the user's connections. Owned by main.c;
    clients get a pointer. */
@@ -57,6 +58,8 @@ struct imap_user {
 	struct timeout *to_deliver_batch;
 	/* the user's quota limits (imap-quota.h); 0 = none */
 	struct mailbox_quota_limits quota;
+	/* command counters not yet sent to master (imap-stats.h) */
+	struct imap_stats *stats;
 };
 
 /* cmd-capability.c: the post-login capability list (RFC 7889

@@ -7,6 +7,7 @@ imap_imap_SOURCES = \
 	imap/imap-common.h \
 	imap/imap-client.c imap/imap-client.h \
 	imap/imap-commands.c imap/imap-commands.h \
+	imap/imap-stats.c imap/imap-stats.h \
 	imap/imap-sync.c imap/imap-sync.h \
 	imap/imap-condstore.c imap/imap-condstore.h \
 	imap/imap-seqset.c imap/imap-seqset.h \

@@ -19,6 +19,7 @@
 #include "master-service.h"
 #include "imap-mailbox.h"
 #include "imap-status.h"
+#include "imap-stats.h"
 
 #include <sys/stat.h>
 
@@ -33,12 +34,22 @@ struct imap_process {
 	struct master_service *service;
 	struct ipc_conn *master;
 	struct timeout *to_linger;
+	struct timeout *to_stats;      /* the next imap_stats_flush() */
 	bool shutdown_requested, shutdown_ok;
 };
 
 static struct imap_process imap_process;
 
 static void linger_start(struct imap_process *proc);
+
+static void stats_timeout(void *context)
+{
+	struct imap_process *proc = context;
+
+	imap_stats_flush(&proc->user, proc->master);
+	proc->to_stats = timeout_add(proc->user.ioloop, IMAP_STATS_FLUSH_MSECS,
+				     stats_timeout, proc);
+}
 
 static void linger_timeout(void *context)
 {
@@ -253,10 +264,16 @@ int main(void)
 	proc->master = master_service_connect_master(proc->service,
 		IPC_PROTO_IMAP_MASTER, master_input, proc);
 	linger_start(proc);
+	proc->to_stats = timeout_add(proc->user.ioloop, IMAP_STATS_FLUSH_MSECS,
+				     stats_timeout, proc);
 
 	master_service_run(proc->service);
 
 	imap_deinit_clients(proc, "Server shutting down.");
+	/* the last commands' counters, before the channel closes */
+	imap_stats_flush(&proc->user, proc->master);
+	timeout_remove(&proc->to_stats);
+	imap_stats_deinit(&proc->user);
 	imap_deliver_conns_destroy_all(&proc->user);
 	imap_status_cache_free(&proc->user.status_cache);
 	timeout_remove(&proc->to_linger);

@@ -21,6 +21,7 @@ lib_libmoat_a_SOURCES = \
 	lib/settings-def.c lib/settings-def.h \
 	lib/moat-settings.c lib/moat-settings.h \
 	lib/master-service.c lib/master-service.h \
+	lib/haproxy-header.c lib/haproxy-header.h \
 	lib/unicode-casemap.c lib/unicode-casemap.h
 
 # i;unicode-casemap's tables, generated from UnicodeData.txt (configure

@@ -35,6 +35,8 @@ static int check_address(pool_t pool, const char *value, const char **error_r);
 static int check_pem(pool_t pool, const char *value, const char **error_r);
 static int check_networks(pool_t pool, const char *value,
 			  const char **error_r);
+static int check_metrics_listener(pool_t pool, const char *value,
+				  const char **error_r);
 static int check_mailbox_name(pool_t pool, const char *value,
 			      const char **error_r);
 static int check_username_format(pool_t pool, const char *value,
@@ -147,6 +149,13 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(imap_max_auth_attempts, SET_UINT, "3", .min = 1),
 	GLOBAL(login_trusted_networks, SET_STRING, "",
 	       .check = check_networks),
+	GLOBAL(haproxy_trusted_networks, SET_STRING, "",
+	       .check = check_networks),
+	/* Dovecot's default: a load balancer writes the header at once. */
+	GLOBAL(haproxy_timeout, SET_TIME, "3 secs", .min = 1, .max = 300),
+	GLOBAL(metrics_listener, SET_STRING, "metrics",
+	       .check = check_metrics_listener),
+	GLOBAL(metrics_port, SET_UINT, "0", .max = 65535),
 	GLOBAL(ssl, SET_ENUM, "yes", .enum_values = ssl_values),
 	GLOBAL(ssl_cert, SET_STRING, "", .check = check_pem),
 	GLOBAL(ssl_key, SET_STRING, "", .flags = SET_FLAG_SECRET,
@@ -185,6 +194,7 @@ static const struct setting_def listener_defs[] = {
 		 .check = check_address),
 	LISTENER(port, SET_UINT, .max = 65535),
 	LISTENER(ssl, SET_BOOL),
+	LISTENER(haproxy, SET_BOOL),
 };
 static const struct setting_def unix_listener_defs[] = {
 	LISTENER(mode, SET_STRING, .check = check_mode),
@@ -681,7 +691,7 @@ static int service_begin(struct settings_parser *ctx, const char *name,
 
 static bool listener_name_valid(const char *name)
 {
-	/* it goes into MOAT_LISTENERS="name:ssl,..." */
+	/* it goes into MOAT_LISTENERS="name:ssl:haproxy,..." */
 	if (name[0] == '\0')
 		return false;
 	for (const char *p = name; *p != '\0'; p++) {
@@ -710,6 +720,17 @@ static bool unix_listener_name_valid(const char *name)
 			return false;
 	}
 	return true;
+}
+
+static int check_metrics_listener(pool_t pool ATTR_UNUSED, const char *value,
+				  const char **error_r)
+{
+	if (value[0] != '\0' && !unix_listener_name_valid(value)) {
+		*error_r = "must be a socket path (relative to base_dir or "
+			"absolute, at most 100 bytes, no spaces, ',' or ':')";
+		return -1;
+	}
+	return 0;
 }
 
 static int listener_begin(struct settings_parser *ctx, const char *type,
@@ -861,6 +882,16 @@ static int service_check(pool_t pool, const struct moat_service_settings *s,
 		return -1;
 	}
 	for (unsigned int i = 0; i < s->listener_count; i++) {
+		/* lmtp reads no PROXY header (yet): refuse rather than
+		   let the header reach the LMTP parser */
+		if (s->listeners[i].haproxy &&
+		    strcmp(s->name, MOAT_SERVICE_LOGIN) != 0) {
+			*error_r = p_strdup_printf(pool, "service %s: "
+				"inet_listener %s: haproxy is supported only "
+				"in service imap-login", s->name,
+				s->listeners[i].name);
+			return -1;
+		}
 		for (unsigned int j = i + 1; j < s->listener_count; j++) {
 			if (!listeners_clash(&s->listeners[i], &s->listeners[j]))
 				continue;
@@ -979,6 +1010,26 @@ static int ssl_check(const struct moat_settings *set, const char **error_r)
 	return 0;
 }
 
+/* A haproxy listener nobody may use is a mistake, not a closed port. */
+static int haproxy_check(const struct moat_settings *set, const char **error_r)
+{
+	if (set->haproxy_trusted_networks[0] != '\0')
+		return 0;
+	for (unsigned int i = 0; i < set->service_count; i++) {
+		const struct moat_service_settings *s = &set->services[i];
+		for (unsigned int j = 0; j < s->listener_count; j++) {
+			const struct moat_listener_settings *l = &s->listeners[j];
+			if (!l->haproxy || l->unix_socket || l->port == 0)
+				continue;
+			*error_r = p_strdup_printf(set->pool, "service %s: "
+				"inet_listener %s: haproxy = yes needs "
+				"haproxy_trusted_networks", s->name, l->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Whole-config checks; full adds what only a complete config needs. */
 static int settings_check(const struct moat_settings *set, bool full,
 			  const char **error_r)
@@ -1000,6 +1051,8 @@ static int settings_check(const struct moat_settings *set, bool full,
 	}
 	/* Only master's full copy has ssl_key; children skip this. */
 	if (full && ssl_check(set, error_r) < 0)
+		return -1;
+	if (full && haproxy_check(set, error_r) < 0)
 		return -1;
 	return 0;
 }

@@ -46,6 +46,9 @@ struct moat_listener_settings {
 	const char *address;       /* "127.0.0.1", "*", "::" */
 	unsigned int port;         /* 0 = disabled */
 	bool ssl;                  /* implicit TLS (issue: TLS) */
+	/* every connection starts with a PROXY protocol header, from an
+	   address in haproxy_trusted_networks (lib/haproxy-header.h) */
+	bool haproxy;
 	/* unix_listener: the socket's mode (octal text) and owner; ""
 	   user/group = the master's (root) */
 	const char *mode;
@@ -174,6 +177,15 @@ struct moat_settings {
 	   secured, are not penalised, and may pass the real client address
 	   in ID x-originating-ip (proxies, webmail). */
 	const char *login_trusted_networks;
+	/* The load balancers whose PROXY headers a haproxy = yes listener
+	   accepts (same syntax); nobody else may connect to such a
+	   listener. The header must arrive within haproxy_timeout secs. */
+	const char *haproxy_trusted_networks;
+	unsigned int haproxy_timeout;
+	/* OpenMetrics from master: a unix socket (relative to base_dir
+	   unless absolute; "" = none) and a 127.0.0.1 port (0 = none). */
+	const char *metrics_listener;
+	unsigned int metrics_port;
 
 	/* TLS (imap-login). ssl_cert, ssl_key and ssl_ca hold PEM text (the
 	   config says "ssl_cert = </path": master reads the file). ssl_key is

@@ -168,6 +168,7 @@ static int listeners_open_service(struct master *master, enum service_kind kind,
 		struct listener *l = &list[*count];
 		*l = (struct listener){ .kind = kind, .key = key,
 			.name = i_strdup(ls->name), .ssl = ls->ssl,
+			.haproxy = ls->haproxy,
 			.unix_path = path, .fd = -1 };
 		if (prev != NULL) {
 			l->fd = prev->fd;

@@ -20,6 +20,7 @@ master_moat_SOURCES = \
 	master/master-admin-log.c \
 	master/master-admin-auth.c \
 	master/master-admin-users.c \
+	master/master-metrics.c master/master-metrics.h \
 	master/master-notify.h \
 	master/master-notify.c \
 	master/master-activation.h \

@@ -10,6 +10,7 @@
    without root (development) everything runs as the invoking user. */
 #include "master-common.h"
 #include "master-admin.h"
+#include "master-metrics.h"
 #include "master-notify.h"
 #include "master-activation.h"
 #include "restrict.h"
@@ -305,6 +306,7 @@ int main(int argc, char *argv[])
 	master.ioloop = io_loop_create();
 	login_limits_init(&master);
 	master_admin_init(&master);
+	master_metrics_init(&master);
 	io_loop_add_signal(master.ioloop, SIGCHLD, sig_chld, &master);
 	io_loop_add_signal(master.ioloop, SIGTERM, sig_term, &master);
 	io_loop_add_signal(master.ioloop, SIGINT, sig_term, &master);
@@ -317,6 +319,7 @@ int main(int argc, char *argv[])
 	io_loop_run(master.ioloop);
 
 	i_info("stopped");
+	master_metrics_deinit(&master);
 	master_admin_deinit(&master);
 	login_limits_deinit(&master);
 	master_listeners_close(&master);

@@ -2,6 +2,7 @@
    STATS and KICK ask every imap process of the user(s) and answer when
    all have replied or ADMIN_REQUEST_TIMEOUT_MSECS passed. */
 #include "master-admin-private.h"
+#include "master-metrics.h"
 #include "strfuncs.h"
 
 #include <fcntl.h>
@@ -279,7 +280,7 @@ static void admin_stats_send(struct admin_request *req)
 {
 	struct master_admin *admin = req->client->admin;
 	const struct admin_stats *st = &admin->stats;
-	char v[10][32];
+	char v[12][32];
 	unsigned int login_procs, login_clients, imap_procs, unused;
 	unsigned int lmtp_procs, lmtp_clients;
 
@@ -302,12 +303,17 @@ static void admin_stats_send(struct admin_request *req)
 	snprintf(v[8], sizeof(v[8]), "%u", lmtp_procs);
 	snprintf(v[9], sizeof(v[9]), "%llu",
 		 (unsigned long long)st->lmtp_recipients_total);
+	snprintf(v[10], sizeof(v[10]), "%llu", (unsigned long long)
+		 master_metrics_rss_bytes(admin->master, SERVICE_LOGIN));
+	snprintf(v[11], sizeof(v[11]), "%llu", (unsigned long long)
+		 master_metrics_rss_bytes(admin->master, SERVICE_IMAP));
 	const char *fields[] = {
 		"uptime_secs", v[0], "logins_ok", v[1], "logins_failed", v[2],
 		"imap_login_processes", v[3], "imap_login_clients", v[4],
 		"imap_processes", v[5], "imap_sessions", v[6],
 		"imap_sessions_total", v[7], "lmtp_processes", v[8],
-		"lmtp_recipients_total", v[9], NULL
+		"lmtp_recipients_total", v[9],
+		"imap_login_rss_bytes", v[10], "imap_rss_bytes", v[11], NULL
 	};
 	admin_send_row(req->client, fields);
 }

@@ -72,6 +72,7 @@ struct listener {
 	char *key;                /* "service name address port" */
 	char *name;
 	bool ssl;
+	bool haproxy;             /* PROXY header first (imap-login) */
 	char *unix_path;          /* a unix_listener's socket, else NULL */
 	int fd;
 	/* from the service manager (master-activation.h): its socket file
@@ -113,6 +114,7 @@ struct master {
 	struct timeout *stop_timeout;
 	struct timeout *idle_check_timeout;   /* idle_kill of imap-login */
 	struct master_admin *admin;   /* the admin socket (master-admin.h) */
+	struct master_metrics *metrics;  /* OpenMetrics (master-metrics.h) */
 };
 
 /* main.c: re-read the config (SIGHUP, moatadm reload). On failure the

@@ -1,6 +1,7 @@
 /* Per-user imap processes: one per user, serving all of the user's
    connections; spawned on the first login, gone after a linger time. */
 #include "master-common.h"
+#include "master-metrics.h"
 #include "master-admin.h"
 #include "strfuncs.h"
 
@@ -136,6 +137,12 @@ void imap_input(void *context, const char *const *args, int fd)
 		   reaches the process before SHUTDOWN-OK does. */
 		child->shutdown_requested = true;
 		(void)ipc_sendv(child->conn, -1, "SHUTDOWN-OK", NULL);
+	} else if (strcmp(args[0], "CMD-STATS") == 0) {
+		if (!master_metrics_imap_stats(child->master, args)) {
+			i_error("imap process %d sent a malformed CMD-STATS "
+				"record, killing it", (int)child->pid);
+			child_kill(child, SIGKILL);
+		}
 	} else if (master_admin_imap_reply(child, args)) {
 		/* WHO-REPLY, KICK-REPLY */
 	} else {

@@ -28,8 +28,10 @@ struct child *login_spawn(struct master *master)
 			continue;
 		fds[count++] = master->listeners[i].fd;
 		int ret = snprintf(listeners_env + pos, sizeof(listeners_env) - pos,
-				   "%s%s:%d", count == 2 ? "" : ",",   /* fds[0]: auth */
-				   master->listeners[i].name, master->listeners[i].ssl ? 1 : 0);
+				   "%s%s:%d:%d", count == 2 ? "" : ",",   /* fds[0]: auth */
+				   master->listeners[i].name,
+				   master->listeners[i].ssl ? 1 : 0,
+				   master->listeners[i].haproxy ? 1 : 0);
 		if (ret < 0 || (size_t)ret >= sizeof(listeners_env) - pos)
 			i_fatal("too many listeners");
 		pos += (size_t)ret;

@@ -25,6 +25,7 @@
 #include "imap-client.h"
 #include "imap-mailbox.h"
 #include "imap-status.h"
+#include "imap-stats.h"
 #include "mailbox-list.h"
 #include "maildir-watch.h"
 #include "session-feed.h"
@@ -343,6 +344,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		client_destroy(s.user.clients);
 	/* as imap's main.c does when the user's last client is gone */
 	imap_status_cache_free(&s.user.status_cache);
+	/* the command counters master would have been sent */
+	imap_stats_deinit(&s.user);
 	session_feed_destroy(&s.feed);
 	timeout_remove(&s.to_deadline);
 	io_loop_destroy(&s.ioloop);

@@ -363,7 +363,7 @@ static void fuzz_client_create(struct fuzz_session *s, const uint8_t *data,
 				      fuzz_feed_done, s);
 	s->lp.accepted_count++;
 	(void)login_client_create(&s->lp, fds[0], (struct sockaddr *)&remote,
-				  sizeof(remote), false);
+				  sizeof(remote), false, false);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

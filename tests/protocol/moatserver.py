@@ -190,6 +190,12 @@ class MoatServer:
         # port and socket) plus these, and passes them as LISTEN_FDS
         activation = self.settings.pop("socket_activation", None)
         self.activation = None if activation is None else list(activation)
+        # haproxy=True: an inet_listener imap-lb on haproxy_port (and with
+        # tls, imaps-lb on haproxy_tls_port) with haproxy = yes; the test
+        # sets haproxy_trusted_networks
+        self.haproxy = bool(self.settings.pop("haproxy", False))
+        self.haproxy_port = free_port() if self.haproxy else 0
+        self.haproxy_tls_port = free_port() if self.haproxy and self.tls else 0
         self.cert_path = self.tmp / "cert.pem"
         self.key_path = self.tmp / "key.pem"
         self.users = {}
@@ -281,6 +287,21 @@ class MoatServer:
             *([f"    address = {self.host}", f"    port = {self.tls_port}",
                "    ssl = yes"] if self.tls else ["    port = 0"]),
             "  }",
+            *([
+                "  inet_listener imap-lb {",
+                f"    address = {self.host}",
+                f"    port = {self.haproxy_port}",
+                "    haproxy = yes",
+                "  }",
+            ] if self.haproxy else []),
+            *([
+                "  inet_listener imaps-lb {",
+                f"    address = {self.host}",
+                f"    port = {self.haproxy_tls_port}",
+                "    ssl = yes",
+                "    haproxy = yes",
+                "  }",
+            ] if self.haproxy_tls_port else []),
             "}",
             "service auth {",
             "  vsz_limit = 0",

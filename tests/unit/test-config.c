@@ -636,6 +636,65 @@ static void test_validate(void)
 	test_assert(strstr(error, "does-not-exist.conf") != NULL);
 }
 
+static void test_haproxy_settings(void)
+{
+	const char *error;
+	struct moat_settings *set = parse_str("haproxy.conf",
+		"haproxy_trusted_networks = 10.0.0.0/8 2001:db8::/32\n"
+		"haproxy_timeout = 5 secs\n"
+		"passdb {\n  driver = passwd-file\n  args = /x\n}\n"
+		"service imap-login {\n"
+		"  inet_listener imap-lb {\n"
+		"    port = 10143\n"
+		"    haproxy = yes\n"
+		"  }\n"
+		"}\n", &error);
+	test_assert(set != NULL);
+	if (set == NULL)
+		return;
+	test_assert(moat_settings_validate(set, &error) == 0);
+	test_assert_int(set->haproxy_timeout, 5);
+	const struct moat_service_settings *login =
+		moat_settings_get_service(set, "imap-login");
+	test_assert_int(login->listener_count, 3);
+	test_assert(!login->listeners[0].haproxy);
+	test_assert(login->listeners[2].haproxy);
+	test_assert(moat_settings_net_match(set->haproxy_trusted_networks,
+					    "10.1.2.3"));
+	test_assert(!moat_settings_net_match(set->haproxy_trusted_networks,
+					     "192.0.2.1"));
+	/* written back and read again: the same settings */
+	buffer_t out;
+	buffer_init(&out, TEST_OUT_MAX);
+	test_assert(moat_settings_write(set, true, &out) == 0);
+	test_assert(strstr(out.data, "    haproxy = yes\n") != NULL);
+	write_file("haproxy2.conf", out.data);
+	struct moat_settings *set2 = NULL;
+	test_assert(moat_settings_parse(test_path("haproxy2.conf"), &set2,
+					&error) == 0);
+	test_assert(set2 != NULL && moat_settings_equal(set, set2));
+	moat_settings_free(&set2);
+	buffer_free(&out);
+	moat_settings_free(&set);
+
+	/* a haproxy listener nobody may use */
+	write_file("haproxy3.conf",
+		"passdb {\n  driver = passwd-file\n  args = /x\n}\n"
+		"service imap-login {\n  inet_listener imap {\n"
+		"    haproxy = yes\n  }\n}\n");
+	test_assert(moat_settings_read(test_path("haproxy3.conf"), &set,
+				       &error) < 0);
+	test_assert(strstr(error, "inet_listener imap: haproxy = yes needs "
+			   "haproxy_trusted_networks") != NULL);
+	assert_error("haproxy4.conf", "protocols = imap lmtp\n"
+		     "service lmtp {\n  inet_listener lmtp {\n    port = 24\n"
+		     "    haproxy = yes\n  }\n}\n", 7,
+		     "haproxy is supported only in service imap-login");
+	assert_error("haproxy5.conf", "haproxy_trusted_networks = 10.0.0.0/99\n",
+		     1, "ADDRESS/BITS");
+	assert_error("haproxy6.conf", "haproxy_timeout = 0\n", 1, "");
+}
+
 static void test_include(void)
 {
 	const char *error;
@@ -1069,6 +1128,7 @@ TEST_MAIN(
 	TEST(test_quoted),
 	TEST(test_sections),
 	TEST(test_lmtp_sections), TEST(test_quota_settings), TEST(test_validate),
+	TEST(test_haproxy_settings),
 	TEST(test_include),
 	TEST(test_value_file), TEST(test_unreadable_value_file),
 	TEST(test_round_trip),

@@ -1,0 +1,32 @@
+#ifndef IMAP_STATS_H
+#define IMAP_STATS_H
+/* Per-command counters of this imap process (count, time, a latency
+   histogram), kept in a fixed table indexed like the command table and
+   sent to master as deltas in one CMD-STATS record per command that ran
+   since the last flush: batched, never a record per command. Master sums
+   them for OpenMetrics (master/master-metrics.c). */
+
+#include "imap-common.h"
+
+struct command;
+struct ipc_conn;
+
+/* The histogram's upper bounds in microseconds (OpenMetrics "le");
+   master writes the same bounds as seconds. */
+#define IMAP_STATS_BUCKETS 9
+#define IMAP_STATS_BUCKET_BOUNDS_US \
+	{ 1000, 5000, 10000, 50000, 100000, 500000, 1000000, 5000000, 30000000 }
+/* How often the counters go to master while commands run. */
+#define IMAP_STATS_FLUSH_MSECS 5000
+
+/* Microseconds of the monotonic clock, for timing a command. */
+uint64_t imap_stats_now_us(void);
+/* A command of def ended after usecs. */
+void imap_stats_command_done(struct imap_user *user, const struct command *def,
+			     uint64_t usecs);
+/* Send what changed since the last flush to master (NULL: nothing is
+   sent and the changes are kept). */
+void imap_stats_flush(struct imap_user *user, struct ipc_conn *master);
+void imap_stats_deinit(struct imap_user *user);
+
+#endif
