@@ -45,12 +45,13 @@ static void ATTR_NORETURN usage(int code)
 		"commands:\n"
 		"  who | kick USER [REASON] | reload | stop | log | stats\n"
 		"  user USER | auth test USER [PASSWORD] | pw [moat-pw options]\n"
-		"  mailbox list|status|create|delete|rename -u USER ...\n"
+		"  mailbox list|status -u USER | -A [MAILBOX...]\n"
+		"  mailbox create|delete|rename -u USER ...\n"
 		"  quota get|recalc -u USER | -A\n"
-		"  index check -u USER [MAILBOX]\n"
-		"  search -u USER MAILBOX QUERY...\n"
-		"  fetch -u USER MAILBOX FIELDS QUERY...\n"
-		"  expunge -u USER MAILBOX QUERY...\n"
+		"  index check|rebuild -u USER | -A [MAILBOX]\n"
+		"  search -u USER | -A MAILBOX QUERY...\n"
+		"  fetch -u USER | -A MAILBOX FIELDS QUERY...\n"
+		"  expunge -u USER | -A MAILBOX QUERY...\n"
 		"see moatadm(8)\n");
 	exit(code);
 }
