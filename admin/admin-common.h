@@ -24,6 +24,7 @@ struct admin_ctx {
 	const char *config_path;
 	struct moat_settings *set;
 	bool json;
+	bool quiet;               /* --quiet: no progress on stderr */
 	/* -A runs one command per user into one document: a user's failure
 	   goes to stderr as text, not as the document */
 	bool errors_to_stderr;

@@ -14,6 +14,8 @@ admin_moatadm_SOURCES = \
 	admin/admin-cmd-server.c \
 	admin/admin-cmd-pw.c \
 	admin/admin-mail.c admin/admin-mail.h \
+	admin/admin-users.c \
+	admin/admin-progress.c admin/admin-progress.h \
 	admin/admin-cmd-mailbox.c \
 	admin/admin-cmd-mail.c
 admin_moatadm_CPPFLAGS = $(AM_CPPFLAGS) -DMOAT_SBINDIR=\"$(sbindir)\"

@@ -41,7 +41,7 @@ static const struct admin_cmd admin_cmds[] = {
 static void ATTR_NORETURN usage(int code)
 {
 	fprintf(code == 0 ? stdout : stderr,
-		"usage: moatadm [-c CONFIG] [--json] COMMAND [ARGS]\n"
+		"usage: moatadm [-c CONFIG] [--json] [--quiet] COMMAND [ARGS]\n"
 		"commands:\n"
 		"  who | kick USER [REASON] | reload | stop | log | stats\n"
 		"  user USER | auth test USER [PASSWORD] | pw [moat-pw options]\n"
@@ -107,6 +107,7 @@ int main(int argc, char *argv[])
 {
 	static const struct option long_opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -117,10 +118,11 @@ int main(int argc, char *argv[])
 
 	log_init("moatadm: ", false);
 	/* Options stop at the command: its own (-u) follow it. */
-	while ((c = getopt_long(argc, argv, "+c:jh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:jqh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': ctx.config_path = optarg; break;
 		case 'j': ctx.json = true; break;
+		case 'q': ctx.quiet = true; break;
 		case 'h': usage(0);
 		case 'V': printf("moatadm %s\n", PACKAGE_VERSION); return 0;
 		default: usage(ADMIN_EXIT_USAGE);

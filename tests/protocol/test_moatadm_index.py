@@ -151,3 +151,41 @@ def test_all_users_for_the_mail_commands(moat_server):
     # a bad query is a usage error before any user is asked
     r = moatadm(moat_server, "search", "-A", "INBOX", "frobnicate")
     assert r.returncode == EX_USAGE, r
+
+
+def add_broken_user(server):
+    """A userdb entry whose mail nobody may serve (uid 1, below
+    first_valid_uid; not root either way)."""
+    first = server.users_path.read_text().splitlines()[0].split(":")
+    line = f"brokenuser:{first[1]}:1:1::/nonexistent-home::\n"
+    with open(server.users_path, "a") as f:
+        f.write(line)
+
+
+def test_all_users_one_failing_does_not_stop_the_others(moat_server):
+    fill_inbox(moat_server)
+    c2 = moat_server.login("testuser2")
+    assert c2.append("INBOX", message("for two")).ok
+    add_broken_user(moat_server)
+    r = moatadm(moat_server, "mailbox", "status", "-A", "INBOX", json_out=True)
+    assert r.returncode not in (0, EX_NOUSER), (r, moat_server.logs())
+    counts = {row["user"]: row["messages"] for row in as_json(r)}
+    assert counts == {"testuser1": 4, "testuser2": 1}, r
+    assert "brokenuser" in r.stderr, r
+    r = moatadm(moat_server, "index", "rebuild", "-A", "INBOX")
+    assert r.returncode not in (0, EX_NOUSER), r
+    users = sorted(line.split("\t")[0] for line in r.stdout.splitlines()[1:])
+    assert users == ["testuser1", "testuser2"], r
+
+
+def test_all_users_progress_lines(moat_server):
+    fill_inbox(moat_server)
+    r = moatadm(moat_server, "expunge", "-A", "INBOX", "deleted")
+    assert r.returncode == 0, r
+    # not a terminal: plain lines, the last one with the total
+    last = [line for line in r.stderr.splitlines()
+            if line.startswith("moatadm: progress: ")][-1]
+    assert re.match(r"moatadm: progress: users 2/2 done in \d+:\d\d$", last), r
+    q = moatadm(moat_server, "--quiet", "index", "check", "-A")
+    assert q.returncode == 0, q
+    assert "progress" not in q.stderr, q
