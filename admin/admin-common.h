@@ -62,5 +62,8 @@ int admin_cmd_search(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_fetch(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_expunge(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_index(struct admin_ctx *ctx, int argc, char **argv);
+/* admin-cmd-mbox.c */
+int admin_cmd_import(struct admin_ctx *ctx, int argc, char **argv);
+int admin_cmd_export(struct admin_ctx *ctx, int argc, char **argv);
 
 #endif

@@ -4,6 +4,7 @@ noinst_LIBRARIES += admin/libadmin.a
 admin_libadmin_a_SOURCES = \
 	admin/admin-common.h \
 	admin/admin-imap.c admin/admin-imap.h \
+	admin/admin-mbox.c admin/admin-mbox.h \
 	admin/admin-query.c admin/admin-query.h
 
 sbin_PROGRAMS += admin/moatadm
@@ -17,7 +18,8 @@ admin_moatadm_SOURCES = \
 	admin/admin-users.c \
 	admin/admin-progress.c admin/admin-progress.h \
 	admin/admin-cmd-mailbox.c \
-	admin/admin-cmd-mail.c
+	admin/admin-cmd-mail.c \
+	admin/admin-cmd-mbox.c
 admin_moatadm_CPPFLAGS = $(AM_CPPFLAGS) -DMOAT_SBINDIR=\"$(sbindir)\"
 admin_moatadm_LDADD = admin/libadmin.a $(LIBINDEX) $(LIBMOAT)
 

@@ -23,7 +23,9 @@ struct admin_cmd {
 static const struct admin_cmd admin_cmds[] = {
 	{ "auth", admin_cmd_auth, true },
 	{ "expunge", admin_cmd_expunge, true },
+	{ "export", admin_cmd_export, true },
 	{ "fetch", admin_cmd_fetch, true },
+	{ "import", admin_cmd_import, true },
 	{ "index", admin_cmd_index, true },
 	{ "kick", admin_cmd_kick, true },
 	{ "log", admin_cmd_log, true },
@@ -52,6 +54,8 @@ static void ATTR_NORETURN usage(int code)
 		"  search -u USER | -A MAILBOX QUERY...\n"
 		"  fetch -u USER | -A MAILBOX FIELDS QUERY...\n"
 		"  expunge -u USER | -A MAILBOX QUERY...\n"
+		"  import -u USER [-m MAILBOX] MBOX\n"
+		"  export -u USER [-m MAILBOX] [--format mboxrd|mboxcl2] DEST\n"
 		"see moatadm(8)\n");
 	exit(code);
 }
