@@ -23,9 +23,12 @@ admin_moatadm_SOURCES = \
 admin_moatadm_CPPFLAGS = $(AM_CPPFLAGS) -DMOAT_SBINDIR=\"$(sbindir)\"
 admin_moatadm_LDADD = admin/libadmin.a $(LIBINDEX) $(LIBMOAT)
 
-ADMIN_UNIT_TESTS = tests/unit/test-admin-query
+ADMIN_UNIT_TESTS = tests/unit/test-admin-query tests/unit/test-admin-mbox
 check_PROGRAMS += $(ADMIN_UNIT_TESTS)
 TESTS += $(ADMIN_UNIT_TESTS)
 tests_unit_test_admin_query_LDADD = tests/unit/libtest.a admin/libadmin.a \
 	$(LIBINDEX) $(LIBMOAT)
 tests_unit_test_admin_query_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/admin
+tests_unit_test_admin_mbox_LDADD = tests/unit/libtest.a admin/libadmin.a \
+	$(LIBINDEX) $(LIBMOAT)
+tests_unit_test_admin_mbox_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/admin
