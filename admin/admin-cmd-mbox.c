@@ -1,4 +1,5 @@
-/* import and export of mbox files (admin-mbox.h) through a session of
+/* import and export of mbox files (admin-mbox.h), and the commands'
+   Maildir side (admin-maildir.h), through a session of
    the user's imap process: an import is one APPEND per message, so the
    user's sessions see the mail at once and each message is on disk when
    its OK comes; an export reads with UID FETCH in ranges, one message in
@@ -6,6 +7,7 @@
 #include "admin-common.h"
 #include "admin-imap.h"
 #include "admin-mail.h"
+#include "admin-maildir.h"
 #include "admin-mbox.h"
 #include "admin-output.h"
 #include "admin-progress.h"
@@ -24,6 +26,7 @@
 struct admin_mbox_opts {
 	const char *user, *mailbox, *path;
 	enum admin_mbox_format format;
+	bool maildir;             /* export --format maildir */
 };
 
 /* -u USER [-m MAILBOX] [--format F] PATH. Returns 0 or the usage exit. */
@@ -35,8 +38,8 @@ static int admin_mbox_parse(struct admin_ctx *ctx, int argc, char **argv,
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *usage = export ?
-		"export -u USER [-m MAILBOX] [--format mboxrd|mboxcl2] DEST" :
-		"import -u USER [-m MAILBOX] SOURCE";
+		"export -u USER [-m MAILBOX] [--format mboxrd|mboxcl2|maildir] DEST" :
+		"import -u USER [-m MAILBOX] MBOX|MAILDIR";
 	int c;
 
 	memset(opts_r, 0, sizeof(*opts_r));
@@ -51,6 +54,8 @@ static int admin_mbox_parse(struct admin_ctx *ctx, int argc, char **argv,
 			opts_r->format = ADMIN_MBOX_RD;
 		else if (c == 'f' && export && strcmp(optarg, "mboxcl2") == 0)
 			opts_r->format = ADMIN_MBOX_CL2;
+		else if (c == 'f' && export && strcmp(optarg, "maildir") == 0)
+			opts_r->maildir = true;
 		else
 			return admin_usage(ctx, usage);
 	}
@@ -62,10 +67,9 @@ static int admin_mbox_parse(struct admin_ctx *ctx, int argc, char **argv,
 
 /* ---- import ---- */
 
-static int admin_import_append(struct admin_ctx *ctx, struct admin_imap *imap,
-			       const char *name, const buffer_t *msg,
-			       const struct admin_mbox_meta *meta,
-			       const char **text_r)
+int admin_import_append(struct admin_ctx *ctx, struct admin_imap *imap,
+			const char *name, const buffer_t *msg,
+			const struct admin_mbox_meta *meta, const char **text_r)
 {
 	pool_t pool = pool_create("admin import", 1024);
 	const char *cmd = p_strdup_printf(pool, "APPEND %s (%s)%s%s%s {%zu+}\r\n",
@@ -120,6 +124,24 @@ static int admin_import_file(struct admin_ctx *ctx, struct admin_imap *imap,
 	return exit_code;
 }
 
+static int admin_import_maildir(struct admin_ctx *ctx,
+				const struct admin_mbox_opts *opts)
+{
+	static const char *const numeric[] = { "messages", NULL };
+	struct admin_imap *imap;
+
+	int ret = admin_mail_open(ctx, opts->user, &imap);
+	if (ret != 0)
+		return ret;
+	struct admin_output *out =
+		admin_output_begin(ctx, ADMIN_OUTPUT_TABLE, numeric);
+	ctx->errors_to_stderr = true;   /* the rows say how far it got */
+	ret = admin_maildir_import(ctx, imap, opts->path, opts->mailbox, out);
+	admin_imap_close(&imap);
+	return admin_output_end(&out, ret, "failed",
+				"the import stopped (see above)");
+}
+
 int admin_cmd_import(struct admin_ctx *ctx, int argc, char **argv)
 {
 	static const char *const numeric[] = { "messages", NULL };
@@ -132,6 +154,9 @@ int admin_cmd_import(struct admin_ctx *ctx, int argc, char **argv)
 	int ret = admin_mbox_parse(ctx, argc, argv, false, &opts);
 	if (ret != 0)
 		return ret;
+	struct stat st;
+	if (stat(opts.path, &st) == 0 && S_ISDIR(st.st_mode))
+		return admin_import_maildir(ctx, &opts);
 	const char *mailbox = opts.mailbox != NULL ? opts.mailbox : "INBOX";
 	if (admin_mailbox_names(ctx, 1, (char **)&mailbox, &name) != 0)
 		return ADMIN_EXIT_USAGE;
@@ -367,7 +392,8 @@ int admin_cmd_export(struct admin_ctx *ctx, int argc, char **argv)
 	int ret = admin_mbox_parse(ctx, argc, argv, true, &opts);
 	if (ret != 0)
 		return ret;
-	if (opts.mailbox == NULL && mkdir(opts.path, 0700) < 0 && errno != EEXIST)
+	if ((opts.mailbox == NULL || opts.maildir) &&
+	    mkdir(opts.path, 0700) < 0 && errno != EEXIST)
 		return admin_fail(ctx, ADMIN_EXIT_FAILED, "failed", "mkdir %s: %s",
 				  opts.path, strerror(errno));
 	if ((ret = admin_mail_open(ctx, opts.user, &imap)) != 0)
@@ -375,7 +401,9 @@ int admin_cmd_export(struct admin_ctx *ctx, int argc, char **argv)
 	struct admin_output *out =
 		admin_output_begin(ctx, ADMIN_OUTPUT_TABLE, numeric);
 	ctx->errors_to_stderr = true;   /* the rows say what was written */
-	if (opts.mailbox != NULL) {
+	if (opts.mailbox != NULL && opts.maildir) {
+		ret = admin_maildir_export(ctx, imap, opts.path, opts.mailbox, out);
+	} else if (opts.mailbox != NULL) {
 		ret = admin_export_mailbox(ctx, imap, opts.mailbox, opts.path,
 					   opts.format, out);
 	} else {
@@ -388,6 +416,11 @@ int admin_cmd_export(struct admin_ctx *ctx, int argc, char **argv)
 					 "more than %u mailboxes",
 					 ADMIN_EXPORT_MAILBOXES_MAX);
 		for (unsigned int i = 0; ret == 0 && i < names->count; i++) {
+			if (opts.maildir) {
+				ret = admin_maildir_export(ctx, imap, opts.path,
+							   names->names[i], out);
+				continue;
+			}
 			ret = admin_export_path(ctx, opts.path, names->names[i],
 						&path);
 			if (ret == 0)

@@ -19,7 +19,8 @@ admin_moatadm_SOURCES = \
 	admin/admin-progress.c admin/admin-progress.h \
 	admin/admin-cmd-mailbox.c \
 	admin/admin-cmd-mail.c \
-	admin/admin-cmd-mbox.c
+	admin/admin-cmd-mbox.c \
+	admin/admin-cmd-maildir.c admin/admin-maildir.h
 admin_moatadm_CPPFLAGS = $(AM_CPPFLAGS) -DMOAT_SBINDIR=\"$(sbindir)\"
 admin_moatadm_LDADD = admin/libadmin.a $(LIBINDEX) $(LIBMOAT)
 

@@ -54,8 +54,8 @@ static void ATTR_NORETURN usage(int code)
 		"  search -u USER | -A MAILBOX QUERY...\n"
 		"  fetch -u USER | -A MAILBOX FIELDS QUERY...\n"
 		"  expunge -u USER | -A MAILBOX QUERY...\n"
-		"  import -u USER [-m MAILBOX] MBOX\n"
-		"  export -u USER [-m MAILBOX] [--format mboxrd|mboxcl2] DEST\n"
+		"  import -u USER [-m MAILBOX] MBOX|MAILDIR\n"
+		"  export -u USER [-m MAILBOX] [--format mboxrd|mboxcl2|maildir] DEST\n"
 		"see moatadm(8)\n");
 	exit(code);
 }

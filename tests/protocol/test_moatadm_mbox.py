@@ -4,6 +4,7 @@ keywords and internal dates travel in Status/X-Status/X-Keywords and the
 From_ line; From_ quoting exactly per format (mboxrd, mboxcl2)."""
 
 import lzma
+import os
 import re
 
 import pytest
@@ -182,3 +183,58 @@ def test_import_real_mboxrd_archive(moat_server, tmp_path):
     back = exported.read_bytes()
     assert back.count(b"\nFrom MAILER-DAEMON ") + back.startswith(b"From ") == 300
     assert len(re.findall(rb"(?m)^>+From ", back)) == quoted
+
+
+def test_maildir_tree_export_then_import(moat_server, tmp_path):
+    c = moat_server.login("testuser1")
+    assert c.append('INBOX (\\Seen \\Answered $Forwarded) '
+                    '"05-Feb-2021 08:09:10 +0100"', message("one")).ok
+    assert c.append("INBOX (\\Deleted work)", message("two")).ok
+    assert c.command("CREATE Work/Deep").ok
+    assert c.append("Work/Deep (\\Flagged)", message("deep")).ok
+    assert c.command("SELECT INBOX").ok and c.command("UNSELECT").ok
+    dest = tmp_path / "Maildir"
+    r = moatadm(moat_server, "export", "-u", "testuser1", "--format", "maildir",
+                str(dest), json_out=True)
+    assert r.returncode == 0, (r, moat_server.logs())
+    rows = {row["mailbox"]: row for row in as_json(r)}
+    assert rows["INBOX"]["messages"] == 2 and rows["Work/Deep"]["messages"] == 1
+    names = sorted(p.name for p in (dest / "cur").iterdir())
+    assert len(names) == 2, names
+    assert any(n.endswith(":2,RSa") for n in names), names
+    assert (dest / ".Work.Deep" / "cur").is_dir()
+    assert "$Forwarded" in (dest / "dovecot-keywords").read_text()
+
+    r = moatadm(moat_server, "import", "-u", "testuser2", str(dest), json_out=True)
+    assert r.returncode == 0, (r, moat_server.logs())
+    got = {row["mailbox"]: row["messages"] for row in as_json(r)}
+    assert got["INBOX"] == 2 and got["Work/Deep"] == 1, got
+    c2 = moat_server.login("testuser2")
+    key = lambda m: m[2]   # noqa: E731 (by body: directory order is not UID order)
+    for mailbox in ("INBOX", '"Work/Deep"'):
+        assert sorted(bodies(c, mailbox).values(), key=key) == \
+            sorted(bodies(c2, mailbox).values(), key=key)
+
+
+def test_import_foreign_maildir(moat_server, tmp_path):
+    """A Maildir as Dovecot leaves it: new/ and cur/, keyword letters."""
+    root = tmp_path / "old"
+    for sub in ("cur", "new", "tmp"):
+        (root / sub).mkdir(parents=True)
+    (root / "dovecot-keywords").write_text("0 Junk\n1 work\n")
+    (root / "cur" / "1600000000.M1P1.host,S=20:2,Sb").write_bytes(
+        b"Subject: seen\n\nhi\n")
+    (root / "new" / "1600000001.M2P1.host").write_bytes(b"Subject: new\n\nyo\n")
+    os.utime(root / "cur" / "1600000000.M1P1.host,S=20:2,Sb",
+             (1600000000, 1600000000))
+    r = moatadm(moat_server, "import", "-u", "testuser1", "-m", "Old", str(root),
+                json_out=True)
+    assert r.returncode == 0, (r, moat_server.logs())
+    assert as_json(r) == [{"mailbox": "Old", "format": "maildir", "messages": 2}]
+    c = moat_server.login("testuser1")
+    got = sorted(bodies(c, "Old").values(), key=lambda m: m[2])
+    # the bytes as in the file (moat stores LF messages as they are)
+    assert got[0][2] in (b"Subject: new\r\n\r\nyo\r\n", b"Subject: new\n\nyo\n")
+    seen = [m for m in got if b"seen" in m[2]][0]
+    assert seen[0] == ["\\Seen", "work"]
+    assert seen[1] == "13-Sep-2020 12:26:40 +0000"
