@@ -53,6 +53,8 @@ int admin_cmd_log(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_stats(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_user(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_auth(struct admin_ctx *ctx, int argc, char **argv);
+/* admin-cmd-dovecot.c */
+int admin_cmd_config_from_dovecot(struct admin_ctx *ctx, int argc, char **argv);
 /* admin-cmd-pw.c */
 int admin_cmd_pw(struct admin_ctx *ctx, int argc, char **argv);
 /* admin-cmd-mail.c */

@@ -14,6 +14,7 @@ admin_moatadm_SOURCES = \
 	admin/admin-output.c admin/admin-output.h \
 	admin/admin-cmd-server.c \
 	admin/admin-cmd-pw.c \
+	admin/admin-cmd-dovecot.c \
 	admin/admin-mail.c admin/admin-mail.h \
 	admin/admin-users.c \
 	admin/admin-progress.c admin/admin-progress.h \

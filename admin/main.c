@@ -22,6 +22,7 @@ struct admin_cmd {
 /* Sorted by name. */
 static const struct admin_cmd admin_cmds[] = {
 	{ "auth", admin_cmd_auth, true },
+	{ "config-from-dovecot", admin_cmd_config_from_dovecot, false },
 	{ "expunge", admin_cmd_expunge, true },
 	{ "export", admin_cmd_export, true },
 	{ "fetch", admin_cmd_fetch, true },
@@ -47,6 +48,7 @@ static void ATTR_NORETURN usage(int code)
 		"commands:\n"
 		"  who | kick USER [REASON] | reload | stop | log | stats\n"
 		"  user USER | auth test USER [PASSWORD] | pw [moat-pw options]\n"
+		"  config-from-dovecot [DOVECONF-N-OUTPUT|-]\n"
 		"  mailbox list|status -u USER | -A [MAILBOX...]\n"
 		"  mailbox create|delete|rename -u USER ...\n"
 		"  quota get|recalc -u USER | -A\n"
