@@ -5,8 +5,11 @@
    (0660 root:admin_group) and peer-credential check decide who may, and
    for mail commands speaks IMAP to the user's own imap process over a
    session master hands it: moatadm itself never opens a user's mail
-   files and needs no privileges beyond reaching the socket. "pw" runs
-   moat-pw, which needs none at all. */
+   files and needs no privileges beyond reaching the socket. import and
+   export open only the mbox files and Maildir trees named on the
+   command line, with the invoker's rights; config-from-dovecot reads
+   text and needs no socket. "pw" runs moat-pw, which needs none at
+   all. */
 #include "admin-common.h"
 #include "admin-output.h"
 
