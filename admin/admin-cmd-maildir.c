@@ -118,13 +118,21 @@ static int admin_maildir_read_file(int dirfd, const char *fname, buffer_t *msg,
 		return -1;
 	}
 	char *dest = buffer_reserve(msg, (size_t)st.st_size);
-	ssize_t n = st.st_size == 0 ? 0 : read(fd, dest, (size_t)st.st_size);
+	size_t got = 0;
+	ssize_t n = 1;
+	while (got < (size_t)st.st_size && n > 0) {
+		n = read(fd, dest + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			n = 1;
+		else if (n > 0)
+			got += (size_t)n;
+	}
 	close(fd);
-	if (n != st.st_size) {
+	if (got != (size_t)st.st_size) {
 		*error_r = n < 0 ? strerror(errno) : "file changed while read";
 		return -1;
 	}
-	buffer_commit(msg, (size_t)n);
+	buffer_commit(msg, got);
 	*mtime_r = st.st_mtime;
 	return 0;
 }

@@ -63,6 +63,11 @@ def test_import_hand_made_mboxrd(moat_server, tmp_path):
                     b"From: not a From_ line\r\n")
     assert got[2][0] == [] and got[2][1] == "02-Jan-2020 11:30:00 +0000"
     assert got[2][2] == b"Subject: two\r\n\r\nsecond\r\n"
+    # "-": the mbox on standard input
+    r = moatadm(moat_server, "import", "-u", "testuser1", "-m", "Piped", "-",
+                stdin=HAND_MADE.decode(), json_out=True)
+    assert r.returncode == 0, r
+    assert as_json(r)["messages"] == 2
 
 
 @pytest.mark.parametrize("fmt", ["mboxrd", "mboxcl2"])
