@@ -153,45 +153,90 @@ static int admin_fetch_parse_fields(struct admin_ctx *ctx, const char *spec,
 	return 0;
 }
 
-static int admin_search_or_fetch(struct admin_ctx *ctx, int argc, char **argv,
-				 bool fetch)
-{
-	static const char *const numeric[] = { "uid", "size", "modseq", NULL };
-	const char *usage = fetch ? "fetch -u USER MAILBOX FIELDS QUERY..." :
-		"search -u USER MAILBOX QUERY...";
-	struct admin_fetch_ctx fctx = { .field_count = 0 };
-	const char *user, *items = "UID", *text, *code;
-	struct admin_imap *imap;
+/* search or fetch in one user's mailbox. */
+struct admin_sf_args {
+	struct admin_fetch_ctx *fctx;
+	const char *mailbox, *items;
+	int query_argc;
+	char **query_argv;
+	/* the failure of a lone user's FETCH, left to admin_output_end() */
+	const char *code, *text;
+};
 
-	int first = admin_mail_user_opt(argc, argv, &user);
-	if (first < 0 || argc - first < (fetch ? 3 : 2))
-		return admin_usage(ctx, usage);
-	const char *mailbox = argv[first++];
-	if (fetch) {
-		int ret = admin_fetch_parse_fields(ctx, argv[first++], &fctx, &items);
-		if (ret != 0)
-			return ret;
-	} else {
-		fctx.field_count = 1;   /* uid */
-		fctx.mailbox = mailbox;
-	}
+static int admin_search_or_fetch_user(struct admin_ctx *ctx, const char *user,
+				      struct admin_output *out, void *context)
+{
+	struct admin_sf_args *args = context;
+	struct admin_imap *imap;
+	const char *text, *code;
+
 	int ret = admin_mail_open(ctx, user, &imap);
 	if (ret != 0)
 		return ret;
-	ret = admin_mail_select_query(ctx, imap, mailbox, argc - first,
-				      argv + first);
+	ret = admin_mail_select_query(ctx, imap, args->mailbox,
+				      args->query_argc, args->query_argv);
 	if (ret != 0) {
 		admin_imap_close(&imap);
 		return ret;
 	}
-	fctx.out = admin_output_begin(ctx, fetch ? ADMIN_OUTPUT_RECORDS :
-				      ADMIN_OUTPUT_TABLE, numeric);
+	args->fctx->out = out;
 	ret = admin_imap_run(imap, p_strdup_printf(ctx->pool,
-			     "UID FETCH $ (%s)", items),
-			     admin_fetch_untagged, &fctx, &text);
+			     "UID FETCH $ (%s)", args->items),
+			     admin_fetch_untagged, args->fctx, &text);
 	admin_imap_close(&imap);
 	int exit_code = admin_mail_exit(ret, text, &code);
-	return admin_output_end(&fctx.out, exit_code, code, text);
+	if (exit_code != 0 && ctx->errors_to_stderr)
+		return admin_fail(ctx, exit_code, code, "%s: %s", user, text);
+	args->code = code;
+	args->text = text;
+	return exit_code;
+}
+
+static int admin_search_or_fetch(struct admin_ctx *ctx, int argc, char **argv,
+				 bool fetch)
+{
+	static const char *const numeric[] = { "uid", "size", "modseq", NULL };
+	const char *usage = fetch ?
+		"fetch -u USER | -A MAILBOX FIELDS QUERY..." :
+		"search -u USER | -A MAILBOX QUERY...";
+	struct admin_fetch_ctx fctx = { .field_count = 0 };
+	struct admin_sf_args args = { .fctx = &fctx, .items = "UID" };
+	const char *user, *program, *error;
+	bool all;
+
+	int first = admin_mail_user_opt_all(argc, argv, &user, &all);
+	if (first < 0 || argc - first < (fetch ? 3 : 2))
+		return admin_usage(ctx, usage);
+	args.mailbox = argv[first++];
+	if (fetch) {
+		int ret = admin_fetch_parse_fields(ctx, argv[first++], &fctx,
+						   &args.items);
+		if (ret != 0)
+			return ret;
+	} else {
+		fctx.field_count = 1;   /* uid */
+		fctx.mailbox = args.mailbox;
+	}
+	args.query_argc = argc - first;
+	args.query_argv = argv + first;
+	/* a bad query is a usage error before any user is asked */
+	if (admin_query_build(ctx->pool, args.query_argc, args.query_argv,
+			      time(NULL), &program, &error) < 0)
+		return admin_fail(ctx, ADMIN_EXIT_USAGE, "usage", "%s", error);
+	struct admin_output *out = admin_output_begin(ctx, fetch ?
+		ADMIN_OUTPUT_RECORDS : ADMIN_OUTPUT_TABLE, numeric);
+	if (all) {
+		int ret = admin_for_users(ctx, out, admin_search_or_fetch_user,
+					  &args);
+		return admin_output_end(&out, ret, ret == 0 ? NULL : "failed",
+					"some users failed (see above)");
+	}
+	int ret = admin_search_or_fetch_user(ctx, user, out, &args);
+	if (ret != 0 && args.text == NULL) {
+		admin_output_abort(&out);   /* reported where it happened */
+		return ret;
+	}
+	return admin_output_end(&out, ret, args.code, args.text);
 }
 
 int admin_cmd_search(struct admin_ctx *ctx, int argc, char **argv)

@@ -109,34 +109,70 @@ static const char *admin_status_command(pool_t pool, const char *mailbox)
 	return p_strdup_printf(pool, "STATUS %s (%s)", mailbox, items);
 }
 
-static int admin_mailbox_listing(struct admin_ctx *ctx,
-				 struct admin_imap *imap, bool status,
-				 int argc, char **argv)
-{
-	struct admin_list_ctx lctx = { .status = status };
-	const char **names = p_malloc(ctx->pool, sizeof(char *) * ((size_t)argc + 1));
-	int ret;
+/* mailbox list|status of one user (names: the mailboxes asked for, as
+   IMAP writes them; none = all). */
+struct admin_listing_args {
+	bool status;
+	int count;
+	const char **names;
+	/* the failure of a lone user, left to admin_output_end() */
+	const char *code, *text;
+};
 
-	if ((ret = admin_mailbox_names(ctx, argc, argv, names)) != 0)
+static int admin_mailbox_listing_user(struct admin_ctx *ctx, const char *user,
+				      struct admin_output *out, void *context)
+{
+	struct admin_listing_args *args = context;
+	struct admin_list_ctx lctx = { .out = out, .status = args->status };
+	struct admin_imap *imap;
+	const char *text = NULL, *code;
+
+	int ret = admin_mail_open(ctx, user, &imap);
+	if (ret != 0)
 		return ret;
-	lctx.out = admin_output_begin(ctx, ADMIN_OUTPUT_TABLE,
-				      status ? admin_status_numeric : NULL);
-	const char *text = NULL;
-	ret = 0;
-	if (argc == 0) {
-		ret = admin_imap_run(imap, status ?
+	if (args->count == 0) {
+		ret = admin_imap_run(imap, args->status ?
 				     admin_status_command(ctx->pool, NULL) :
 				     "LIST \"\" \"*\"",
 				     admin_list_untagged, &lctx, &text);
 	}
-	for (int i = 0; i < argc && ret == 0; i++) {
-		const char *cmd = status ? admin_status_command(ctx->pool, names[i]) :
-			p_strdup_printf(ctx->pool, "LIST \"\" %s", names[i]);
+	for (int i = 0; i < args->count && ret == 0; i++) {
+		const char *cmd = args->status ?
+			admin_status_command(ctx->pool, args->names[i]) :
+			p_strdup_printf(ctx->pool, "LIST \"\" %s", args->names[i]);
 		ret = admin_imap_run(imap, cmd, admin_list_untagged, &lctx, &text);
 	}
-	const char *code;
+	admin_imap_close(&imap);
 	int exit_code = admin_mail_exit(ret, text, &code);
-	return admin_output_end(&lctx.out, exit_code, code, text);
+	if (exit_code != 0 && ctx->errors_to_stderr)
+		return admin_fail(ctx, exit_code, code, "%s: %s", user, text);
+	args->code = code;
+	args->text = text;
+	return exit_code;
+}
+
+static int admin_mailbox_listing(struct admin_ctx *ctx, const char *user,
+				 bool status, int argc, char **argv)
+{
+	struct admin_listing_args args = { .status = status, .count = argc };
+	int ret;
+
+	args.names = p_malloc(ctx->pool, sizeof(char *) * ((size_t)argc + 1));
+	if ((ret = admin_mailbox_names(ctx, argc, argv, args.names)) != 0)
+		return ret;
+	struct admin_output *out = admin_output_begin(ctx, ADMIN_OUTPUT_TABLE,
+		status ? admin_status_numeric : NULL);
+	if (user == NULL) {
+		ret = admin_for_users(ctx, out, admin_mailbox_listing_user, &args);
+		return admin_output_end(&out, ret, ret == 0 ? NULL : "failed",
+					"some users failed (see above)");
+	}
+	ret = admin_mailbox_listing_user(ctx, user, out, &args);
+	if (ret != 0 && args.text == NULL) {
+		admin_output_abort(&out);   /* reported where it happened */
+		return ret;
+	}
+	return admin_output_end(&out, ret, args.code, args.text);
 }
 
 static int admin_mailbox_change(struct admin_ctx *ctx, struct admin_imap *imap,
@@ -165,16 +201,17 @@ static int admin_mailbox_change(struct admin_ctx *ctx, struct admin_imap *imap,
 int admin_cmd_mailbox(struct admin_ctx *ctx, int argc, char **argv)
 {
 	static const char *usage =
-		"mailbox list|status -u USER [MAILBOX...] | "
+		"mailbox list|status -u USER | -A [MAILBOX...] | "
 		"mailbox create|delete -u USER MAILBOX... | "
 		"mailbox rename -u USER OLD NEW";
 	const char *user;
 	struct admin_imap *imap;
+	bool all;
 
 	if (argc < 2)
 		return admin_usage(ctx, usage);
 	const char *sub = argv[1];
-	int first = admin_mail_user_opt(argc - 1, argv + 1, &user);
+	int first = admin_mail_user_opt_all(argc - 1, argv + 1, &user, &all);
 	if (first < 0)
 		return admin_usage(ctx, usage);
 	int rest_argc = argc - 1 - first;
@@ -185,15 +222,16 @@ int admin_cmd_mailbox(struct admin_ctx *ctx, int argc, char **argv)
 		strcmp(sub, "rename") == 0 ? "RENAME" : NULL;
 	if ((!list && !status && verb == NULL) ||
 	    (verb != NULL && rest_argc == 0) ||
-	    (verb != NULL && strcmp(verb, "RENAME") == 0 && rest_argc != 2))
+	    (verb != NULL && strcmp(verb, "RENAME") == 0 && rest_argc != 2) ||
+	    (verb != NULL && all))
 		return admin_usage(ctx, usage);
+	if (verb == NULL)
+		return admin_mailbox_listing(ctx, user, status, rest_argc, rest);
 	int ret = admin_mail_open(ctx, user, &imap);
 	if (ret != 0)
 		return ret;
-	ret = verb == NULL ?
-		admin_mailbox_listing(ctx, imap, status, rest_argc, rest) :
-		admin_mailbox_change(ctx, imap, verb, rest_argc, rest);
-	if (ret == 0 && verb != NULL && ctx->json)
+	ret = admin_mailbox_change(ctx, imap, verb, rest_argc, rest);
+	if (ret == 0 && ctx->json)
 		puts("{\"result\": \"ok\"}");
 	admin_imap_close(&imap);
 	return ret;
@@ -293,25 +331,59 @@ int admin_cmd_quota(struct admin_ctx *ctx, int argc, char **argv)
 				"some users failed (see above)");
 }
 
-/* ---- index check ---- */
+/* ---- index check, index rebuild ---- */
+
+struct admin_index_args {
+	const char *op;           /* index-check or index-rebuild */
+	const char *mailbox;      /* UTF-8; "" for every one */
+	/* the failure of a lone user, left to admin_output_end() */
+	const char *code, *text;
+};
+
+/* The user's imap process checks or rebuilds (MAILOP). */
+static int admin_index_user(struct admin_ctx *ctx, const char *user,
+			    struct admin_output *out, void *context)
+{
+	struct admin_index_args *op = context;
+	const char *args[] = { "MAILOP", user, op->op, op->mailbox, NULL };
+	const char *code, *text;
+
+	int ret = admin_conn_request(ctx, args, admin_row_to_output, out, NULL,
+				     &code, &text);
+	if (ret != 0 && ctx->errors_to_stderr)
+		return admin_fail(ctx, ret, code, "%s: %s", user, text);
+	op->code = code;
+	op->text = text;
+	return ret;
+}
 
 int admin_cmd_index(struct admin_ctx *ctx, int argc, char **argv)
 {
 	static const char *const numeric[] = {
-		"messages", "uidvalidity", "uidnext", NULL
+		"messages", "uidvalidity", "uidnext", "highestmodseq", NULL
 	};
-	const char *user, *code, *text;
+	static const char *usage = "index check|rebuild -u USER | -A [MAILBOX]";
+	const char *user;
+	bool all;
 
-	if (argc < 2 || strcmp(argv[1], "check") != 0)
-		return admin_usage(ctx, "index check -u USER [MAILBOX]");
-	int first = admin_mail_user_opt(argc - 1, argv + 1, &user);
+	if (argc < 2 || (strcmp(argv[1], "check") != 0 &&
+			 strcmp(argv[1], "rebuild") != 0))
+		return admin_usage(ctx, usage);
+	int first = admin_mail_user_opt_all(argc - 1, argv + 1, &user, &all);
 	if (first < 0 || argc - 1 - first > 1)
-		return admin_usage(ctx, "index check -u USER [MAILBOX]");
-	const char *mailbox = argc - 1 - first == 1 ? argv[1 + first] : "";
-	const char *args[] = { "MAILOP", user, "index-check", mailbox, NULL };
+		return admin_usage(ctx, usage);
+	struct admin_index_args op = {
+		.op = strcmp(argv[1], "check") == 0 ? "index-check" :
+			"index-rebuild",
+		.mailbox = argc - 1 - first == 1 ? argv[1 + first] : "",
+	};
 	struct admin_output *out =
 		admin_output_begin(ctx, ADMIN_OUTPUT_TABLE, numeric);
-	int ret = admin_conn_request(ctx, args, admin_row_to_output, out, NULL,
-				     &code, &text);
-	return admin_output_end(&out, ret, code, text);
+	if (all) {
+		int ret = admin_for_users(ctx, out, admin_index_user, &op);
+		return admin_output_end(&out, ret, ret == 0 ? NULL : "failed",
+					"some users failed (see above)");
+	}
+	int ret = admin_index_user(ctx, user, out, &op);
+	return admin_output_end(&out, ret, op.code, op.text);
 }

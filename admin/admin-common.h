@@ -24,6 +24,7 @@ struct admin_ctx {
 	const char *config_path;
 	struct moat_settings *set;
 	bool json;
+	bool quiet;               /* --quiet: no progress on stderr */
 	/* -A runs one command per user into one document: a user's failure
 	   goes to stderr as text, not as the document */
 	bool errors_to_stderr;
@@ -52,6 +53,8 @@ int admin_cmd_log(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_stats(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_user(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_auth(struct admin_ctx *ctx, int argc, char **argv);
+/* admin-cmd-dovecot.c */
+int admin_cmd_config_from_dovecot(struct admin_ctx *ctx, int argc, char **argv);
 /* admin-cmd-pw.c */
 int admin_cmd_pw(struct admin_ctx *ctx, int argc, char **argv);
 /* admin-cmd-mail.c */
@@ -61,5 +64,8 @@ int admin_cmd_search(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_fetch(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_expunge(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_index(struct admin_ctx *ctx, int argc, char **argv);
+/* admin-cmd-mbox.c */
+int admin_cmd_import(struct admin_ctx *ctx, int argc, char **argv);
+int admin_cmd_export(struct admin_ctx *ctx, int argc, char **argv);
 
 #endif

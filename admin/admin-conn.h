@@ -8,8 +8,8 @@
 typedef void admin_row_callback_t(void *context, const char *const *kv);
 
 /* The longest moatadm waits for master's answer: above master's own
-   limits (10 s for auth and imap answers, 120 s for a quota recalc). */
-#define ADMIN_CONN_TIMEOUT_MSECS 180000
+   limits (10 s for auth and imap answers, 600 s for a MAILOP). */
+#define ADMIN_CONN_TIMEOUT_MSECS 660000
 
 /* Send one request (args: the record, NULL-terminated) and read the
    answer: row() for each ROW, then DONE (returns ADMIN_EXIT_OK) or FAIL

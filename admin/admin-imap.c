@@ -128,6 +128,14 @@ int admin_imap_run(struct admin_imap *imap, const char *command,
 		   admin_imap_untagged_t *cb, void *context,
 		   const char **text_r)
 {
+	return admin_imap_run_data(imap, command, NULL, 0, cb, context, text_r);
+}
+
+int admin_imap_run_data(struct admin_imap *imap, const char *command,
+			const void *data, size_t size,
+			admin_imap_untagged_t *cb, void *context,
+			const char **text_r)
+{
 	char tag[32];
 	size_t len;
 
@@ -138,6 +146,7 @@ int admin_imap_run(struct admin_imap *imap, const char *command,
 	snprintf(tag, sizeof(tag), "a%u ", ++imap->tag);
 	if (admin_imap_write(imap, tag, strlen(tag)) < 0 ||
 	    admin_imap_write(imap, command, strlen(command)) < 0 ||
+	    (size > 0 && admin_imap_write(imap, data, size) < 0) ||
 	    admin_imap_write(imap, "\r\n", 2) < 0) {
 		imap->broken = true;
 		*text_r = "the IMAP session closed";

@@ -32,6 +32,13 @@ int admin_imap_run(struct admin_imap *imap, const char *command,
 		   admin_imap_untagged_t *cb, void *context,
 		   const char **text_r);
 
+/* The same with size bytes of data sent right after command (the bytes
+   of a LITERAL+ literal that command announces: APPEND). */
+int admin_imap_run_data(struct admin_imap *imap, const char *command,
+			const void *data, size_t size,
+			admin_imap_untagged_t *cb, void *context,
+			const char **text_r);
+
 /* Parsing a response's values, left to right. */
 enum admin_imap_value_type {
 	ADMIN_IMAP_VALUE_END = 0,

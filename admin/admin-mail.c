@@ -1,5 +1,6 @@
 /* What the mail commands share (admin-mail.h): -u/-A, the session of the
-   user's imap process, IMAP answers to exit codes. */
+   user's imap process, IMAP answers to exit codes (-A's loop over the
+   users: admin-users.c). */
 #include "admin-common.h"
 #include "admin-conn.h"
 #include "admin-imap.h"
@@ -42,64 +43,6 @@ int admin_mail_user_opt(int argc, char **argv, const char **user_r)
 	return admin_mail_user_opt_all(argc, argv, user_r, NULL);
 }
 
-/* ---- -A: every user of the passwd-file userdbs ---- */
-
-struct admin_users {
-	char **names;
-	unsigned int count, alloc;
-};
-
-static void admin_users_row(void *context, const char *const *kv)
-{
-	struct admin_users *users = context;
-
-	if (kv[0] == NULL || kv[1] == NULL || strcmp(kv[0], "user") != 0)
-		return;
-	if (users->count == users->alloc) {
-		users->alloc = users->alloc == 0 ? 64 : users->alloc * 2;
-		users->names = i_realloc(users->names,
-					 i_mul_size(users->alloc, sizeof(char *)));
-	}
-	users->names[users->count++] = i_strdup(kv[1]);
-}
-
-static void admin_users_free(struct admin_users *users)
-{
-	for (unsigned int i = 0; i < users->count; i++)
-		free(users->names[i]);
-	free(users->names);
-}
-
-/* func for each user, rows prefixed with the user; a user whose answer
-   is "not found" (no such mailbox) is skipped. Returns the exit code of
-   the last failure, 0 if none. */
-int admin_for_users(struct admin_ctx *ctx, struct admin_output *out,
-			   admin_user_func_t *func, void *context)
-{
-	const char *args[] = { "USERS", NULL };
-	struct admin_users users = { .count = 0 };
-	const char *code, *text;
-	int worst = 0;
-
-	int ret = admin_conn_request(ctx, args, admin_users_row, &users, NULL,
-				     &code, &text);
-	if (ret != 0) {
-		admin_users_free(&users);
-		ctx->errors_to_stderr = true;
-		return admin_fail(ctx, ret, code, "%s", text);
-	}
-	ctx->errors_to_stderr = true;
-	for (unsigned int i = 0; i < users.count; i++) {
-		admin_output_set_prefix(out, "user", users.names[i]);
-		ret = func(ctx, users.names[i], out, context);
-		if (ret != 0 && ret != ADMIN_EXIT_NOTFOUND)
-			worst = ret;
-	}
-	admin_output_set_prefix(out, NULL, NULL);
-	admin_users_free(&users);
-	return worst;
-}
-
 int admin_mail_open(struct admin_ctx *ctx, const char *user,
 			   struct admin_imap **imap_r)
 {
@@ -108,6 +51,8 @@ int admin_mail_open(struct admin_ctx *ctx, const char *user,
 	int fd = -1;
 
 	int ret = admin_conn_request(ctx, args, NULL, NULL, &fd, &code, &text);
+	if (ret != 0 && ctx->errors_to_stderr)   /* -A: say whose */
+		return admin_fail(ctx, ret, code, "%s: %s", user, text);
 	if (ret != 0)
 		return admin_fail(ctx, ret, code, "%s", text);
 	if (fd < 0)

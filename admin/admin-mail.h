@@ -21,8 +21,12 @@ int admin_mail_user_opt(int argc, char **argv, const char **user_r);
 typedef int admin_user_func_t(struct admin_ctx *ctx, const char *user,
 			      struct admin_output *out, void *context);
 /* func for each user of the passwd-file userdbs (-A), rows prefixed with
-   the user; a user whose answer is "not found" is skipped. Returns the
-   exit code of the last failure, 0 if none. */
+   the user; a user whose answer is "not found" is skipped, a failing one
+   does not stop the others. Up to ADMIN_USERS_PARALLEL users are worked
+   on at once, each in a forked moatadm whose rows the parent prints (so
+   rows of different users may interleave; each names its user).
+   Progress (admin-progress.h) counts the users. Returns the exit code of
+   the last failure, 0 if none. admin-users.c. */
 int admin_for_users(struct admin_ctx *ctx, struct admin_output *out,
 		    admin_user_func_t *func, void *context);
 

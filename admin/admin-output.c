@@ -19,6 +19,8 @@ struct admin_output {
 	struct admin_output_field fields[ADMIN_OUTPUT_FIELDS_MAX];
 	unsigned int field_count;
 	const char *prefix_key, *prefix_value;
+	bool forward;             /* rows go to forward_fd as frames */
+	int forward_fd;
 };
 
 struct admin_output *admin_output_begin(struct admin_ctx *ctx,
@@ -196,9 +198,126 @@ void admin_output_field(struct admin_output *out, const char *key,
 	f->size = size;
 }
 
+static int admin_write_full(int fd, const void *data, size_t size)
+{
+	const unsigned char *p = data;
+
+	while (size > 0) {
+		ssize_t ret = write(fd, p, size);
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret <= 0)
+			return -1;
+		p += ret;
+		size -= (size_t)ret;
+	}
+	return 0;
+}
+
+/* 1 when size bytes were read, 0 at EOF before the first, -1. */
+static int admin_read_full(int fd, void *data, size_t size)
+{
+	unsigned char *p = data;
+	size_t got = 0;
+
+	while (got < size) {
+		ssize_t ret = read(fd, p + got, size - got);
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret < 0 || (ret == 0 && got > 0))
+			return -1;
+		if (ret == 0)
+			return 0;
+		got += (size_t)ret;
+	}
+	return 1;
+}
+
+void admin_output_forward(struct admin_output *out, int fd)
+{
+	out->forward = true;
+	out->forward_fd = fd;
+}
+
+int admin_output_forward_done(int fd, int exit_code)
+{
+	unsigned char frame[1 + sizeof(int32_t)];
+	int32_t code = exit_code;
+
+	frame[0] = 'U';
+	memcpy(frame + 1, &code, sizeof(code));
+	return admin_write_full(fd, frame, sizeof(frame));
+}
+
+static void admin_output_send_row(struct admin_output *out)
+{
+	uint32_t count = out->field_count;
+	unsigned char type = 'R';
+	bool ok = admin_write_full(out->forward_fd, &type, 1) == 0 &&
+		admin_write_full(out->forward_fd, &count, sizeof(count)) == 0;
+
+	for (unsigned int i = 0; ok && i < out->field_count; i++) {
+		const struct admin_output_field *f = &out->fields[i];
+		uint32_t klen = (uint32_t)strlen(f->key);
+		uint64_t vlen = f->size;
+		ok = admin_write_full(out->forward_fd, &klen, sizeof(klen)) == 0 &&
+			admin_write_full(out->forward_fd, &vlen, sizeof(vlen)) == 0 &&
+			admin_write_full(out->forward_fd, f->key, klen) == 0 &&
+			admin_write_full(out->forward_fd, f->data, f->size) == 0;
+	}
+	if (!ok)
+		i_fatal("the parent moatadm went away: %m");
+}
+
+static int admin_output_relay_row(struct admin_output *out, int fd,
+				  uint64_t max_value)
+{
+	uint32_t count, klen;
+	uint64_t vlen;
+	char key[ADMIN_FRAME_KEY_MAX + 1];
+
+	if (admin_read_full(fd, &count, sizeof(count)) <= 0 ||
+	    count > ADMIN_OUTPUT_FIELDS_MAX)
+		return -1;
+	admin_output_row_begin(out);
+	for (uint32_t i = 0; i < count; i++) {
+		if (admin_read_full(fd, &klen, sizeof(klen)) <= 0 ||
+		    admin_read_full(fd, &vlen, sizeof(vlen)) <= 0 ||
+		    klen > ADMIN_FRAME_KEY_MAX || vlen > max_value ||
+		    admin_read_full(fd, key, klen) < 0)
+			return -1;
+		key[klen] = '\0';
+		unsigned char *value = p_malloc(out->row_pool, (size_t)vlen + 1);
+		if (vlen > 0 && admin_read_full(fd, value, (size_t)vlen) <= 0)
+			return -1;
+		admin_output_field(out, key, value, (size_t)vlen);
+	}
+	admin_output_row_end(out);
+	return 1;
+}
+
+int admin_output_relay(struct admin_output *out, int fd, uint64_t max_value,
+		       int *exit_code_r)
+{
+	unsigned char type;
+	int32_t code;
+
+	int ret = admin_read_full(fd, &type, 1);
+	if (ret <= 0)
+		return ret;
+	if (type == 'R')
+		return admin_output_relay_row(out, fd, max_value);
+	if (type != 'U' || admin_read_full(fd, &code, sizeof(code)) <= 0)
+		return -1;
+	*exit_code_r = code;
+	return 2;
+}
+
 void admin_output_row_end(struct admin_output *out)
 {
-	if (out->ctx->json)
+	if (out->forward)
+		admin_output_send_row(out);
+	else if (out->ctx->json)
 		admin_output_json_row(out);
 	else
 		admin_output_text_row(out);

@@ -49,6 +49,22 @@ int admin_output_end(struct admin_output **out, int exit_code,
 /* Drop an output whose command failed before any row and reported it. */
 void admin_output_abort(struct admin_output **out);
 
+/* moatadm -A's workers (admin-users.c) hand their rows to the parent,
+   which prints them: after admin_output_forward(out, fd) every row goes
+   to fd as a frame instead of stdout. A frame is 'R', the field count
+   (uint32), then per field the key's and the value's length (uint32,
+   uint64) and their bytes; or 'U' and an exit code (int32): a user is
+   done. Host byte order: both ends are this program. */
+#define ADMIN_FRAME_KEY_MAX 64
+void admin_output_forward(struct admin_output *out, int fd);
+/* Send the 'U' frame of a user's exit code. Returns 0 or -1. */
+int admin_output_forward_done(int fd, int exit_code);
+/* Read one frame from fd (blocking): a row is printed to out, a 'U'
+   frame's code goes to *exit_code_r. Returns 1 for a row, 2 for 'U',
+   0 at the end, -1 for a broken frame (a value above max_value). */
+int admin_output_relay(struct admin_output *out, int fd, uint64_t max_value,
+		       int *exit_code_r);
+
 /* JSON string of size bytes to stdout (quotes included); invalid UTF-8
    bytes become U+FFFD. */
 void admin_json_string(const void *data, size_t size);

@@ -5,8 +5,11 @@
    (0660 root:admin_group) and peer-credential check decide who may, and
    for mail commands speaks IMAP to the user's own imap process over a
    session master hands it: moatadm itself never opens a user's mail
-   files and needs no privileges beyond reaching the socket. "pw" runs
-   moat-pw, which needs none at all. */
+   files and needs no privileges beyond reaching the socket. import and
+   export open only the mbox files and Maildir trees named on the
+   command line, with the invoker's rights; config-from-dovecot reads
+   text and needs no socket. "pw" runs moat-pw, which needs none at
+   all. */
 #include "admin-common.h"
 #include "admin-output.h"
 
@@ -22,8 +25,11 @@ struct admin_cmd {
 /* Sorted by name. */
 static const struct admin_cmd admin_cmds[] = {
 	{ "auth", admin_cmd_auth, true },
+	{ "config-from-dovecot", admin_cmd_config_from_dovecot, false },
 	{ "expunge", admin_cmd_expunge, true },
+	{ "export", admin_cmd_export, true },
 	{ "fetch", admin_cmd_fetch, true },
+	{ "import", admin_cmd_import, true },
 	{ "index", admin_cmd_index, true },
 	{ "kick", admin_cmd_kick, true },
 	{ "log", admin_cmd_log, true },
@@ -41,16 +47,20 @@ static const struct admin_cmd admin_cmds[] = {
 static void ATTR_NORETURN usage(int code)
 {
 	fprintf(code == 0 ? stdout : stderr,
-		"usage: moatadm [-c CONFIG] [--json] COMMAND [ARGS]\n"
+		"usage: moatadm [-c CONFIG] [--json] [--quiet] COMMAND [ARGS]\n"
 		"commands:\n"
 		"  who | kick USER [REASON] | reload | stop | log | stats\n"
 		"  user USER | auth test USER [PASSWORD] | pw [moat-pw options]\n"
-		"  mailbox list|status|create|delete|rename -u USER ...\n"
+		"  config-from-dovecot [DOVECONF-N-OUTPUT|-]\n"
+		"  mailbox list|status -u USER | -A [MAILBOX...]\n"
+		"  mailbox create|delete|rename -u USER ...\n"
 		"  quota get|recalc -u USER | -A\n"
-		"  index check -u USER [MAILBOX]\n"
-		"  search -u USER MAILBOX QUERY...\n"
-		"  fetch -u USER MAILBOX FIELDS QUERY...\n"
-		"  expunge -u USER MAILBOX QUERY...\n"
+		"  index check|rebuild -u USER | -A [MAILBOX]\n"
+		"  search -u USER | -A MAILBOX QUERY...\n"
+		"  fetch -u USER | -A MAILBOX FIELDS QUERY...\n"
+		"  expunge -u USER | -A MAILBOX QUERY...\n"
+		"  import -u USER [-m MAILBOX] MBOX|MAILDIR\n"
+		"  export -u USER [-m MAILBOX] [--format mboxrd|mboxcl2|maildir] DEST\n"
 		"see moatadm(8)\n");
 	exit(code);
 }
@@ -106,6 +116,7 @@ int main(int argc, char *argv[])
 {
 	static const struct option long_opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -116,10 +127,11 @@ int main(int argc, char *argv[])
 
 	log_init("moatadm: ", false);
 	/* Options stop at the command: its own (-u) follow it. */
-	while ((c = getopt_long(argc, argv, "+c:jh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:jqh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': ctx.config_path = optarg; break;
 		case 'j': ctx.json = true; break;
+		case 'q': ctx.quiet = true; break;
 		case 'h': usage(0);
 		case 'V': printf("moatadm %s\n", PACKAGE_VERSION); return 0;
 		default: usage(ADMIN_EXIT_USAGE);

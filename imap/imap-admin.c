@@ -82,45 +82,56 @@ static void imap_admin_quota_recalc(struct imap_user *user,
 			"storage_bytes", storage, "messages", messages, NULL);
 }
 
-/* One mailbox: its row; false if its index is inconsistent. -1: it
-   does not exist. */
-static int imap_admin_check_one(struct imap_user *user, struct ipc_conn *master,
-				const char *id, const char *name)
+/* One mailbox checked (or rebuilt): its row; 0 if its index is
+   inconsistent (or the rebuild failed). -1: it does not exist. */
+static int imap_admin_index_one(struct imap_user *user,
+				struct ipc_conn *master, const char *id,
+				const char *name, bool rebuild)
 {
 	struct mailbox *box;
 	const char *error;
 	bool rebuilt = false;
-	char messages[32], validity[32], next[32];
+	char messages[32], validity[32], next[32], modseq[32];
 
-	int ret = mailbox_open(user->mail_root, name, MAILBOX_OPEN_READONLY,
-			       &box, &error);
+	int ret = mailbox_open(user->mail_root, name, rebuild ? 0 :
+			       MAILBOX_OPEN_READONLY, &box, &error);
 	if (ret == 0)
 		return -1;
 	if (ret > 0) {
-		if (mailbox_index_check(box, &rebuilt, &error) == 0)
+		if (rebuild) {
+			rebuilt = true;
+			if (mailbox_index_rebuild(box, &error) == 0)
+				error = NULL;
+		} else if (mailbox_index_check(box, &rebuilt, &error) == 0) {
 			error = NULL;
+		}
 		snprintf(messages, sizeof(messages), "%u", mailbox_get_count(box));
 		snprintf(validity, sizeof(validity), "%u",
 			 mailbox_get_uidvalidity(box));
 		snprintf(next, sizeof(next), "%u", mailbox_get_next_uid(box));
+		snprintf(modseq, sizeof(modseq), "%llu", (unsigned long long)
+			 mailbox_get_highest_modseq(box));
 		mailbox_close(&box);
 	} else {
-		messages[0] = validity[0] = next[0] = '\0';
+		messages[0] = validity[0] = next[0] = modseq[0] = '\0';
 	}
 	if (error != NULL)
-		i_error("index check (moatadm) of %s: %s", name, error);
+		i_error("index %s (moatadm) of %s: %s",
+			rebuild ? "rebuild" : "check", name, error);
 	(void)ipc_sendv(master, -1, "ADMIN-OP-ROW", id, "mailbox", name,
 			"messages", messages, "uidvalidity", validity,
-			"uidnext", next, "rebuilt", rebuilt ? "yes" : "no",
+			"uidnext", next, "highestmodseq", modseq,
+			"rebuilt", rebuilt ? "yes" : "no",
 			"result", error == NULL ? "ok" : error, NULL);
 	return error == NULL ? 1 : 0;
 }
 
-/* Each selectable mailbox (or the one named) opened read-only and
-   checked; the loop waits meanwhile. */
-static void imap_admin_index_check(struct imap_user *user,
-				   struct ipc_conn *master, const char *id,
-				   const char *name)
+/* Each selectable mailbox (or the one named) checked (opened read-only)
+   or rebuilt; the loop waits meanwhile, so no session of the user sees
+   a half-built index. */
+static void imap_admin_index_op(struct imap_user *user,
+				struct ipc_conn *master, const char *id,
+				const char *name, bool rebuild)
 {
 	struct imap_mailbox_specials specials;
 	struct mailbox_list *list;
@@ -129,11 +140,12 @@ static void imap_admin_index_check(struct imap_user *user,
 	char text[64];
 
 	if (name[0] != '\0') {
-		int ret = imap_admin_check_one(user, master, id, name);
+		int ret = imap_admin_index_one(user, master, id, name, rebuild);
 		(void)ipc_sendv(master, -1, "ADMIN-OP-REPLY", id,
 				ret < 0 ? "notfound" : ret == 0 ? "failed" : "ok",
 				ret < 0 ? "No such mailbox" : ret == 0 ?
-				"The index is inconsistent" : "", NULL);
+				(rebuild ? "The rebuild failed" :
+				 "The index is inconsistent") : "", NULL);
 		return;
 	}
 	imap_mailbox_specials_get(user->set, &specials);
@@ -146,12 +158,14 @@ static void imap_admin_index_check(struct imap_user *user,
 	for (unsigned int i = 0; i < mailbox_list_count(list); i++) {
 		const struct mailbox_list_node *node = mailbox_list_get(list, i);
 		if ((node->flags & MAILBOX_NODE_SELECTABLE) != 0 &&
-		    imap_admin_check_one(user, master, id, node->name) == 0)
+		    imap_admin_index_one(user, master, id, node->name,
+					 rebuild) == 0)
 			bad++;
 	}
 	mailbox_list_free(&list);
-	snprintf(text, sizeof(text), "%u mailbox(es) with an inconsistent index",
-		 bad);
+	snprintf(text, sizeof(text), rebuild ?
+		 "%u mailbox(es) could not be rebuilt" :
+		 "%u mailbox(es) with an inconsistent index", bad);
 	(void)ipc_sendv(master, -1, "ADMIN-OP-REPLY", id,
 			bad == 0 ? "ok" : "failed", bad == 0 ? "" : text, NULL);
 }
@@ -173,7 +187,9 @@ bool imap_admin_input(struct imap_user *user, struct ipc_conn *master,
 		if (strcmp(args[2], "quota-recalc") == 0)
 			imap_admin_quota_recalc(user, master, args[1]);
 		else if (strcmp(args[2], "index-check") == 0)
-			imap_admin_index_check(user, master, args[1], args[3]);
+			imap_admin_index_op(user, master, args[1], args[3], false);
+		else if (strcmp(args[2], "index-rebuild") == 0)
+			imap_admin_index_op(user, master, args[1], args[3], true);
 		else
 			i_fatal("master sent an unknown ADMIN-OP");
 		return true;

@@ -5,9 +5,9 @@
      WHO <id>           -> WHO-REPLY <id> <sessions> <address>...
      KICK <id> <reason> -> KICK-REPLY <id> <sessions ended>
      ADMIN-OP <id> quota-recalc ""
-     ADMIN-OP <id> index-check <mailbox, UTF-8; "" = all>
-                        -> ADMIN-OP-ROW <id> <key> <value>... (index-check:
-                           one per mailbox), then
+     ADMIN-OP <id> index-check|index-rebuild <mailbox, UTF-8; "" = all>
+                        -> ADMIN-OP-ROW <id> <key> <value>... (index-check,
+                           index-rebuild: one per mailbox), then
                            ADMIN-OP-REPLY <id> ok|notfound|failed|fail <text>
                            [<key> <value>]...
    Master is trusted: a malformed record is fatal, as for its others. */

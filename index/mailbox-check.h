@@ -1,6 +1,7 @@
 #ifndef MAILBOX_CHECK_H
 #define MAILBOX_CHECK_H
-/* moatadm's "index check" of an open mailbox (mailbox.h). */
+/* moatadm's "index check" and "index rebuild" of an open mailbox
+   (mailbox.h). */
 
 #include "mailbox.h"
 
@@ -11,5 +12,14 @@
    *error_r (static) when the view is inconsistent. */
 int mailbox_index_check(struct mailbox *box, bool *rebuilt_r,
 			const char **error_r);
+
+/* Throw away the index's records and cache of a mailbox opened
+   read-write and build them again from the Maildir: the uidlist keeps
+   UIDVALIDITY and every UID, flags and keywords come from the file
+   names, and every modseq lands above the old HIGHESTMODSEQ (so a
+   CONDSTORE or QRESYNC client resyncs instead of trusting stale
+   state). Other handles see the change as flag updates of the same
+   UIDs. Returns 0, or -1 with *error_r. */
+int mailbox_index_rebuild(struct mailbox *box, const char **error_r);
 
 #endif

@@ -396,7 +396,8 @@ static void admin_cmd_start(struct admin_conn *client,
 		break;
 	case ADMIN_REQ_MAILOP:
 		if ((strcmp(args[2], "quota-recalc") != 0 &&
-		     strcmp(args[2], "index-check") != 0) ||
+		     strcmp(args[2], "index-check") != 0 &&
+		     strcmp(args[2], "index-rebuild") != 0) ||
 		    (args[3][0] != '\0' && !admin_field_ok(args[3], ADMIN_USER_MAX))) {
 			admin_request_fail(req, "usage", "Unknown mail operation");
 			return;

@@ -14,8 +14,9 @@
    MAIL answers MAIL-OK <user> +fd: a stream socket that the user's imap
    process serves as an already logged-in IMAP session. MAILOP has the
    user's imap process (spawned if needed) do what IMAP cannot:
-   quota-recalc, index-check <mailbox or "">. FAIL codes also "failed"
-   (the operation found a problem: an inconsistent index). */
+   quota-recalc, index-check|index-rebuild <mailbox or "">. FAIL codes
+   also "failed" (the operation found a problem: an inconsistent index,
+   a rebuild that failed). */
 
 #include "master-common.h"
 
@@ -32,8 +33,10 @@
 /* Longest a request waits for auth or an imap process; then it
    answers what it has (WHO, STATS) or fails with tempfail. */
 #define ADMIN_REQUEST_TIMEOUT_MSECS 10000
-/* A MAILOP walks a user's whole Maildir (quota-recalc). */
-#define ADMIN_MAILOP_TIMEOUT_MSECS 120000
+/* A MAILOP walks a user's whole Maildir (quota-recalc) or rebuilds
+   every index of it (index-rebuild: a scan and one record per message,
+   some seconds per 100k messages on a slow disk). */
+#define ADMIN_MAILOP_TIMEOUT_MSECS 600000
 /* Warnings and errors kept for LOG, each cut to ADMIN_LOG_LINE_MAX. */
 #define ADMIN_LOG_RING_SIZE 100
 #define ADMIN_LOG_LINE_MAX 1024

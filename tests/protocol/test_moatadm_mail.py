@@ -233,7 +233,8 @@ def test_index_check(moat_server):
     one = moatadm(moat_server, "index", "check", "-u", "testuser1", "INBOX")
     assert one.returncode == 0, one
     lines = one.stdout.splitlines()
-    assert lines[0] == "mailbox\tmessages\tuidvalidity\tuidnext\trebuilt\tresult"
+    assert lines[0] == ("mailbox\tmessages\tuidvalidity\tuidnext\thighestmodseq\t"
+                        "rebuilt\tresult")
     assert lines[1].startswith("INBOX\t4\t") and lines[1].endswith("\tok")
     missing = moatadm(moat_server, "index", "check", "-u", "testuser1", "Nope")
     assert missing.returncode == EX_NOUSER, missing
