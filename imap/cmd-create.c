@@ -2,6 +2,7 @@
    "/" is dropped ("a/" creates a). */
 #include "imap-common.h"
 #include "imap-commands.h"
+#include "imap-notify.h"
 #include "imap-mailbox.h"
 
 bool cmd_create(struct client_command *cmd)
@@ -25,6 +26,7 @@ bool cmd_create(struct client_command *cmd)
 		imap_mailbox_list_error(cmd, code, error);
 		return true;
 	}
+	imap_notify_mailbox_name(cmd->client, name, NULL);
 	client_send_tagline(cmd, "OK Create completed.");
 	return true;
 }

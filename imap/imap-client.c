@@ -8,6 +8,7 @@
 #include "imap-search.h"
 #include "imap-compress.h"
 #include "imap-uidonly.h"
+#include "imap-notify.h"
 #include "ktls.h"
 
 /* Nesting of lists in a command (FETCH (BODY[...] ...), SEARCH ...). */
@@ -75,6 +76,7 @@ static void client_command_run(struct client_command *cmd)
 	if (client->disconnected)
 		return;
 	if (finished) {
+		imap_notify_command_done(client, cmd);
 		client_command_free(&client->cmd);
 		/* COMPRESS finished with its OK on the socket: the streams
 		   change now, outside the command's cork */
@@ -90,6 +92,16 @@ static void client_command_run(struct client_command *cmd)
 			client->to_continue = io_loop_defer(client->user->ioloop,
 				client_continue_timeout, client);
 	}
+}
+
+void client_command_run_internal(struct client *client,
+				 struct client_command *cmd)
+{
+	i_assert(client->cmd == NULL);
+	client->cmd = cmd;
+	client_command_run(cmd);
+	if (!client->disconnected)
+		client_io_update(client);
 }
 
 static void client_resume(struct client *client)
@@ -581,6 +593,7 @@ void client_destroy(struct client *client)
 			client->cmd->cancel(client->cmd);
 		client_command_free(&client->cmd);
 	}
+	imap_notify_client_free(client);
 	client_unselect(client);
 	if (client->append_box != NULL)
 		mailbox_close(&client->append_box);

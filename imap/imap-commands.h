@@ -43,6 +43,7 @@ bool cmd_idle(struct client_command *cmd);
 bool cmd_logout(struct client_command *cmd);
 bool cmd_move(struct client_command *cmd);
 bool cmd_noop(struct client_command *cmd);
+bool cmd_notify(struct client_command *cmd);
 bool cmd_search(struct client_command *cmd);
 bool cmd_select(struct client_command *cmd);
 bool cmd_store(struct client_command *cmd);

@@ -110,6 +110,11 @@ bool imap_fetch_qresync(struct client_command *cmd, uint64_t since,
 			const struct seq_range *muids, unsigned int muid_count,
 			const char *done_text);
 
+/* Whether arg is a valid FETCH item list (NOTIFY's MessageNew fetch-atts,
+   imap-notify-set.c); allocates from cmd's pool. */
+bool imap_fetch_items_check(struct client_command *cmd,
+			    const struct imap_arg *arg);
+
 /* Writes as much as fits; returns true when everything was sent (the
    tagged reply included). */
 bool imap_fetch_run(struct imap_fetch_ctx *ctx);
