@@ -134,6 +134,7 @@ static void client_output_flushed(void *context)
 	}
 	if (client->to_idle != NULL)
 		timeout_reset(client->to_idle);
+	imap_notify_output_drained(client);
 	if (client->cmd != NULL && client->cmd->wait == CLIENT_WAIT_OUTPUT)
 		client_resume(client);
 	else if (client->cmd == NULL && client->pipeline_blocked) {

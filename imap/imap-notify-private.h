@@ -35,6 +35,8 @@ struct imap_notify_state {
 	/* more than IMAP_NOTIFY_PENDING_MAX, or unread output: the next
 	   flush turns NOTIFY off with NOTIFICATIONOVERFLOW */
 	bool overflow;
+	/* the flush waits for the client to read (imap_notify_output_drained) */
+	bool wait_output;
 	struct imap_notify_pending pending[IMAP_NOTIFY_PENDING_MAX];
 	unsigned int pending_count;
 	/* MessageNew fetch-atts: the first UID of the selected mailbox

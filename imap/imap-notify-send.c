@@ -175,9 +175,15 @@ static void notify_flush(struct imap_notify_state *st)
 	   imap_notify_command_done() flushes */
 	if (client->cmd != NULL && !idle)
 		return;
-	if (st->overflow || o_stream_get_buffer_used(client->output) >
-	    client->user->set->imap_notify_max_buffer) {
+	if (st->overflow) {
 		notify_overflow(client);
+		return;
+	}
+	/* the client does not read: events wait (and overflow if they
+	   pile up) until the output drained */
+	if (o_stream_get_buffer_used(client->output) >
+	    client->user->set->imap_notify_max_buffer) {
+		st->wait_output = true;
 		return;
 	}
 	o_stream_cork(client->output);

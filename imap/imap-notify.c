@@ -97,20 +97,6 @@ static void notify_message_event(struct imap_user *user,
 	}
 }
 
-void imap_notify_path(struct imap_user *user, const char *path)
-{
-	for (struct client *c = user->clients; c != NULL; c = c->next) {
-		if (c->disconnected || !notify_is_selected(c, path))
-			continue;
-		if (imap_notify_idle_wants_selected(c))
-			imap_idle_wakeup(c);
-		if (c->notify != NULL && c->notify->set->selected_events != 0) {
-			c->notify->selected_pending = true;
-			notify_schedule(c->notify);
-		}
-	}
-}
-
 void imap_notify_changed(struct client *client)
 {
 	struct mailbox *box = client->mailbox;
@@ -193,6 +179,16 @@ void imap_notify_mailbox_name(struct client *origin, const char *name,
 void imap_notify_subscription(struct client *origin, const char *name)
 {
 	notify_list_event(origin, name, NULL, IMAP_NOTIFY_SUBSCRIPTION_CHANGE);
+}
+
+void imap_notify_output_drained(struct client *client)
+{
+	struct imap_notify_state *st = client->notify;
+
+	if (st != NULL && st->wait_output) {
+		st->wait_output = false;
+		notify_schedule(st);
+	}
 }
 
 /* ---- watches of other writers ---- */

@@ -33,9 +33,6 @@ struct imap_notify_set;
 void imap_notify_changed(struct client *client);
 /* client changed flags in its selected mailbox (STORE). */
 void imap_notify_flags_changed(struct client *client);
-/* Something changed the folder at path: wakes the sessions that IDLE on
-   it (and NOTIFY sessions that have it selected). */
-void imap_notify_path(struct imap_user *user, const char *path);
 /* Messages were added to the folder name at path by origin (NULL: a
    delivery): APPEND, COPY, MOVE targets, LMTP. */
 void imap_notify_message_new(struct imap_user *user, struct client *origin,
@@ -54,6 +51,8 @@ void imap_notify_set_client(struct client *client, struct imap_notify_set *set);
    for the end of the command goes out. */
 void imap_notify_command_done(struct client *client,
 			      struct client_command *cmd);
+/* imap-client.c: the client read all output: events held for it go out. */
+void imap_notify_output_drained(struct client *client);
 /* imap-client.c: the client is freed. */
 void imap_notify_client_free(struct client *client);
 /* IDLE: whether it should report the selected mailbox's changes (not
