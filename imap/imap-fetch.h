@@ -56,6 +56,7 @@ struct imap_fetch_ctx {
 	struct imap_fetch_item *items;
 	unsigned int item_count, item_cap;
 	bool set_seen;            /* a BODY[] without PEEK or RFC822 */
+	bool seen_changed;        /* set_seen set some \Seen (imap-notify.h) */
 	bool flags_requested;
 	bool need_structure;      /* some item needs the part tree */
 	unsigned int need_texts;  /* bit per enum imap_msg_text */

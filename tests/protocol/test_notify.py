@@ -376,6 +376,18 @@ def test_status_of_other_mailbox(two):
     assert c2.command("EXPUNGE").ok
     seen = wait_line(c, rb'^\* STATUS "?Drafts"? ')
     assert b"MESSAGES 0" in seen[-1], seen
+    # FlagChange: a FETCH that sets \\Seen too
+    notify(c, "SET (personal (MessageNew MessageExpunge FlagChange))")
+    assert c2.append("Drafts", msg(6)).ok
+    wait_line(c, rb'^\* STATUS "?Drafts"? .*UNSEEN 1')
+    assert c2.command("SELECT Drafts").ok
+    assert c2.command("FETCH 1 BODY[TEXT]").ok
+    seen = wait_line(c, rb'^\* STATUS "?Drafts"? ')
+    assert b"MESSAGES 1" in seen[-1] and b"UNSEEN 0" in seen[-1], seen
+    assert c2.command("STORE 1 +FLAGS.SILENT (\\Deleted)").ok
+    assert c2.command("EXPUNGE").ok
+    wait_line(c, rb'^\* STATUS "?Drafts"? .*MESSAGES 0')
+    notify(c, "SET (personal (MessageNew MessageExpunge))")
     # a flag change without FlagChange: nothing; the next append is first
     assert c2.append("Drafts", msg(4)).ok
     wait_line(c, rb'^\* STATUS "?Drafts"? .*MESSAGES 1')
