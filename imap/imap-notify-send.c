@@ -11,7 +11,7 @@
 
 #include <strings.h>
 
-/* "N UID FETCH lo:hi " and the fetch-atts */
+/* "N FETCH lo:hi " and the fetch-atts */
 #define NOTIFY_FETCH_LINE_MAX (IMAP_NOTIFY_FETCH_ATTS_MAX + 64)
 /* PREVIEW (LAZY) is the deepest fetch-att */
 #define NOTIFY_FETCH_LIST_DEPTH 4
@@ -50,7 +50,9 @@ static void notify_overflow(struct client *client)
 			 "notifications waiting to be read; NOTIFY is off.");
 }
 
-/* UID FETCH as an internal command: no tag, no tagged reply. Between
+/* FETCH as an internal command: no tag, no tagged reply; by sequence
+   numbers, so that its end reports no expunge (SELECTED-DELAYED: RFC
+   5465 6.1.2; with SELECTED the next flush does). Between
    commands it runs as the client's command, in slices as the client
    reads; during IDLE it must be written at once. Returns false if it
    could not be. */
@@ -67,8 +69,7 @@ static bool notify_fetch_run(struct imap_notify_state *st,
 	cmd->tag = "";
 	cmd->name = "FETCH";
 	cmd->def = command_find("FETCH");
-	cmd->uid = true;
-	cmd->args = &args[3];
+	cmd->args = &args[2];
 	cmd->func = cmd->def->func;
 	if (idle == NULL) {
 		client_command_run_internal(client, cmd);
@@ -98,14 +99,16 @@ static bool notify_fetch_new(struct imap_notify_state *st)
 	    client->exists_sent == 0 || st->fetch_path == NULL ||
 	    strcmp(st->fetch_path, mailbox_get_path(box)) != 0)
 		return true;
-	uint32_t last = mailbox_msg_uid(box, client->exists_sent);
-	if (last < st->fetch_uid_next)
+	uint32_t last = client->exists_sent, first = last + 1;
+	/* the new ones are at the end: as many steps as there are */
+	while (first > 1 && mailbox_msg_uid(box, first - 1) >= st->fetch_uid_next)
+		first--;
+	if (first > last)
 		return true;
-	uint32_t first = st->fetch_uid_next;
-	st->fetch_uid_next = last + 1;
+	st->fetch_uid_next = mailbox_msg_uid(box, last) + 1;
 
 	char line[NOTIFY_FETCH_LINE_MAX];
-	int len = snprintf(line, sizeof(line), "N UID FETCH %u:%u %s\r\n",
+	int len = snprintf(line, sizeof(line), "N FETCH %u:%u %s\r\n",
 			   first, last, st->set->fetch_atts);
 	i_assert(len > 0 && (size_t)len < sizeof(line));
 	struct imap_parser_settings pset = {

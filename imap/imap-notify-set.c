@@ -37,11 +37,21 @@ static bool parse_fail(struct notify_parse *p, const char *error)
 }
 
 /* The fetch-att list as text: atoms and lists of atoms (PREVIEW (LAZY)),
-   the only things a fetch-att list holds. */
+   the only things a fetch-att list holds. The top level starts with UID
+   when the client did not ask for it (imap-notify-send.c fetches by
+   sequence number; a NOTIFY client needs the UID, RFC 5465 5.2). */
 static bool fetch_atts_write(buffer_t *buf, const struct imap_arg *list,
-			     unsigned int count)
+			     unsigned int count, bool top)
 {
 	int ret = buffer_append_c(buf, '(');
+	bool has_uid = false;
+
+	for (unsigned int i = 0; top && i < count; i++) {
+		if (imap_arg_atom_equals(&list[i], "UID"))
+			has_uid = true;
+	}
+	if (top && !has_uid)
+		ret |= buffer_append_str(buf, "UID ");
 
 	for (unsigned int i = 0; i < count && ret == 0; i++) {
 		const struct imap_arg *sub;
@@ -53,7 +63,8 @@ static bool fetch_atts_write(buffer_t *buf, const struct imap_arg *list,
 		if (imap_arg_get_atom(&list[i], &atom))
 			ret |= buffer_append_str(buf, atom);
 		else if (imap_arg_get_list(&list[i], &sub, &sub_count))
-			ret |= fetch_atts_write(buf, sub, sub_count) ? 0 : -1;
+			ret |= fetch_atts_write(buf, sub, sub_count, false) ?
+				0 : -1;
 		else
 			return false;
 	}
@@ -70,7 +81,7 @@ static bool parse_fetch_atts(struct notify_parse *p, const struct imap_arg *arg)
 	    !imap_fetch_items_check(p->cmd, arg))
 		return parse_fail(p, "Invalid MessageNew fetch attributes.");
 	buffer_init(&buf, IMAP_NOTIFY_FETCH_ATTS_MAX);
-	bool ok = fetch_atts_write(&buf, list, count);
+	bool ok = fetch_atts_write(&buf, list, count, true);
 	if (ok)
 		p->set->fetch_atts = p_strdup(p->set->pool, buf.data);
 	buffer_free(&buf);

@@ -281,13 +281,15 @@ def test_selected_vanished_with_qresync(two):
 def test_selected_delayed_holds_expunges(two):
     """6.1.2: EXPUNGE waits for a command that may report it."""
     server, c, c2 = two
-    notify(c, "SET (selected-delayed (MessageNew MessageExpunge))")
+    notify(c, "SET (selected-delayed (MessageNew (FLAGS) MessageExpunge))")
     assert c2.command("SELECT INBOX").ok
     assert c2.command("STORE 1 +FLAGS.SILENT (\\Deleted)").ok
     assert c2.command("EXPUNGE").ok
     assert c2.append("INBOX", msg(3)).ok
-    # the new message comes at once, the expunge does not
-    seen = wait_line(c, rb"^\* 3 EXISTS$")
+    # the new message comes at once (its FETCH with the UID, which the
+    # client needs), the expunge does not
+    seen = wait_line(c, rb"^\* 3 FETCH \(UID 3 FLAGS \(")
+    assert b"* 3 EXISTS" in seen, seen
     assert not any(l.endswith(b"EXPUNGE") for l in seen), seen
     r = c.command("FETCH 1:* UID")
     assert r.untagged_with("EXPUNGE") == [], r
