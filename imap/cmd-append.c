@@ -6,6 +6,7 @@
    and published together (mailbox-append-multi.h): all or none. */
 #include "imap-common.h"
 #include "imap-commands.h"
+#include "imap-notify.h"
 #include "imap-date.h"
 #include "imap-flags.h"
 #include "imap-mailbox.h"
@@ -99,6 +100,9 @@ static bool append_commit(struct client_command *cmd, struct append_ctx *ctx)
 		return true;
 	}
 	imap_quota_saved(cmd->client->user, bytes, count);
+	imap_notify_message_new(cmd->client->user, cmd->client,
+				mailbox_get_name(ctx->box),
+				mailbox_get_path(ctx->box));
 	if (count == 1) {
 		client_send_taglinef(cmd, "OK [APPENDUID %u %u] Append completed.",
 				     mailbox_get_uidvalidity(ctx->box), uid);

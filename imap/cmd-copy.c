@@ -202,7 +202,7 @@ static bool copy_to_target(struct client_command *cmd, struct copy_ctx *ctx)
 		return false;
 	}
 	if (ctx->count > 0)
-		imap_notify_path(client->user, path);
+		imap_notify_message_new(client->user, client, boxname, path);
 	i_free(path);
 	return true;
 }

@@ -3,6 +3,7 @@
    MAILBOXID (RFC 8474 4.1). */
 #include "imap-common.h"
 #include "imap-commands.h"
+#include "imap-notify.h"
 #include "imap-mailbox.h"
 #include "mailbox-objectid.h"
 
@@ -28,6 +29,7 @@ bool cmd_create(struct client_command *cmd)
 		imap_mailbox_list_error(cmd, code, error);
 		return true;
 	}
+	imap_notify_mailbox_name(cmd->client, name, NULL);
 	/* not found: another session deleted it at once; no id: logged.
 	   The mailbox was made either way, so it is an OK. */
 	const char *root = cmd->client->user->mail_root;

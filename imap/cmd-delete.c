@@ -4,6 +4,7 @@
    first. */
 #include "imap-common.h"
 #include "imap-commands.h"
+#include "imap-notify.h"
 #include "imap-mailbox.h"
 
 bool cmd_delete(struct client_command *cmd)
@@ -26,6 +27,7 @@ bool cmd_delete(struct client_command *cmd)
 		imap_mailbox_list_error(cmd, code, error);
 		return true;
 	}
+	imap_notify_mailbox_name(cmd->client, name, NULL);
 	client_send_tagline(cmd, "OK Delete completed.");
 	return true;
 }

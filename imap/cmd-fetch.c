@@ -262,6 +262,16 @@ static bool fetch_parse_items(struct imap_fetch_ctx *ctx,
 	return true;
 }
 
+bool imap_fetch_items_check(struct client_command *cmd,
+			    const struct imap_arg *arg)
+{
+	struct imap_fetch_ctx *ctx = p_malloc(cmd->pool, sizeof(*ctx));
+
+	ctx->cmd = cmd;
+	ctx->body_fd = -1;
+	return fetch_parse_items(ctx, arg);
+}
+
 /* The FETCH modifiers (RFC 4466 2.4): CHANGEDSINCE and VANISHED
    (RFC 7162 3.1.4.1, 3.2.6), PARTIAL (RFC 9394 3.3: *partial_r, UID
    FETCH only). *error_r for BAD. */

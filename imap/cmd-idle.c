@@ -75,6 +75,11 @@ static struct idle_ctx *idle_get(struct client *client)
 	return cmd->context;
 }
 
+bool imap_idle_is_active(struct client *client)
+{
+	return idle_get(client) != NULL;
+}
+
 void imap_idle_wakeup(struct client *client)
 {
 	struct idle_ctx *ctx = idle_get(client);
@@ -186,7 +191,8 @@ bool cmd_idle(struct client_command *cmd)
 	cmd->context = ctx;
 	cmd->cancel = cmd_idle_cancel;
 	cmd->func = cmd_idle_continue;
-	if (client->mailbox != NULL)
+	/* RFC 5465 4: a NOTIFY set without SELECTED wants nothing of it */
+	if (client->mailbox != NULL && imap_notify_idle_wants_selected(client))
 		idle_watch(ctx, client->mailbox);
 	/* below the inactivity timeout too, which each keepalive resets */
 	unsigned int keepalive = IDLE_KEEPALIVE_MSECS;
@@ -196,6 +202,7 @@ bool cmd_idle(struct client_command *cmd)
 		ctx->keepalive_msecs, idle_keepalive, ctx);
 	client_send_line(client, "+ idling");
 	/* what happened since the last reply goes out now */
-	imap_sync_send(client, true);
+	if (imap_notify_idle_wants_selected(client))
+		imap_sync_send(client, true);
 	return cmd_idle_continue(cmd);
 }

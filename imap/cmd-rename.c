@@ -4,6 +4,7 @@
    closed first. */
 #include "imap-common.h"
 #include "imap-commands.h"
+#include "imap-notify.h"
 #include "imap-mailbox.h"
 
 bool cmd_rename(struct client_command *cmd)
@@ -33,6 +34,7 @@ bool cmd_rename(struct client_command *cmd)
 		imap_mailbox_list_error(cmd, code, error);
 		return true;
 	}
+	imap_notify_mailbox_name(cmd->client, newname, oldname);
 	client_send_tagline(cmd, "OK Rename completed.");
 	return true;
 }

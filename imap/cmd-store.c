@@ -333,7 +333,7 @@ bool cmd_store(struct client_command *cmd)
 	imap_sync_keywords(client);
 	ok = store_all(cmd, ctx, &changed);
 	if (changed)
-		imap_notify_changed(client);
+		imap_notify_flags_changed(client);
 	/* RFC 2180 4.2.1-4.2.3: .SILENT is OK for what could be stored;
 	   otherwise a message that is gone is a tagged NO (by UID it is
 	   simply not there, and its EXPUNGE comes with this reply) */

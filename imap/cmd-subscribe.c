@@ -3,6 +3,7 @@
    subscribed succeeds. */
 #include "imap-common.h"
 #include "imap-commands.h"
+#include "imap-notify.h"
 #include "imap-mailbox.h"
 
 static bool cmd_subscribe_full(struct client_command *cmd, bool set)
@@ -23,6 +24,7 @@ static bool cmd_subscribe_full(struct client_command *cmd, bool set)
 		imap_mailbox_list_error(cmd, code, error);
 		return true;
 	}
+	imap_notify_subscription(cmd->client, name);
 	client_send_tagline(cmd, set ? "OK Subscribe completed." :
 			    "OK Unsubscribe completed.");
 	return true;

@@ -11,6 +11,7 @@
 #include "imap-context.h"
 #include "imap-preview-lazy.h"
 #include "imap-stats.h"
+#include "imap-notify.h"
 #include "ktls.h"
 
 /* Nesting of lists in a command (FETCH (BODY[...] ...), SEARCH ...). */
@@ -82,6 +83,7 @@ static void client_command_run(struct client_command *cmd)
 	if (client->disconnected)
 		return;
 	if (finished) {
+		imap_notify_command_done(client, cmd);
 		client_command_free(&client->cmd);
 		/* COMPRESS finished with its OK on the socket: the streams
 		   change now, outside the command's cork (or at the end of
@@ -98,6 +100,16 @@ static void client_command_run(struct client_command *cmd)
 			client->to_continue = io_loop_defer(client->user->ioloop,
 				client_continue_timeout, client);
 	}
+}
+
+void client_command_run_internal(struct client *client,
+				 struct client_command *cmd)
+{
+	i_assert(client->cmd == NULL);
+	client->cmd = cmd;
+	client_command_run(cmd);
+	if (!client->disconnected)
+		client_io_update(client);
 }
 
 static void client_resume(struct client *client)
@@ -130,6 +142,7 @@ static void client_output_flushed(void *context)
 	}
 	if (client->to_idle != NULL)
 		timeout_reset(client->to_idle);
+	imap_notify_output_drained(client);
 	if (client->cmd != NULL && client->cmd->wait == CLIENT_WAIT_OUTPUT)
 		client_resume(client);
 	else if (client->cmd == NULL && client->pipeline_blocked) {
@@ -455,6 +468,7 @@ static void client_batch_end(struct client *client)
 	if (client->disconnected ||
 	    o_stream_get_buffer_used(client->output) != 0)
 		return;
+	imap_notify_output_drained(client);
 	bool resume = client->cmd != NULL ?
 		client->cmd->wait == CLIENT_WAIT_OUTPUT :
 		client->pipeline_blocked;
@@ -625,6 +639,7 @@ void client_destroy(struct client *client)
 			client->cmd->cancel(client->cmd);
 		client_command_free(&client->cmd);
 	}
+	imap_notify_client_free(client);
 	client_unselect(client);
 	if (client->append_box != NULL)
 		mailbox_close(&client->append_box);

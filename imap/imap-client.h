@@ -101,6 +101,8 @@ struct client {
 	bool uidonly;
 	/* a MODSEQ went out since the last tagged reply */
 	bool modseq_sent;
+	/* NOTIFY SET (imap-notify.h), NULL before one and after NONE */
+	struct imap_notify_state *notify;
 
 	/* COMPRESS=DEFLATE (imap-compress.h): the streams run over it */
 	struct imap_compress *compress;
@@ -153,6 +155,12 @@ client_parse_input(struct client *client, enum imap_parser_flags flags,
 		   const struct imap_arg **args_r);
 /* Answer a parse error of the command's line (BAD or BYE). */
 void client_command_parse_error(struct client_command *cmd);
+
+/* Run cmd (pool, args, def and tag "" set by the caller) as the client's
+   command while none runs: it continues and is freed as any command,
+   without a tagged reply (NOTIFY's MessageNew FETCH, imap-notify.h). */
+void client_command_run_internal(struct client *client,
+				 struct client_command *cmd);
 
 /* Close the selected mailbox (no expunge). */
 void client_unselect(struct client *client);

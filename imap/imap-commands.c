@@ -33,6 +33,7 @@ static const struct command imap_commands[] = {
 		CMD_FLAG_SEQSET },
 	{ "NAMESPACE", cmd_namespace, 0 },
 	{ "NOOP", cmd_noop, 0 },
+	{ "NOTIFY", cmd_notify, 0 },
 	{ "RENAME", cmd_rename, 0 },
 	{ "SEARCH", cmd_search, CMD_FLAG_NEEDS_SELECTED | CMD_FLAG_USES_SEQS |
 		CMD_FLAG_UID_ALLOWED |

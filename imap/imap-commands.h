@@ -50,6 +50,7 @@ bool cmd_idle(struct client_command *cmd);
 bool cmd_logout(struct client_command *cmd);
 bool cmd_move(struct client_command *cmd);
 bool cmd_noop(struct client_command *cmd);
+bool cmd_notify(struct client_command *cmd);
 bool cmd_search(struct client_command *cmd);
 bool cmd_cancelupdate(struct client_command *cmd);
 bool cmd_select(struct client_command *cmd);

@@ -416,7 +416,8 @@ static void group_deliver(struct imap_user *user, struct deliver_req *group,
 		req_ok(r, r->uid);
 	}
 	if (ret == 0 && count > 0) {
-		imap_notify_path(user, mailbox_get_path(box));
+		imap_notify_message_new(user, NULL, mailbox_get_name(box),
+					mailbox_get_path(box));
 		imap_quota_saved(user, bytes, count);
 	}
 	mailbox_close(&box);

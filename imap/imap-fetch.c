@@ -5,6 +5,7 @@
 #include "imap-fetch-hdr.h"
 #include "imap-date.h"
 #include "imap-sync.h"
+#include "imap-notify.h"
 #include "imap-flags.h"
 #include "imap-envelope.h"
 #include "imap-bodystructure.h"
@@ -237,6 +238,7 @@ static int fetch_msg_prepare(struct imap_fetch_ctx *ctx)
 			ctx->add_flags = !ctx->flags_requested;
 			/* the sync does not report our own change */
 			imap_context_flags_changed(ctx->cmd->client, ctx->seq);
+			ctx->seen_changed = true;
 		}
 	}
 	return 0;
@@ -678,6 +680,9 @@ bool imap_fetch_run(struct imap_fetch_ctx *ctx)
 	}
 	fetch_debug_stats(ctx);
 	imap_fetch_deinit(ctx);
+	/* once per FETCH, not per message */
+	if (ctx->seen_changed)
+		imap_notify_flags_changed(ctx->cmd->client);
 	if (ctx->unknown_cte) {
 		client_send_tagline(ctx->cmd, "NO [UNKNOWN-CTE] Unknown "
 				    "Content-Transfer-Encoding.");

@@ -59,6 +59,7 @@ struct imap_fetch_ctx {
 	struct imap_fetch_item *items;
 	unsigned int item_count, item_cap;
 	bool set_seen;            /* a BODY[] without PEEK or RFC822 */
+	bool seen_changed;        /* set_seen set some \Seen (imap-notify.h) */
 	bool flags_requested;
 	bool need_structure;      /* some item needs the part tree */
 	unsigned int need_texts;  /* bit per enum imap_msg_text */
@@ -120,6 +121,11 @@ bool imap_fetch_qresync(struct client_command *cmd, uint64_t since,
 			const struct seq_range *mseqs, unsigned int mseq_count,
 			const struct seq_range *muids, unsigned int muid_count,
 			const char *done_text);
+
+/* Whether arg is a valid FETCH item list (NOTIFY's MessageNew fetch-atts,
+   imap-notify-set.c); allocates from cmd's pool. */
+bool imap_fetch_items_check(struct client_command *cmd,
+			    const struct imap_arg *arg);
 
 /* Writes as much as fits; returns true when everything was sent (the
    tagged reply included). */

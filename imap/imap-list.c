@@ -337,6 +337,37 @@ bool imap_list_run(struct client_command *cmd,
 	return cmd_list_continue(cmd);
 }
 
+void imap_list_send_notify(struct client *client, pool_t pool,
+			   const char *name, const char *oldname)
+{
+	struct imap_list_request req = {
+		.extended = true, .ret = IMAP_LIST_RET_SUBSCRIBED,
+	};
+	struct mailbox_list *list;
+	char attrs[256] = "\\NonExistent";
+	const char *error;
+
+	if (mailbox_list_read(client->user->mail_root,
+			      list_specials(client->user->set),
+			      &list, &error) < 0) {
+		i_error("LIST of %s: %s", name, error);
+		return;
+	}
+	const struct mailbox_list_node *node = mailbox_list_lookup(list, name);
+	if (node != NULL)
+		list_attrs(&req, node, true, attrs, sizeof(attrs));
+	mailbox_list_free(&list);
+	if (oldname == NULL) {
+		client_send_linef(client, "* LIST (%s) \"/\" %s", attrs,
+				  imap_mailbox_name_to_wire(pool, name));
+	} else {
+		client_send_linef(client, "* LIST (%s) \"/\" %s "
+				  "(\"OLDNAME\" (%s))", attrs,
+				  imap_mailbox_name_to_wire(pool, name),
+				  imap_mailbox_name_to_wire(pool, oldname));
+	}
+}
+
 void imap_list_send_mailbox(struct client *client, pool_t pool,
 			    const char *name)
 {

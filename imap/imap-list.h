@@ -57,4 +57,10 @@ bool imap_list_run(struct client_command *cmd,
 void imap_list_send_mailbox(struct client *client, pool_t pool,
 			    const char *name);
 
+/* The unsolicited LIST of a NOTIFY event (RFC 5465 5.4, 5.5): extended
+   attributes (\NonExistent, \Subscribed), and OLDNAME after a rename
+   (oldname != NULL). */
+void imap_list_send_notify(struct client *client, pool_t pool,
+			   const char *name, const char *oldname);
+
 #endif

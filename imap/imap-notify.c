@@ -1,22 +1,285 @@
-/* In-process change notification (imap-notify.h). */
+/* In-process change notification and NOTIFY's event collection
+   (imap-notify.h); sending is imap-notify-send.c. */
 #include "imap-common.h"
 #include "imap-notify.h"
+#include "imap-notify-private.h"
+#include "imap-commands.h"
+#include "mailbox-list.h"
 #include "maildir-watch.h"
 
-void imap_notify_path(struct imap_user *user, const char *path)
+static void notify_schedule(struct imap_notify_state *st)
+{
+	if (st->to_flush == NULL)
+		st->to_flush = timeout_add(st->client->user->ioloop,
+					   IMAP_NOTIFY_FLUSH_MSECS,
+					   imap_notify_flush_timeout, st);
+}
+
+static bool notify_is_subscribed(struct imap_user *user, const char *name)
+{
+	struct mailbox_list *list;
+	const char *error;
+	bool ret = false;
+
+	if (mailbox_list_read(user->mail_root, NULL, &list, &error) < 0) {
+		i_error("NOTIFY: %s", error);
+		return false;
+	}
+	const struct mailbox_list_node *node = mailbox_list_lookup(list, name);
+	if (node != NULL)
+		ret = (node->flags & MAILBOX_NODE_SUBSCRIBED) != 0;
+	mailbox_list_free(&list);
+	return ret;
+}
+
+/* Remember that name has something to tell (merged per name and kind).
+   Called from watch callbacks too: it only records and schedules. */
+static void notify_add(struct imap_notify_state *st, const char *name,
+		       const char *oldname, enum imap_notify_event event)
+{
+	bool is_list = (event & IMAP_NOTIFY_MESSAGE_EVENTS) == 0;
+
+	for (unsigned int i = 0; i < st->pending_count; i++) {
+		struct imap_notify_pending *p = &st->pending[i];
+		if (strcmp(p->name, name) == 0 && p->list == is_list &&
+		    oldname == NULL && p->oldname == NULL) {
+			notify_schedule(st);
+			return;
+		}
+	}
+	if (st->pending_count == IMAP_NOTIFY_PENDING_MAX) {
+		st->overflow = true;
+	} else {
+		struct imap_notify_pending *p = &st->pending[st->pending_count++];
+		p->name = i_strdup(name);
+		p->oldname = i_strdup(oldname);
+		p->list = is_list;
+	}
+	notify_schedule(st);
+}
+
+static bool notify_is_selected(struct client *client, const char *path)
+{
+	return client->mailbox != NULL && path != NULL &&
+		strcmp(mailbox_get_path(client->mailbox), path) == 0;
+}
+
+/* A message event on folder name (at path) caused by origin. */
+static void notify_message_event(struct imap_user *user,
+				 struct client *origin, const char *name,
+				 const char *path, enum imap_notify_event event)
 {
 	for (struct client *c = user->clients; c != NULL; c = c->next) {
-		if (!c->disconnected && c->mailbox != NULL &&
-		    strcmp(mailbox_get_path(c->mailbox), path) == 0)
-			imap_idle_wakeup(c);
+		struct imap_notify_state *st = c->notify;
+
+		if (c->disconnected)
+			continue;
+		if (notify_is_selected(c, path)) {
+			if (st == NULL ||
+			    (st->set->selected_events & event) != 0)
+				imap_idle_wakeup(c);
+			if (st != NULL && c != origin &&
+			    (st->set->selected_events & event) != 0) {
+				st->selected_pending = true;
+				notify_schedule(st);
+			}
+			continue;
+		}
+		/* RFC 5465 5: the client that caused it is not told */
+		if (st == NULL || c == origin)
+			continue;
+		bool sub = imap_notify_set_has_filter(st->set,
+				IMAP_NOTIFY_FILTER_SUBSCRIBED) &&
+			notify_is_subscribed(user, name);
+		if ((imap_notify_set_events(st->set, user->set, name, sub) &
+		     event) != 0)
+			notify_add(st, name, NULL, event);
 	}
 }
 
 void imap_notify_changed(struct client *client)
 {
-	if (client->mailbox != NULL)
-		imap_notify_path(client->user, mailbox_get_path(client->mailbox));
+	struct mailbox *box = client->mailbox;
+
+	if (box != NULL)
+		notify_message_event(client->user, client, mailbox_get_name(box),
+				     mailbox_get_path(box),
+				     IMAP_NOTIFY_MESSAGE_EXPUNGE);
 }
+
+void imap_notify_flags_changed(struct client *client)
+{
+	struct mailbox *box = client->mailbox;
+
+	if (box != NULL)
+		notify_message_event(client->user, client, mailbox_get_name(box),
+				     mailbox_get_path(box),
+				     IMAP_NOTIFY_FLAG_CHANGE);
+}
+
+void imap_notify_message_new(struct imap_user *user, struct client *origin,
+			     const char *name, const char *path)
+{
+	notify_message_event(user, origin, name, path,
+			     IMAP_NOTIFY_MESSAGE_NEW);
+}
+
+/* "hello/world" -> "hello" into parent (false without a parent). */
+static bool name_parent(const char *name, char parent[MAILBOX_NAME_MAX + 1])
+{
+	const char *sep = strrchr(name, MAILBOX_NAME_SEP);
+
+	if (sep == NULL || (size_t)(sep - name) > MAILBOX_NAME_MAX)
+		return false;
+	memcpy(parent, name, sep - name);
+	parent[sep - name] = '\0';
+	return true;
+}
+
+static void notify_list_event(struct client *origin, const char *name,
+			      const char *oldname, enum imap_notify_event event)
+{
+	struct imap_user *user = origin->user;
+	char parent[MAILBOX_NAME_MAX + 1];
+	bool has_parent = oldname == NULL &&
+		event == IMAP_NOTIFY_MAILBOX_NAME && name_parent(name, parent);
+
+	for (struct client *c = user->clients; c != NULL; c = c->next) {
+		struct imap_notify_state *st = c->notify;
+
+		if (c->disconnected || st == NULL || c == origin)
+			continue;
+		bool sub = imap_notify_set_has_filter(st->set,
+				IMAP_NOTIFY_FILTER_SUBSCRIBED) &&
+			notify_is_subscribed(user, name);
+		enum imap_notify_event events =
+			imap_notify_set_events(st->set, user->set, name, sub);
+		if (oldname != NULL)
+			events |= imap_notify_set_events(st->set, user->set,
+							 oldname, sub);
+		if ((events & event) == 0)
+			continue;
+		notify_add(st, name, oldname, event);
+		/* RFC 5465 5.4: the direct parent is affected too */
+		if (has_parent)
+			notify_add(st, parent, NULL, event);
+	}
+}
+
+void imap_notify_mailbox_name(struct client *origin, const char *name,
+			      const char *oldname)
+{
+	/* RFC 5465 5.4: renaming INBOX creates a new INBOX, reported as
+	   the new mailbox only */
+	if (oldname != NULL && strcmp(oldname, "INBOX") == 0)
+		oldname = NULL;
+	notify_list_event(origin, name, oldname, IMAP_NOTIFY_MAILBOX_NAME);
+}
+
+void imap_notify_subscription(struct client *origin, const char *name)
+{
+	notify_list_event(origin, name, NULL, IMAP_NOTIFY_SUBSCRIPTION_CHANGE);
+}
+
+void imap_notify_output_drained(struct client *client)
+{
+	struct imap_notify_state *st = client->notify;
+
+	if (st != NULL && st->wait_output) {
+		st->wait_output = false;
+		notify_schedule(st);
+	}
+}
+
+/* ---- watches of other writers ---- */
+
+static void notify_watch_changed(void *context)
+{
+	struct imap_notify_watch *w = context;
+	struct imap_notify_state *st = w->state;
+
+	if (notify_is_selected(st->client, w->path)) {
+		if (st->set->selected_events != 0) {
+			st->selected_pending = true;
+			notify_schedule(st);
+		}
+	} else if (w->name != NULL &&
+		   maildir_watch_peek_gen(w->watch) != w->gen) {
+		/* another writer (this process's own changes were announced
+		   and leave the generation; they are reported by the hooks
+		   above, without the session that made them). Which change
+		   it was is not known: any message event. */
+		w->gen = maildir_watch_peek_gen(w->watch);
+		notify_add(st, w->name, NULL, IMAP_NOTIFY_MESSAGE_EVENTS);
+	}
+}
+
+static bool notify_watch_add(struct imap_notify_state *st,
+			     struct imap_notify_watch *w, const char *name,
+			     const char *path)
+{
+	struct maildir_watch *watch = maildir_watch_ref(path);
+
+	if (watch == NULL || maildir_watch_fd() == -1) {
+		if (watch != NULL)
+			maildir_watch_unref(&watch);
+		return false;
+	}
+	w->state = st;
+	w->path = i_strdup(path);
+	w->name = i_strdup(name);
+	/* the listener keeps the watch referenced */
+	w->listener = maildir_watch_listen(watch, notify_watch_changed, w);
+	w->watch = watch;
+	w->gen = maildir_watch_peek_gen(watch);
+	maildir_watch_unref(&watch);
+	imap_notify_watch_ref(st->client->user);
+	return true;
+}
+
+void imap_notify_watch_remove(struct imap_notify_state *st,
+			      struct imap_notify_watch *w)
+{
+	if (w->listener == NULL)
+		return;
+	maildir_watch_unlisten(&w->listener);
+	imap_notify_watch_unref(st->client->user);
+	i_free(w->path);
+	i_free(w->name);
+	w->path = w->name = NULL;
+}
+
+/* Watch folder name for other writers if a group wants its message
+   events (called for each folder by imap_notify_set_client()). */
+void imap_notify_watch_folder(struct imap_notify_state *st, const char *name)
+{
+	char norm[MAILBOX_NAME_MAX + 1], path[PATH_MAX];
+
+	if (st->watch_count == IMAP_NOTIFY_WATCH_MAX)
+		return;
+	if (mailbox_list_find_folder(st->client->user->mail_root, name, norm,
+				     path) <= 0)
+		return;
+	if (notify_watch_add(st, &st->watches[st->watch_count], norm, path))
+		st->watch_count++;
+}
+
+/* The selected mailbox's watch follows SELECT, EXAMINE and CLOSE. */
+void imap_notify_watch_selected(struct imap_notify_state *st)
+{
+	struct mailbox *box = st->client->mailbox;
+	const char *path = box == NULL || st->set->selected_events == 0 ?
+		NULL : mailbox_get_path(box);
+
+	if (path != NULL && st->selected.path != NULL &&
+	    strcmp(path, st->selected.path) == 0)
+		return;
+	imap_notify_watch_remove(st, &st->selected);
+	if (path != NULL)
+		(void)notify_watch_add(st, &st->selected, NULL, path);
+}
+
+/* ---- the process's inotify fd ---- */
 
 static void notify_watch_input(void *context ATTR_UNUSED)
 {

@@ -46,6 +46,10 @@ imap_imap_SOURCES = \
 # COMPRESS=DEFLATE (RFC 4978): the deflate transport under the streams
 imap_imap_SOURCES += imap/cmd-compress.c imap/imap-compress.c \
 	imap/imap-compress.h
+# NOTIFY (RFC 5465): events of the selected and other mailboxes
+imap_imap_SOURCES += imap/cmd-notify.c imap/imap-notify-set.c \
+	imap/imap-notify-set.h imap/imap-notify-send.c \
+	imap/imap-notify-private.h
 # UIDONLY (RFC 9586): UIDFETCH responses
 imap_imap_SOURCES += imap/imap-uidonly.c imap/imap-uidonly.h
 check_PROGRAMS += tests/unit/test-imap-compress

@@ -338,6 +338,11 @@ uint64_t maildir_watch_get_gen(struct maildir_watch *w)
 	return w->gen;
 }
 
+uint64_t maildir_watch_peek_gen(const struct maildir_watch *w)
+{
+	return w->gen;
+}
+
 void maildir_watch_trust(struct maildir_watch *w, uint64_t gen,
 			 uint32_t uidvalidity, uint64_t modseq)
 {

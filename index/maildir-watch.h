@@ -48,6 +48,10 @@ void maildir_watch_unref(struct maildir_watch **watch);
    something not announced happened in cur/ or new/. */
 uint64_t maildir_watch_get_gen(struct maildir_watch *watch);
 
+/* The generation as the events read so far left it (reads nothing: for
+   listener callbacks, to tell a foreign change from an announced one). */
+uint64_t maildir_watch_peek_gen(const struct maildir_watch *watch);
+
 /* The index reflects cur/ and new/ as they were at generation gen (a clean
    scan that started at gen was committed). Every handle of the process
    may then skip scanning while the generation stays: all later changes

@@ -107,6 +107,11 @@ static const struct setting_def global_defs[] = {
 	       .max = 1000),
 	GLOBAL(imap_literal_minus, SET_BOOL, "no"),
 	GLOBAL(imap_idle_timeout, SET_TIME, "30 mins", .min = 5),
+	/* NOTIFY's events a client leaves unread; the output buffer
+	   (CLIENT_OUTPUT_BUFFER_MAX, 1 MiB) must keep room above it for
+	   the reply it is in the middle of */
+	GLOBAL(imap_notify_max_buffer, SET_SIZE, "256k", .min = 1024,
+	       .max = 512 * 1024),
 	GLOBAL(imap_process_linger, SET_TIME, "30 secs"),
 	/* clients poll STATUS of every folder; each handle is a log fd
 	   and a small mapping (MAILBOX_STATUS_CACHE_MAX_HANDLES) */

@@ -122,6 +122,9 @@ struct moat_settings {
 	   advertises one): non-synchronizing literals only up to 4096. */
 	bool imap_literal_minus;
 	unsigned int imap_idle_timeout;     /* seconds without a command */
+	/* NOTIFY (RFC 5465 5.8): unread output past this many bytes turns
+	   a session's NOTIFY off with NOTIFICATIONOVERFLOW */
+	uint64_t imap_notify_max_buffer;
 	unsigned int imap_process_linger;   /* seconds after the last connection */
 	/* Index handles kept open for STATUS per imap process (0 = none). */
 	unsigned int imap_status_cache_mailboxes;

@@ -105,6 +105,7 @@ static void test_defaults(void)
 	test_assert_int(set->imap_max_pipelined_commands, 50);
 	test_assert_int(set->imap_max_update_contexts, 10);
 	test_assert_int(set->imap_idle_timeout, 30 * 60);
+	test_assert_int(set->imap_notify_max_buffer, 256 * 1024);
 	test_assert_int(set->imap_process_linger, 30);
 	test_assert_int(set->login_timeout, 60);
 	test_assert(set->disable_plaintext_auth);
@@ -315,6 +316,10 @@ static void test_bad_values(void)
 		     "at least 1");
 	assert_error("badctx2.conf", "imap_max_update_contexts = 1001\n", 1,
 		     "at most 1000");
+	assert_error("badnotify1.conf", "imap_notify_max_buffer = 1023\n", 1,
+		     "at least");
+	assert_error("badnotify2.conf", "imap_notify_max_buffer = 513k\n", 1,
+		     "at most");
 	assert_error("bad13.conf", "auth_mechanisms = plain gssapi\n", 1,
 		     "gssapi");
 	/* a whole-file check has no line */
