@@ -110,6 +110,15 @@ void handoff_start(struct child *login, const char *const *args, int fd)
 	}
 }
 
+static int handoff_send_conn(struct child *imap, struct handoff *handoff)
+{
+	return ipc_sendv(imap->conn, handoff->fd, "CONN", handoff->fields[HF_ID],
+			 handoff->fields[HF_TAG], handoff->fields[HF_RIP],
+			 handoff->fields[HF_RPORT], handoff->fields[HF_LIP],
+			 handoff->fields[HF_LPORT], handoff->fields[HF_SECURED],
+			 handoff->fields[HF_MECH], handoff->fields[HF_DATA], NULL);
+}
+
 static void handoff_route(struct master *master, struct handoff *handoff,
 			  const char *const *args)
 {
@@ -125,13 +134,20 @@ static void handoff_route(struct master *master, struct handoff *handoff,
 		handoff_reply(handoff, "HANDOFF-FAIL", error);
 		return;
 	}
-	if (ipc_sendv(imap->conn, handoff->fd, "CONN", handoff->fields[HF_ID],
-		      handoff->fields[HF_TAG], handoff->fields[HF_RIP],
-		      handoff->fields[HF_RPORT], handoff->fields[HF_LIP],
-		      handoff->fields[HF_LPORT], handoff->fields[HF_SECURED],
-		      handoff->fields[HF_MECH], handoff->fields[HF_DATA], NULL) < 0) {
-		handoff_reply(handoff, "HANDOFF-FAIL", "Internal error: mail process unavailable");
-		return;
+	if (handoff_send_conn(imap, handoff) < 0) {
+		/* the process died and master has not read its channel's
+		   end yet (a SIGKILL just now): what the EOF would do, then
+		   a new process for this login */
+		i_warning("imap process %d of %s is gone; starting another",
+			  (int)imap->pid, args[2]);
+		ipc_conn_destroy(&imap->conn);
+		master_admin_imap_gone(imap);
+		imap = imap_get_user(master, args + 2, &error);
+		if (imap == NULL || handoff_send_conn(imap, handoff) < 0) {
+			handoff_reply(handoff, "HANDOFF-FAIL", imap == NULL ? error :
+				      "Internal error: mail process unavailable");
+			return;
+		}
 	}
 	i_info("login: user=<%s>, method=%s, rip=%s, lip=%s, tls=%s, pid=%d",
 	       args[2], handoff->fields[HF_MECH], handoff->fields[HF_RIP],
