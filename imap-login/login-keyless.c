@@ -254,12 +254,15 @@ static int keyless_sign_set_md(struct keyless_sign *ctx, const char *name)
 
 static int keyless_param_pss(const OSSL_PARAM *p, bool *pss_r)
 {
+	const char *str;
 	int pad;
 
 	if (p->data_type == OSSL_PARAM_UTF8_STRING) {
-		if (strcmp(p->data, "pss") == 0)
+		if (OSSL_PARAM_get_utf8_string_ptr(p, &str) != 1)
+			return 0;
+		if (strcmp(str, "pss") == 0)
 			pad = RSA_PKCS1_PSS_PADDING;
-		else if (strcmp(p->data, "pkcs1") == 0)
+		else if (strcmp(str, "pkcs1") == 0)
 			pad = RSA_PKCS1_PADDING;
 		else
 			return 0;
@@ -276,14 +279,17 @@ static int keyless_param_pss(const OSSL_PARAM *p, bool *pss_r)
 static int keyless_param_saltlen_ok(const struct keyless_sign *ctx,
 				    const OSSL_PARAM *p)
 {
+	const char *str;
 	int len;
 
 	if (p->data_type == OSSL_PARAM_UTF8_STRING) {
-		if (strcmp(p->data, OSSL_PKEY_RSA_PSS_SALT_LEN_DIGEST) == 0)
+		if (OSSL_PARAM_get_utf8_string_ptr(p, &str) != 1)
+			return 0;
+		if (strcmp(str, OSSL_PKEY_RSA_PSS_SALT_LEN_DIGEST) == 0)
 			return 1;
 		char *end;
-		long value = strtol(p->data, &end, 10);
-		if (end == p->data || *end != '\0' || value < -4 || value > 1024)
+		long value = strtol(str, &end, 10);
+		if (end == str || *end != '\0' || value < -4 || value > 1024)
 			return 0;
 		len = (int)value;
 	} else if (OSSL_PARAM_get_int(p, &len) != 1) {
@@ -297,12 +303,13 @@ static int keyless_sign_set_params(void *vctx, const OSSL_PARAM params[])
 {
 	struct keyless_sign *ctx = vctx;
 	const OSSL_PARAM *p;
+	const char *str;
 
 	if (params == NULL)
 		return 1;
 	p = OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_DIGEST);
-	if (p != NULL && (p->data_type != OSSL_PARAM_UTF8_STRING ||
-			  keyless_sign_set_md(ctx, p->data) != 1))
+	if (p != NULL && (OSSL_PARAM_get_utf8_string_ptr(p, &str) != 1 ||
+			  keyless_sign_set_md(ctx, str) != 1))
 		return 0;
 	p = OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_PAD_MODE);
 	if (p != NULL && (ctx->key == NULL || ctx->key->type != KEYLESS_RSA ||
@@ -313,8 +320,8 @@ static int keyless_sign_set_params(void *vctx, const OSSL_PARAM params[])
 		return 0;
 	/* MGF1 uses the signature's digest at the signer. */
 	p = OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_MGF1_DIGEST);
-	if (p != NULL && (p->data_type != OSSL_PARAM_UTF8_STRING ||
-			  ctx->md == NULL || !EVP_MD_is_a(ctx->md, p->data)))
+	if (p != NULL && (OSSL_PARAM_get_utf8_string_ptr(p, &str) != 1 ||
+			  ctx->md == NULL || !EVP_MD_is_a(ctx->md, str)))
 		return 0;
 	return 1;
 }

@@ -25,10 +25,14 @@ static bool master_handle_record(struct login_process *lp,
 		return true;
 	}
 	if (strcmp(args[0], "KEYD-CONN") == 0) {
-		if (count != 1 || *fd < 0 || lp->keyd == NULL)
+		if (count != 1 || *fd < 0)
 			return false;
-		login_keyd_set_fd(lp->keyd, *fd);
-		*fd = -1;
+		/* Without isolation (started before a reload turned it on)
+		   the socket is of no use: the caller closes it. */
+		if (lp->keyd != NULL) {
+			login_keyd_set_fd(lp->keyd, *fd);
+			*fd = -1;
+		}
 		return true;
 	}
 	if (*fd >= 0)

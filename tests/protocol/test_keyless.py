@@ -242,6 +242,9 @@ def test_key_signer_process(moat_server, key_type):
     """Its own process, shown as key-signer: auth's uid, the empty
     chroot, no capabilities, no_new_privs, its seccomp filter."""
     pid = signer_pid(moat_server)
+    # the filter goes in last: then the whole drop is done
+    assert wait_for(lambda: re.search(r"^Seccomp:\s+2$", open(
+        f"/proc/{pid}/status").read(), re.M), 30), moat_server.logs()
     status = open(f"/proc/{pid}/status").read()
     uid = pwd.getpwnam("moat-auth").pw_uid
     assert re.search(rf"^Uid:\s+{uid}\s+{uid}\s+{uid}\s+{uid}$", status, re.M), status
@@ -250,8 +253,21 @@ def test_key_signer_process(moat_server, key_type):
     assert re.search(r"^NoNewPrivs:\s+1$", status, re.M), status
     assert re.search(r"^Seccomp:\s+2$", status, re.M), status
     assert os.readlink(f"/proc/{pid}/root") == str(moat_server.base_dir / "empty")
-    # Its environment and settings copy: the key is in no environment.
     assert b"PRIVATE KEY" not in open(f"/proc/{pid}/environ", "rb").read()
+    # Not dumpable: auth, which shares the uid, cannot read its memory.
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setgroups([])
+            os.setgid(pwd.getpwnam("moat-auth").pw_gid)
+            os.setuid(uid)
+            open(f"/proc/{pid}/mem", "rb").close()
+            os._exit(1)
+        except PermissionError:
+            os._exit(0)
+        except BaseException:
+            os._exit(2)
+    assert os.waitpid(child, 0)[1] == 0
 
 
 # ---- reload and failures -----------------------------------------------------
@@ -319,3 +335,20 @@ def test_killed_signer_restarts(moat_server, key_type):
     assert wait_for(lambda: moat_server.child_pids("key-signer") not in ([], [pid]), 30), \
         moat_server.logs()
     assert wait_for(lambda: handshake_ok(moat_server), 30), moat_server.logs()
+
+
+@pytest.mark.parametrize("key_type", [keyed("ec", ssl_key_isolation="no")])
+def test_reload_turns_isolation_on(moat_server, key_type):
+    """A reload from ssl_key_isolation = no to yes: the old imap-login
+    (which has no use for the key-signer's socket) keeps serving its
+    clients, new handshakes are signed by a new key-signer."""
+    c = moat_server.connect()
+    assert moat_server.child_pids("key-signer") == []
+    moat_server.settings["ssl_key_isolation"] = "yes"
+    moat_server.conf_path.write_text(moat_server._config_text())
+    os.kill(moat_server.pid, signal.SIGHUP)
+    moat_server.wait_children("key-signer", 1, timeout=30)
+    assert wait_for(lambda: handshake_ok(moat_server), 30), moat_server.logs()
+    assert c.command("NOOP").ok
+    assert c.command("LOGOUT").ok
+    assert "malformed" not in moat_server.logs()
