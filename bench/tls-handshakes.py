@@ -5,15 +5,16 @@ default) and with the key in imap-login (no). doc/performance.md
 records the figures.
 
     bench/tls-handshakes.py [--prefix DIR] [--seconds N] [--clients N]
-                            [--keys rsa,ec] [--versions 1.2,1.3]
+                            [--rounds N] [--keys rsa,ec] [--versions 1.2,1.3]
 
 For each key type (RSA-2048, P-256) and TLS version it starts a private
 moat (tests/protocol/moatserver.py: a temporary directory, 127.0.0.1, a
 random port, stopped by pid) once per setting and runs N `openssl s_time
 -new` clients at once against the implicit-TLS listener for the given
 time (every connection a full handshake, no resumption). The figure is
-the sum of their connections per second; the ratio is isolated / in
-process. One imap-login process (the default process_min_avail), so both
+the sum of their connections per second, the median of --rounds rounds
+that alternate the two settings (so that a change of the machine's load
+hits both alike); the ratio is isolated / in process. One imap-login process (the default process_min_avail), so both
 settings sign on one core: in process it is imap-login's, isolated the
 key-signer's. Run as root (privilege separation, as in production) or
 as anyone."""
@@ -22,6 +23,7 @@ import argparse
 import os
 import pathlib
 import re
+import statistics
 import subprocess
 import sys
 
@@ -71,6 +73,7 @@ def main():
     ap.add_argument("--prefix", default=str(REPO / "build/test/local"))
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--keys", default="rsa,ec")
     ap.add_argument("--versions", default="1.3,1.2")
     args = ap.parse_args()
@@ -80,8 +83,12 @@ def main():
     print(f"{'key':4} {'TLS':4} {'in process/s':>13} {'isolated/s':>11} {'ratio':>6}")
     for key in args.keys.split(","):
         for version in args.versions.split(","):
-            plain = run(MoatServer, key, version, "no", args)
-            isolated = run(MoatServer, key, version, "yes", args)
+            plain, isolated = [], []
+            for _ in range(args.rounds):
+                plain.append(run(MoatServer, key, version, "no", args))
+                isolated.append(run(MoatServer, key, version, "yes", args))
+            plain = statistics.median(plain)
+            isolated = statistics.median(isolated)
             print(f"{key:4} {version:4} {plain:13.1f} {isolated:11.1f} "
                   f"{isolated / plain:6.2f}", flush=True)
 

@@ -279,10 +279,15 @@ def test_reload_with_a_new_key(moat_server, key_type):
     key, in TLS 1.2 and 1.3."""
     assert handshake_ok(moat_server)
     old_signer = signer_pid(moat_server) if IS_ROOT else None
+    old_logins = moat_server.child_pids("imap-login")
     old_cert = cert_der(moat_server)
     moat_server._make_cert("rsa")
     assert cert_der(moat_server) != old_cert
     os.kill(moat_server.pid, signal.SIGHUP)
+    # An old imap-login may accept until it has read master's SHUTDOWN;
+    # without clients it then exits.
+    assert wait_for(lambda: not set(old_logins) &
+                    set(moat_server.child_pids("imap-login")), 60), moat_server.logs()
     assert wait_for(lambda: handshake_ok(moat_server), 60), moat_server.logs()
     for version in VERSIONS:
         for starttls in (False, True):
