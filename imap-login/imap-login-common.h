@@ -58,6 +58,7 @@ struct login_client;
 struct login_listeners;
 struct login_proxy;
 struct login_ssl_ctx;
+struct login_keyd;
 
 struct login_process {
 	struct master_service *service;
@@ -72,6 +73,8 @@ struct login_process {
 	/* indexed by enum login_cap_flags */
 	const char *capabilities[LOGIN_CAP_VARIANTS];
 	struct login_ssl_ctx *ssl_ctx; /* NULL: TLS is not offered */
+	/* the key-signer's socket (ssl_key_isolation = yes), else NULL */
+	struct login_keyd *keyd;
 
 	struct login_listeners *listeners;
 	struct ipc_conn *master;       /* moat-login-master on fd 3 */

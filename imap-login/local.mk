@@ -11,6 +11,9 @@ imap_login_imap_login_SOURCES = \
 	imap-login/login-client-tls.c \
 	imap-login/login-client-haproxy.c \
 	imap-login/login-ssl.c imap-login/login-ssl.h \
+	imap-login/login-keyless.c imap-login/login-keyless.h \
+	imap-login/login-keyd.c imap-login/login-keyd.h \
+	key-signer/keyd-protocol.c key-signer/keyd-protocol.h \
 	imap-login/login-proxy.c imap-login/login-proxy.h \
 	imap-login/login-cmds.c \
 	imap-login/login-id.c imap-login/login-id.h \
@@ -18,6 +21,7 @@ imap_login_imap_login_SOURCES = \
 	imap-login/login-master.c imap-login/login-master.h \
 	imap-login/login-capability.c imap-login/login-capability.h \
 	imap-login/login-util.c imap-login/login-util.h
+imap_login_imap_login_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/key-signer
 imap_login_imap_login_CFLAGS = $(AM_CFLAGS) $(SSL_CFLAGS)
 imap_login_imap_login_LDADD = $(LIBMOAT) $(SSL_LIBS)
 

@@ -3,6 +3,7 @@
 #include "login-client.h"
 #include "login-auth.h"
 #include "login-master.h"
+#include "login-keyd.h"
 
 static bool master_parse_id(const char *str, unsigned int *id_r)
 {
@@ -21,6 +22,17 @@ static bool master_handle_record(struct login_process *lp,
 			return false;
 		login_auth_connect(lp, *fd);
 		*fd = -1;
+		return true;
+	}
+	if (strcmp(args[0], "KEYD-CONN") == 0) {
+		if (count != 1 || *fd < 0)
+			return false;
+		/* Without isolation (started before a reload turned it on)
+		   the socket is of no use: the caller closes it. */
+		if (lp->keyd != NULL) {
+			login_keyd_set_fd(lp->keyd, *fd);
+			*fd = -1;
+		}
 		return true;
 	}
 	if (*fd >= 0)

@@ -2,6 +2,7 @@
 #include "lib.h"
 #include "log.h"
 #include "login-ssl.h"
+#include "login-keyless.h"
 
 #include <openssl/ssl.h>
 #include <openssl/err.h>
@@ -155,9 +156,21 @@ static void ssl_ctx_set_params(SSL_CTX *ctx, const struct moat_settings *set)
 		set->ssl_min_protocol == MOAT_SSL_TLSV1_3 ?
 		TLS1_3_VERSION : TLS1_2_VERSION) != 1)
 		ssl_ctx_fatal("ssl_min_protocol");
-	if (set->ssl_cipher_list[0] != '\0' &&
-	    SSL_CTX_set_cipher_list(ctx, set->ssl_cipher_list) != 1)
+	if (set->ssl_key_isolation) {
+		/* The key-signer only signs: TLS 1.2 suites whose key
+		   exchange is RSA decryption cannot work, so none is offered
+		   (TLS 1.3 has none). */
+		char *list = i_strdup_printf("%s:!kRSA:!kRSAPSK",
+			set->ssl_cipher_list[0] != '\0' ?
+			set->ssl_cipher_list : "DEFAULT");
+		int ret = SSL_CTX_set_cipher_list(ctx, list);
+		free(list);
+		if (ret != 1)
+			ssl_ctx_fatal("ssl_cipher_list (without RSA key exchange)");
+	} else if (set->ssl_cipher_list[0] != '\0' &&
+		   SSL_CTX_set_cipher_list(ctx, set->ssl_cipher_list) != 1) {
 		ssl_ctx_fatal("ssl_cipher_list");
+	}
 	if (set->ssl_cipher_suites[0] != '\0' &&
 	    SSL_CTX_set_ciphersuites(ctx, set->ssl_cipher_suites) != 1)
 		ssl_ctx_fatal("ssl_cipher_suites");
@@ -168,21 +181,43 @@ static void ssl_ctx_set_params(SSL_CTX *ctx, const struct moat_settings *set)
 		ssl_ctx_fatal("SSL_CTX_set_session_id_context");
 }
 
-struct login_ssl_ctx *login_ssl_ctx_init(const struct moat_settings *set)
+/* The key object whose signatures the key-signer makes. */
+static void ssl_ctx_use_keyless(SSL_CTX *ctx)
+{
+	EVP_PKEY *key = login_keyless_key_new(SSL_CTX_get0_certificate(ctx));
+
+	if (SSL_CTX_use_PrivateKey(ctx, key) != 1 ||
+	    SSL_CTX_check_private_key(ctx) != 1)
+		ssl_ctx_fatal("ssl_key_isolation: the key object does not "
+			      "match ssl_cert");
+	EVP_PKEY_free(key);
+}
+
+struct login_ssl_ctx *login_ssl_ctx_init(const struct moat_settings *set,
+					 struct login_keyd *keyd)
 {
 	struct login_ssl_ctx *lctx;
 
 	if (set->ssl == MOAT_SSL_NO || set->ssl_cert[0] == '\0')
 		return NULL;
-	if (set->ssl_key[0] == '\0')
+	if (set->ssl_key_isolation) {
+		/* Our copy of the settings has no ssl_key; were it there
+		   anyway, it must not stay. */
+		safe_memset((char *)set->ssl_key, 0, strlen(set->ssl_key));
+		login_keyless_init(keyd);
+	} else if (set->ssl_key[0] == '\0') {
 		i_fatal("ssl_cert is set but imap-login got no ssl_key");
+	}
 	lctx = i_malloc(sizeof(*lctx));
 	lctx->ctx = SSL_CTX_new(TLS_server_method());
 	if (lctx->ctx == NULL)
 		ssl_ctx_fatal("SSL_CTX_new");
 	ssl_ctx_set_params(lctx->ctx, set);
 	ssl_ctx_load_cert(lctx->ctx, set->ssl_cert);
-	ssl_ctx_load_key(lctx->ctx, set->ssl_key);
+	if (set->ssl_key_isolation)
+		ssl_ctx_use_keyless(lctx->ctx);
+	else
+		ssl_ctx_load_key(lctx->ctx, set->ssl_key);
 	if (set->ssl_ca[0] != '\0')
 		ssl_ctx_load_ca(lctx->ctx, set->ssl_ca, set->ssl_verify_client_cert);
 	/* OpenSSL has its own copy now; the text is of no further use. */

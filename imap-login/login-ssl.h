@@ -4,9 +4,11 @@
    settings before the privilege drop, and one non-blocking TLS session
    per client socket.
 
-   The context holds the certificate and the private key in memory; the
-   key never exists as a file imap-login could open (master read it and
-   passed it in imap-login's copy of the settings, doc/security.md). */
+   With ssl_key_isolation = yes (the default) the context holds the
+   certificate and a key object without the private key: the key-signer
+   signs (login-keyless.h). With no, it holds the private key in memory;
+   the key never exists as a file imap-login could open (master read it
+   and passed it in imap-login's copy of the settings, doc/security.md). */
 
 #include "ioloop.h"
 #include "iostream.h"
@@ -14,12 +16,15 @@
 
 struct login_ssl_ctx;
 struct login_ssl;
+struct login_keyd;
 
 /* Build the context from set. Returns NULL when TLS is not offered
    (ssl = no, or no ssl_cert). A bad certificate, key or cipher list is
-   fatal. Wipes the key text in set afterwards (set is ours to scribble
+   fatal. keyd: where signatures go with ssl_key_isolation = yes (else
+   unused). Wipes the key text in set afterwards (set is ours to scribble
    on: the process's private copy). */
-struct login_ssl_ctx *login_ssl_ctx_init(const struct moat_settings *set);
+struct login_ssl_ctx *login_ssl_ctx_init(const struct moat_settings *set,
+					 struct login_keyd *keyd);
 void login_ssl_ctx_deinit(struct login_ssl_ctx **ctx);
 
 /* A server session on the connected, non-blocking socket fd (not

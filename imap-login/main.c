@@ -12,9 +12,12 @@
    to that state in master_service_drop_privileges() before it accepts a
    single client. It never learns which user a login becomes beyond what
    auth tells it, cannot redeem the token auth gives it (only master can),
-   and links no post-auth code. It holds the TLS private key in memory
-   (loaded before the drop from its copy of the settings; it never opens
-   the key file, which stays readable by root only). One process serves up to client_limit
+   and links no post-auth code. With ssl_key_isolation = yes (the
+   default) it never holds the TLS private key: the key-signer process
+   signs handshakes for it over a socket master hands it (KEYD-CONN,
+   login-keyd.h). With no, it holds the key in memory (loaded before the
+   drop from its copy of the settings; it never opens the key file, which
+   stays readable by root only). One process serves up to client_limit
    clients at once, or service_count clients in total and then exits
    (service_count = 1 gives every client its own process). */
 #include "imap-login-common.h"
@@ -24,6 +27,7 @@
 #include "login-listen.h"
 #include "login-proxy.h"
 #include "login-ssl.h"
+#include "login-keyd.h"
 
 static void login_process_init_settings(struct login_process *lp)
 {
@@ -58,8 +62,11 @@ int main(void)
 	login_listen_init(&lp);
 
 	/* Everything that needs secrets or files goes here, before the
-	   chroot: the TLS key came from master in our settings copy. */
-	lp.ssl_ctx = login_ssl_ctx_init(lp.set);
+	   chroot: OpenSSL's providers and, with ssl_key_isolation = no, the
+	   TLS key, which came from master in our settings copy. */
+	if (lp.set->ssl_key_isolation)
+		lp.keyd = login_keyd_create();
+	lp.ssl_ctx = login_ssl_ctx_init(lp.set, lp.keyd);
 
 	master_service_drop_privileges(lp.service, MOAT_SECCOMP_PROFILE_IMAP_LOGIN);
 
@@ -74,6 +81,7 @@ int main(void)
 	login_proxies_destroy_all(&lp);
 	login_listen_deinit(&lp);
 	login_ssl_ctx_deinit(&lp.ssl_ctx);
+	login_keyd_destroy(&lp.keyd);
 	login_auth_deinit(&lp);
 	login_master_deinit(&lp);
 	pool_unref(&lp.pool);

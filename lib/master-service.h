@@ -15,6 +15,8 @@
             the order named by MOAT_LISTENERS
      5..    lmtp: its listening sockets from fd 5 (it has no auth socket),
             in the order named by MOAT_LISTENERS
+   key-signer has only 0-4; its sockets to imap-login processes come
+   over fd 3 (LOGIN-CONN), as imap-login's to it do (KEYD-CONN).
    Environment: MOAT_SERVICE (service name), MOAT_UID/MOAT_GID (what to
    become), MOAT_CHROOT (or unset), MOAT_LISTENERS ("name:ssl,name:ssl"),
    MOAT_USER/MOAT_HOME/MOAT_MAIL for imap. Master is trusted; the values
@@ -40,6 +42,8 @@
 #define IPC_PROTO_WORKER_MASTER "moat-worker-master" /* auth-worker <-> master */
 #define IPC_PROTO_LMTP_MASTER "moat-lmtp-master"     /* lmtp <-> master */
 #define IPC_PROTO_DELIVER "moat-deliver"             /* lmtp <-> imap */
+#define IPC_PROTO_KEYD_MASTER "moat-keyd-master"     /* key-signer <-> master */
+#define IPC_PROTO_KEYD "moat-keyd"                   /* imap-login <-> key-signer */
 #define IPC_PROTO_MAJOR 1
 #define IPC_PROTO_MINOR 0
 

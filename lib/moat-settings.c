@@ -173,6 +173,9 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(ssl_cipher_suites, SET_STRING, ""),
 	GLOBAL(ssl_prefer_server_ciphers, SET_BOOL, "no"),
 	GLOBAL(ssl_ktls, SET_BOOL, "no"),
+	/* yes: the key-signer process holds ssl_key and signs handshakes
+	   for imap-login, which never sees the key (doc/security.md) */
+	GLOBAL(ssl_key_isolation, SET_BOOL, "yes"),
 	GLOBAL(ssl_cert_username_field, SET_ENUM, "commonName",
 	       .enum_values = ssl_cert_username_values),
 	GLOBAL(seccomp, SET_ENUM, "yes", .enum_values = seccomp_values),
@@ -266,6 +269,11 @@ static const struct moat_service_settings service_defaults[] = {
 	  .vsz_limit = VSZ_DEFAULT,
 	  .listeners = (struct moat_listener_settings *)lmtp_listener_defaults,
 	  .listener_count = N_ELEMENTS(lmtp_listener_defaults) },
+	/* holds ssl_key with ssl_key_isolation = yes and signs for every
+	   imap-login; one process, default_internal_user, the empty chroot */
+	{ .name = "key-signer", .user = "", .chroot = "empty",
+	  .process_limit = 1, .process_min_avail = 1, .client_limit = 1000,
+	  .vsz_limit = VSZ_DEFAULT },
 };
 #define SERVICE_COUNT N_ELEMENTS(service_defaults)
 
@@ -670,7 +678,7 @@ static int service_begin(struct settings_parser *ctx, const char *name,
 
 	if (name == NULL) {
 		*error_r = "service needs a name (imap-login, auth, imap, "
-			"auth-worker or lmtp)";
+			"auth-worker, lmtp or key-signer)";
 		return -1;
 	}
 	for (i = 0; i < SERVICE_COUNT; i++) {
@@ -679,7 +687,8 @@ static int service_begin(struct settings_parser *ctx, const char *name,
 	}
 	if (i == SERVICE_COUNT) {
 		*error_r = p_strdup_printf(pool, "unknown service '%s' "
-			"(known: imap-login, auth, imap, auth-worker, lmtp)",
+			"(known: imap-login, auth, imap, auth-worker, lmtp, "
+			"key-signer)",
 			name);
 		return -1;
 	}
@@ -1313,7 +1322,8 @@ const char *moat_settings_service_user(const struct moat_settings *set,
 		return service->user;
 	if (strcmp(service->name, MOAT_SERVICE_LOGIN) == 0)
 		return set->default_login_user;
-	if (strcmp(service->name, "auth") == 0)
+	if (strcmp(service->name, "auth") == 0 ||
+	    strcmp(service->name, "key-signer") == 0)
 		return set->default_internal_user;
 	return "";
 }

@@ -192,8 +192,9 @@ struct moat_settings {
 
 	/* TLS (imap-login). ssl_cert, ssl_key and ssl_ca hold PEM text (the
 	   config says "ssl_cert = </path": master reads the file). ssl_key is
-	   secret: moat_settings_write() leaves it out; only imap-login's copy
-	   of the settings has it (moat_settings_write_secrets()). */
+	   secret: moat_settings_write() leaves it out; only the copy of the
+	   process that signs (key-signer, or imap-login with
+	   ssl_key_isolation = no) has it (moat_settings_write_secrets()). */
 	enum moat_ssl_mode ssl;
 	const char *ssl_cert;
 	const char *ssl_key;
@@ -206,6 +207,10 @@ struct moat_settings {
 	/* Hand logged-in TLS sessions to imap as kernel TLS sockets where the
 	   kernel and OpenSSL offload both directions (lib/ktls.h). */
 	bool ssl_ktls;
+	/* yes: imap-login gets only ssl_cert and a socket to the key-signer
+	   process, which holds ssl_key and signs (doc/security.md); no: the
+	   key is loaded into imap-login as before. */
+	bool ssl_key_isolation;
 	enum moat_ssl_cert_username_field ssl_cert_username_field;
 	/* Syscall allowlists of the children (lib/seccomp-filter.h). */
 	enum moat_seccomp_mode seccomp;

@@ -186,4 +186,8 @@ const struct seccomp_profile_def seccomp_profiles[MOAT_SECCOMP_PROFILE_COUNT] = 
 	[MOAT_SECCOMP_PROFILE_LMTP] = { "lmtp", {
 		&base_group, &mem_noexec_group, &accept_group, &memfd_group,
 		SANITIZER_GROUP NULL } },
+	/* chrooted, opens nothing, accepts nothing: signs over the sockets
+	   master hands it (no socketpair, no memfd) */
+	[MOAT_SECCOMP_PROFILE_KEY_SIGNER] = { "key-signer", {
+		&base_group, &mem_noexec_group, SANITIZER_GROUP NULL } },
 };

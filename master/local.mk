@@ -12,6 +12,7 @@ master_moat_SOURCES = \
 	master/service-auth-worker.c \
 	master/service-imap.c \
 	master/service-lmtp.c \
+	master/service-keyd.c \
 	master/handoff.c \
 	master/master-admin.h \
 	master/master-admin-private.h \

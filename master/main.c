@@ -189,9 +189,9 @@ int master_reload(struct master *master, const char **error_r)
 	}
 	prepare_dirs(master);
 	i_close_fd(&master->config_fd);
-	i_close_fd(&master->login_config_fd);
+	i_close_fd(&master->secret_config_fd);
 	master->config_fd = master_settings_create_fd(master->set, false);
-	master->login_config_fd = master_settings_create_fd(master->set, true);
+	master->secret_config_fd = master_settings_create_fd(master->set, true);
 	services_reload(master);
 	master_admin_reload(master);
 	master_notify_ready("running (reloaded)");
@@ -239,7 +239,7 @@ int main(int argc, char *argv[])
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct master master = { .config_fd = -1, .login_config_fd = -1 };
+	struct master master = { .config_fd = -1, .secret_config_fd = -1 };
 	bool foreground = false, dump_all = false, dump_changed = false;
 	const char *error;
 	int c;
@@ -295,7 +295,7 @@ int main(int argc, char *argv[])
 		daemonize();
 	pidfile_write(&master);
 	master.config_fd = master_settings_create_fd(master.set, false);
-	master.login_config_fd = master_settings_create_fd(master.set, true);
+	master.secret_config_fd = master_settings_create_fd(master.set, true);
 	restrict_master_capabilities(master_capabilities);
 	if (!master.root)
 		i_warning("not running as root: every process runs as uid %u without "
@@ -326,7 +326,7 @@ int main(int argc, char *argv[])
 	(void)unlink(master.pid_path);
 	io_loop_destroy(&master.ioloop);
 	i_close_fd(&master.config_fd);
-	i_close_fd(&master.login_config_fd);
+	i_close_fd(&master.secret_config_fd);
 	moat_settings_free(&master.set);
 	master_notify_deinit();
 	free(master.pid_path);

@@ -16,6 +16,7 @@ enum service_kind {
 	SERVICE_IMAP,
 	SERVICE_AUTH_WORKER,
 	SERVICE_LMTP,
+	SERVICE_KEY_SIGNER,
 	SERVICE_KIND_COUNT
 };
 
@@ -86,7 +87,9 @@ struct master {
 	struct moat_settings *set;
 	unsigned int generation;
 	int config_fd;            /* sealed memfd: the settings for children */
-	int login_config_fd;      /* the same plus ssl_key: imap-login only */
+	/* the same plus ssl_key: only for the process that signs (the
+	   key-signer, or imap-login with ssl_key_isolation = no) */
+	int secret_config_fd;
 	bool root;
 	bool stopping;
 
@@ -104,6 +107,7 @@ struct master {
 	struct service services[SERVICE_KIND_COUNT];
 	struct child *children;
 	struct child *auth;       /* the running auth process, or NULL */
+	struct child *keyd;       /* the running key-signer, or NULL */
 
 	struct handoff *handoffs; /* waiting for auth to redeem a token */
 	/* pre-auth connections per remote address, all imap-logins */
@@ -177,6 +181,18 @@ int auth_connect_login(struct master *master, pid_t login_pid);
    needs them and auth is running (each hands auth its socket). */
 void auth_worker_ensure(struct master *master);
 void auth_worker_input(void *context, const char *const *args, int fd);
+
+/* service-keyd.c: the key-signer (ssl_key_isolation = yes) */
+/* Whether a key-signer should run (isolation on and TLS offered). */
+bool keyd_enabled(const struct master *master);
+/* Start one if enabled and none runs (start, restart, reload). */
+void keyd_ensure(struct master *master);
+/* Reload: the running one stops; a new one reads the new key. */
+void keyd_reload(struct master *master);
+/* Hand login (a new imap-login, or every one when a key-signer starts)
+   a socketpair to the running key-signer. No-op without one. */
+void keyd_connect_login(struct master *master, struct child *login);
+void keyd_input(void *context, const char *const *args, int fd);
 
 /* handoff.c */
 void handoff_start(struct child *login, const char *const *args, int fd);

@@ -56,6 +56,7 @@ struct child *login_spawn(struct master *master)
 				(int)child->pid);
 	}
 	close(pair[0]);
+	keyd_connect_login(master, child);
 	return child;
 }
 

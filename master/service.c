@@ -33,6 +33,7 @@ void services_init(struct master *master)
 		[SERVICE_IMAP] = { "imap", "imap" },
 		[SERVICE_AUTH_WORKER] = { "auth-worker", "auth-worker" },
 		[SERVICE_LMTP] = { "lmtp", "lmtp" },
+		[SERVICE_KEY_SIGNER] = { "key-signer", "key-signer" },
 	};
 	for (unsigned int i = 0; i < SERVICE_KIND_COUNT; i++) {
 		struct service *service = &master->services[i];
@@ -111,9 +112,12 @@ child_exec(struct service *service, int log_wfd, int channel_fd,
 	io_loop_reset_signals_for_child();
 	signal(SIGPIPE, SIG_DFL);
 	src[count++] = channel_fd;
-	/* Only imap-login's copy carries ssl_key (doc/security.md). */
-	src[count++] = service->kind == SERVICE_LOGIN ?
-		master->login_config_fd : master->config_fd;
+	/* Only the copy of the process that signs carries ssl_key
+	   (doc/security.md). */
+	bool secrets = service->kind == SERVICE_KEY_SIGNER ||
+		(service->kind == SERVICE_LOGIN &&
+		 !master->set->ssl_key_isolation);
+	src[count++] = secrets ? master->secret_config_fd : master->config_fd;
 	for (unsigned int i = 0; i < extra_fd_count; i++)
 		src[count++] = extra_fds[i];
 	for (unsigned int i = 0; i < count; i++) {
@@ -238,11 +242,13 @@ struct child *child_spawn(struct service *service, const int *extra_fds,
 		service->kind == SERVICE_AUTH ? IPC_PROTO_AUTH_MASTER :
 		service->kind == SERVICE_AUTH_WORKER ? IPC_PROTO_WORKER_MASTER :
 		service->kind == SERVICE_LMTP ? IPC_PROTO_LMTP_MASTER :
+		service->kind == SERVICE_KEY_SIGNER ? IPC_PROTO_KEYD_MASTER :
 		IPC_PROTO_IMAP_MASTER, IPC_PROTO_MAJOR, IPC_PROTO_MINOR,
 		service->kind == SERVICE_LOGIN ? login_input :
 		service->kind == SERVICE_AUTH ? auth_input :
 		service->kind == SERVICE_AUTH_WORKER ? auth_worker_input :
 		service->kind == SERVICE_LMTP ? lmtp_input :
+		service->kind == SERVICE_KEY_SIGNER ? keyd_input :
 		imap_input, child);
 	i_debug("service(%s): started process %d", service->name, (int)pid);
 	return child;
@@ -288,6 +294,8 @@ static void service_restart(struct service *service)
 		auth_worker_ensure(master);
 	else if (service->kind == SERVICE_LMTP)
 		lmtp_ensure_available(master);
+	else if (service->kind == SERVICE_KEY_SIGNER)
+		keyd_ensure(master);
 	else if (service->kind == SERVICE_LOGIN) {
 		while (login_count_listening(master) < MAX(service->set->process_min_avail, 1u) &&
 		       service->process_count < service->set->process_limit) {
@@ -382,6 +390,8 @@ void services_child_exited(struct master *master, pid_t pid, int status)
 	}
 	if (service->kind == SERVICE_LMTP)
 		lmtp_rcpt_lmtp_gone(master, child);
+	if (master->keyd == child)
+		master->keyd = NULL;
 	child_free(child);
 	if (master->stopping) {
 		if (master->children == NULL)
@@ -392,7 +402,12 @@ void services_child_exited(struct master *master, pid_t pid, int status)
 	   once for the new auth; a crash backs off like any other. */
 	if (service->kind == SERVICE_AUTH_WORKER)
 		service_schedule_restart(service, crashed);
-	else if (service->kind == SERVICE_AUTH ||
+	else if (service->kind == SERVICE_KEY_SIGNER) {
+		/* Handshakes fail until it is back (imap-login's sockets
+		   to it closed); a reload started its successor already. */
+		if (!expected)
+			service_schedule_restart(service, true);
+	} else if (service->kind == SERVICE_AUTH ||
 		 ((service->kind == SERVICE_LOGIN ||
 		   service->kind == SERVICE_LMTP) && !expected))
 		service_schedule_restart(service, crashed || !expected);
@@ -403,6 +418,8 @@ void services_child_exited(struct master *master, pid_t pid, int status)
 void services_start(struct master *master)
 {
 	(void)auth_spawn(master);
+	/* Before the first imap-login, which gets its socket at spawn. */
+	keyd_ensure(master);
 	service_restart(&master->services[SERVICE_LOGIN]);
 	login_idle_check_start(master);
 	lmtp_ensure_available(master);
@@ -419,6 +436,9 @@ void services_reload(struct master *master)
 	   new passdb/userdb (imap-login processes reconnect to it). */
 	login_shutdown_all(master);
 	lmtp_shutdown_all(master);
+	/* New handshakes use the new key: a new key-signer before the new
+	   imap-login processes. */
+	keyd_reload(master);
 	if (master->auth != NULL) {
 		master->auth->shutting_down = true;
 		child_kill(master->auth, SIGTERM);

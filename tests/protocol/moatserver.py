@@ -180,6 +180,8 @@ class MoatServer:
         self.tls = bool(self.settings.pop("tls", False))
         self.extra_dbs = str(self.settings.pop("extra_dbs", ""))
         self.tls_port = free_port() if self.tls else 0
+        # tls_key_type="rsa": an RSA-2048 key instead of P-256
+        self.tls_key_type = str(self.settings.pop("tls_key_type", "ec"))
         # lmtp=True: protocols = imap lmtp, listening on lmtp_socket and
         # on 127.0.0.1:lmtp_port
         self.lmtp = bool(self.settings.pop("lmtp", False))
@@ -356,13 +358,16 @@ class MoatServer:
         self._make_homes()
         self.conf_path.write_text(self._config_text())
 
-    def _make_cert(self):
-        """Self-signed P-256 certificate for 127.0.0.1; key 0600."""
+    def _make_cert(self, key_type=None):
+        """Self-signed certificate for 127.0.0.1 with a P-256 key (or
+        RSA-2048 with key_type "rsa"); key 0600. Overwrites the files."""
+        key_type = key_type or self.tls_key_type
+        newkey = (["-newkey", "rsa:2048"] if key_type == "rsa" else
+                  ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"])
         old = os.umask(0o077)
         try:
             subprocess.run(
-                ["openssl", "req", "-x509", "-newkey", "ec",
-                 "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                ["openssl", "req", "-x509", *newkey, "-nodes",
                  "-keyout", str(self.key_path), "-out", str(self.cert_path),
                  "-days", "2", "-subj", "/CN=localhost",
                  "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],

@@ -326,7 +326,7 @@ def test_key_stays_with_root_and_imap_login(moat_server):
         env = open(f"/proc/{pid}/environ", "rb").read()
         assert b"PRIVATE KEY" not in env and fragment not in env
         assert not writable_memory_contains(pid, fragment), pid
-    # Master keeps two settings memfds: only imap-login's has the key.
+    # Master keeps two settings memfds: only the key-signer's has the key.
     with_key = without_key = 0
     for fd in os.listdir(f"/proc/{moat_server.pid}/fd"):
         path = f"/proc/{moat_server.pid}/fd/{fd}"

@@ -130,7 +130,8 @@ static void test_defaults(void)
 	test_assert(moat_settings_net_match("0.0.0.0/0", "203.0.113.9"));
 	test_assert_int(set->passdb_count, 0);
 	test_assert_int(set->userdb_count, 0);
-	test_assert_int(set->service_count, 5);
+	test_assert_int(set->service_count, 6);
+	test_assert(set->ssl_key_isolation);
 
 	const struct moat_service_settings *login =
 		moat_settings_get_service(set, "imap-login");
@@ -190,6 +191,13 @@ static void test_defaults(void)
 	test_assert_int(moat_listener_mode(&lmtp->listeners[0]), 0666);
 	test_assert(!moat_settings_has_protocol(set, "lmtp"));
 	test_assert(moat_settings_has_protocol(set, "imap"));
+
+	const struct moat_service_settings *keyd =
+		moat_settings_get_service(set, "key-signer");
+	test_assert(keyd != NULL);
+	test_assert_str(keyd->chroot, "empty");
+	test_assert_int(keyd->process_limit, 1);
+	test_assert_str(moat_settings_service_user(set, keyd), "moat-auth");
 	test_assert_int(set->message_size_limit, 64 * 1024 * 1024);
 	test_assert_str(set->recipient_delimiter, "+");
 	test_assert_str(set->lmtp_username_format, "%Lu");
@@ -1015,7 +1023,7 @@ static void test_ssl_settings(void)
 	test_assert(moat_settings_write(set, false, &out) == 0);
 	test_assert(strstr(out.data, "QUJD") != NULL);
 	test_assert(strstr(out.data, "U0VDUkVU") == NULL);
-	test_assert(strstr(out.data, "ssl_key") == NULL);
+	test_assert(strstr(out.data, "\nssl_key = ") == NULL);
 	struct moat_settings *set2 = read_back(&out);
 	test_assert(set2 != NULL && set2->ssl_key[0] == '\0');
 	moat_settings_free(&set2);

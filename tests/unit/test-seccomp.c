@@ -244,6 +244,49 @@ static void test_seccomp_lmtp(void)
 	check_allowed(MOAT_SECCOMP_PROFILE_LMTP, call_memfd);
 }
 
+static int call_accept(void)
+{
+	/* no listener is at hand: EBADF without a filter */
+	return accept4(-1, NULL, NULL, SOCK_CLOEXEC) < 0 && errno != EBADF ? -1 : 0;
+}
+
+/* A pair made before the fork: the key-signer's sockets come from
+   master too. */
+static int seqpacket_pair[2] = { -1, -1 };
+
+static int call_seqpacket_io(void)
+{
+	char buf[8];
+
+	return send(seqpacket_pair[0], "SIG\n", 4, MSG_DONTWAIT) == 4 &&
+		recv(seqpacket_pair[1], buf, sizeof(buf), MSG_DONTWAIT) == 4 ?
+		0 : -1;
+}
+
+static void test_seccomp_key_signer(void)
+{
+	enum moat_seccomp_profile p = MOAT_SECCOMP_PROFILE_KEY_SIGNER;
+
+	set_paths("keyd");
+	check_denied(p, call_open_passwd);
+	check_denied(p, call_socket_inet);
+	check_denied(p, call_socket_unix);
+	check_denied(p, call_socketpair_unix);
+	check_denied(p, call_accept);
+	check_denied(p, call_mmap_exec);
+	check_denied(p, call_memfd);
+	check_denied(p, call_mkdir);
+	check_denied(p, call_thread);
+	test_assert(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+			       seqpacket_pair) == 0);
+	check_allowed(p, call_seqpacket_io);
+	close(seqpacket_pair[0]);
+	close(seqpacket_pair[1]);
+	test_assert_str(moat_seccomp_profile_name(p), "key-signer");
+	test_assert(moat_seccomp_profile_size(p) <
+		    moat_seccomp_profile_size(MOAT_SECCOMP_PROFILE_IMAP_LOGIN));
+}
+
 static void test_seccomp_auth(void)
 {
 	set_paths("auth");
@@ -341,6 +384,7 @@ static void test_seccomp_profile_size(void)
 TEST_MAIN(TEST(test_seccomp_every_profile_denies),
 	  TEST(test_seccomp_imap_login),
 	  TEST(test_seccomp_lmtp),
+	  TEST(test_seccomp_key_signer),
 	  TEST(test_seccomp_auth),
 	  TEST(test_seccomp_auth_worker),
 	  TEST(test_seccomp_imap),

@@ -1,0 +1,86 @@
+/* The key-signer: spawning it and handing every imap-login process a
+   socket to it (ssl_key_isolation = yes). It runs as auth's user
+   (default_internal_user), chrooted to the empty directory, and gets the
+   settings copy with ssl_key; imap-login then gets the one without. */
+#include "master-common.h"
+
+#include <signal.h>
+
+bool keyd_enabled(const struct master *master)
+{
+	const struct moat_settings *set = master->set;
+
+	return set->ssl_key_isolation && set->ssl != MOAT_SSL_NO &&
+		set->ssl_cert[0] != '\0';
+}
+
+void keyd_connect_login(struct master *master, struct child *login)
+{
+	struct child *keyd = master->keyd;
+	char pid_str[32];
+	int pair[2];
+
+	if (keyd == NULL || keyd->conn == NULL || keyd->shutting_down ||
+	    login->conn == NULL)
+		return;
+	if (ipc_socketpair(pair) < 0) {
+		i_error("socketpair() failed: %s", strerror(errno));
+		return;
+	}
+	snprintf(pid_str, sizeof(pid_str), "%d", (int)login->pid);
+	if (ipc_sendv(keyd->conn, pair[0], "LOGIN-CONN", pid_str, NULL) < 0 ||
+	    ipc_sendv(login->conn, pair[1], "KEYD-CONN", NULL) < 0)
+		i_error("could not connect imap-login %d to the key-signer",
+			(int)login->pid);
+	close(pair[0]);
+	close(pair[1]);
+}
+
+static void keyd_spawn(struct master *master)
+{
+	struct child *child =
+		child_spawn(&master->services[SERVICE_KEY_SIGNER], NULL, 0,
+			    NULL, master->auth_uid, master->auth_gid,
+			    master->empty_dir, NULL);
+
+	if (child == NULL)
+		return;
+	master->keyd = child;
+	/* Those running already lost their socket to the previous one. */
+	for (struct child *c = master->children; c != NULL; c = c->next) {
+		if (c->service->kind == SERVICE_LOGIN)
+			keyd_connect_login(master, c);
+	}
+}
+
+void keyd_ensure(struct master *master)
+{
+	if (!master->stopping && master->keyd == NULL && keyd_enabled(master))
+		keyd_spawn(master);
+}
+
+void keyd_reload(struct master *master)
+{
+	if (master->keyd != NULL) {
+		master->keyd->shutting_down = true;
+		child_kill(master->keyd, SIGTERM);
+		master->keyd = NULL;
+	}
+	keyd_ensure(master);
+}
+
+void keyd_input(void *context, const char *const *args, int fd)
+{
+	struct child *child = context;
+
+	if (args == NULL) {
+		ipc_conn_destroy(&child->conn);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	/* The key-signer has nothing to tell master: a record is a bug. */
+	i_error("key-signer %d sent an unknown record, killing it",
+		(int)child->pid);
+	child_kill(child, SIGKILL);
+}
