@@ -32,6 +32,7 @@ struct client;
 struct deliver_conn;
 struct imap_deliver_seen;
 struct deliver_req;
+struct imap_commit_req;
 
 /* The process: one user, all of the user's connections. Owned by main.c;
    clients get a pointer. */
@@ -54,6 +55,10 @@ struct imap_user {
 	/* DELIVERs waiting for this loop turn's group commit */
 	struct deliver_req *deliver_queue, *deliver_queue_tail;
 	struct timeout *to_deliver_batch;
+	/* APPENDs waiting for this loop turn's group commit (imap-commit.h) */
+	struct imap_commit_req *commit_queue, **commit_tail;
+	unsigned int commit_count;
+	struct timeout *to_commit;
 	/* the user's quota limits (imap-quota.h); 0 = none */
 	struct mailbox_quota_limits quota;
 };

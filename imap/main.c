@@ -14,6 +14,7 @@
 #include "imap-common.h"
 #include "imap-client.h"
 #include "imap-admin.h"
+#include "imap-commit.h"
 #include "imap-deliver.h"
 #include "imap-quota.h"
 #include "master-service.h"
@@ -225,6 +226,7 @@ int main(void)
 	proc->service = master_service_init("imap");
 	proc->user.ioloop = master_service_get_ioloop(proc->service);
 	proc->user.set = master_service_get_settings(proc->service);
+	proc->user.commit_tail = &proc->user.commit_queue;
 	proc->user.username = master_service_getenv("MOAT_USER");
 	const char *home = master_service_getenv("MOAT_HOME");
 	const char *mail = master_service_getenv("MOAT_MAIL");
@@ -257,6 +259,7 @@ int main(void)
 	master_service_run(proc->service);
 
 	imap_deinit_clients(proc, "Server shutting down.");
+	imap_commit_deinit(&proc->user);
 	imap_deliver_conns_destroy_all(&proc->user);
 	imap_status_cache_free(&proc->user.status_cache);
 	timeout_remove(&proc->to_linger);

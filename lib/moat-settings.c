@@ -99,6 +99,9 @@ static const struct setting_def global_defs[] = {
 	/* mbsync and offlineimap keep a few dozen commands in flight */
 	GLOBAL(imap_max_pipelined_commands, SET_UINT, "50", .min = 1,
 	       .max = 100000),
+	/* APPENDs committed together (imap-commit.h): each waiting one
+	   keeps a staged set and an fd; a client has one at a time */
+	GLOBAL(imap_commit_batch_max, SET_UINT, "64", .min = 1, .max = 1024),
 	GLOBAL(imap_literal_minus, SET_BOOL, "no"),
 	GLOBAL(imap_idle_timeout, SET_TIME, "30 mins", .min = 5),
 	GLOBAL(imap_process_linger, SET_TIME, "30 secs"),
