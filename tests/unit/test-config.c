@@ -103,6 +103,7 @@ static void test_defaults(void)
 	test_assert_int(set->imap_max_append_size, 64 * 1024 * 1024);
 	test_assert_int(set->imap_max_bad_commands, 20);
 	test_assert_int(set->imap_max_pipelined_commands, 50);
+	test_assert_int(set->imap_commit_batch_max, 64);
 	test_assert_int(set->imap_idle_timeout, 30 * 60);
 	test_assert_int(set->imap_process_linger, 30);
 	test_assert_int(set->login_timeout, 60);
@@ -310,6 +311,10 @@ static void test_bad_values(void)
 		     "at least 1");
 	assert_error("badpipe2.conf", "imap_max_pipelined_commands = 100001\n",
 		     1, "at most 100000");
+	assert_error("badcommit1.conf", "imap_commit_batch_max = 0\n", 1,
+		     "at least 1");
+	assert_error("badcommit2.conf", "imap_commit_batch_max = 1025\n",
+		     1, "at most 1024");
 	assert_error("bad13.conf", "auth_mechanisms = plain gssapi\n", 1,
 		     "gssapi");
 	/* a whole-file check has no line */
