@@ -59,6 +59,8 @@ struct imap_user {
 	struct imap_commit_req *commit_queue, **commit_tail;
 	unsigned int commit_count;
 	struct timeout *to_commit;
+	/* imap_mailbox_autocreate() ran */
+	bool specials_created;
 	/* the user's quota limits (imap-quota.h); 0 = none */
 	struct mailbox_quota_limits quota;
 };

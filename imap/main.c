@@ -165,6 +165,7 @@ static void master_conn(struct imap_process *proc, const char *const *args,
 		return;
 	}
 	timeout_remove(&proc->to_linger);
+	imap_mailbox_autocreate(&proc->user);
 	(void)client_create(&proc->user, fd, args[2], prefix, prefix_size,
 			    args[3]);
 	pool_unref(&pool);
@@ -202,6 +203,7 @@ static void master_input(void *context, const char *const *args, int fd)
 			master_service_stop(proc->service);
 		return;
 	}
+	imap_mailbox_autocreate(&proc->user);
 	if (imap_admin_input(&proc->user, proc->master, args))
 		return;
 	i_fatal("master sent an unknown record");
@@ -246,10 +248,11 @@ int main(void)
 	master_service_drop_privileges(proc->service, MOAT_SECCOMP_PROFILE_IMAP);
 	/* mail files are the user's alone */
 	umask(0077);
-	/* INBOX and the SPECIAL-USE folders (RFC 6154) exist from login on */
-	struct imap_mailbox_specials specials;
-	imap_mailbox_specials_get(proc->user.set, &specials);
-	if (mailbox_list_autocreate(root, &specials.names, &error) < 0)
+	/* INBOX exists from the start; the SPECIAL-USE folders (RFC 6154)
+	   from the first login on (imap_mailbox_autocreate()): a process
+	   that only takes deliveries into INBOX does not create them */
+	const struct mailbox_special_names no_specials = { { NULL } };
+	if (mailbox_list_autocreate(root, &no_specials, &error) < 0)
 		i_error("Creating the default mailboxes failed: %s", error);
 	imap_quota_init(&proc->user);
 	proc->master = master_service_connect_master(proc->service,
