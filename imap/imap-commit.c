@@ -183,14 +183,13 @@ static int commit_group(struct commit_group *g, bool defer)
 	/* a MULTIAPPEND keeps its own syncs: its journal must be on disk
 	   before its first message is in cur/ (all or none after a power
 	   loss too) */
-	g->deferred = defer && !g->multi;
 	struct mailbox *box = g->base->box;
 	uint32_t first_uid;
-	if (g->deferred)
-		mailbox_fsync_defer(box, true);
+	/* false for a mail_fsync = never handle: nothing to sync later */
+	g->deferred = defer && !g->multi && mailbox_fsync_defer(box, true);
 	int ret = mailbox_append_multi_commit(&g->base->save, &first_uid,
 					      &error);
-	mailbox_fsync_defer(box, false);
+	(void)mailbox_fsync_defer(box, false);
 	if (ret < 0) {
 		i_error("APPEND failed: %s", error);
 		g->deferred = false;

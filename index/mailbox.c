@@ -1209,15 +1209,15 @@ int mailbox_msg_expunge(struct mailbox *box, uint32_t seq,
 	return ret;
 }
 
-void mailbox_fsync_defer(struct mailbox *box, bool defer)
+bool mailbox_fsync_defer(struct mailbox *box, bool defer)
 {
 	if (defer) {
 		if ((box->flags & MAILBOX_OPEN_NO_FSYNC) != 0)
-			return;
+			return false;
 		box->flags |= MAILBOX_OPEN_NO_FSYNC;
 	} else {
 		if (!box->fsync_deferred)
-			return;
+			return false;
 		box->flags &= ~MAILBOX_OPEN_NO_FSYNC;
 	}
 	box->fsync_deferred = defer;
@@ -1225,6 +1225,7 @@ void mailbox_fsync_defer(struct mailbox *box, bool defer)
 	box->fsync_mode = defer ? MAIL_INDEX_FSYNC_NEVER :
 		MAIL_INDEX_FSYNC_ALWAYS;
 	maildir_uidlist_set_fsync(box->uidlist, !defer);
+	return true;
 }
 
 int mailbox_syncfs(struct mailbox *box, const char **error_r)

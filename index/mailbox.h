@@ -152,8 +152,9 @@ int mailbox_expunge_sync(struct mailbox *box, const char **error_r);
 /* Group commit across folders (imap/imap-commit.h): while deferred, the
    handle's writes are not synced one by one (as MAILBOX_OPEN_NO_FSYNC);
    the caller then makes them durable with mailbox_syncfs() before it
-   reports success. No-op for a MAILBOX_OPEN_NO_FSYNC handle. */
-void mailbox_fsync_defer(struct mailbox *box, bool defer);
+   reports success. Returns true if that changed anything (false for a
+   MAILBOX_OPEN_NO_FSYNC handle, which syncs nothing anyway). */
+bool mailbox_fsync_defer(struct mailbox *box, bool defer);
 /* syncfs(2) of the file system holding the folder: everything written
    there so far is on disk. Returns 0 or -1. */
 int mailbox_syncfs(struct mailbox *box, const char **error_r);
