@@ -11,6 +11,13 @@ static void commit_flush_deferred(void *context)
 	imap_commit_flush(user);
 }
 
+void imap_commit_init(struct imap_user *user)
+{
+	user->commit_queue = NULL;
+	user->commit_tail = &user->commit_queue;
+	user->commit_count = 0;
+}
+
 void imap_commit_queue(struct imap_user *user, struct imap_commit_req *req,
 		       struct mailbox *box, struct mailbox_append_multi **save,
 		       imap_commit_callback_t *callback, void *context)

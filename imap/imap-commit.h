@@ -41,6 +41,8 @@ struct imap_commit_req {
 	bool queued;
 };
 
+/* An empty queue for user (before the first imap_commit_queue()). */
+void imap_commit_init(struct imap_user *user);
 /* Queue the staged messages of *save (begun with
    mailbox_append_multi_begin_group() on box, which must stay open until
    the callback). Takes *save. When imap_commit_batch_max requests wait

@@ -228,7 +228,7 @@ int main(void)
 	proc->service = master_service_init("imap");
 	proc->user.ioloop = master_service_get_ioloop(proc->service);
 	proc->user.set = master_service_get_settings(proc->service);
-	proc->user.commit_tail = &proc->user.commit_queue;
+	imap_commit_init(&proc->user);
 	proc->user.username = master_service_getenv("MOAT_USER");
 	const char *home = master_service_getenv("MOAT_HOME");
 	const char *mail = master_service_getenv("MOAT_MAIL");

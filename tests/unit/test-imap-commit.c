@@ -35,7 +35,7 @@ static void commit_user_init(const char *root)
 	commit_user.set = commit_set;
 	commit_user.username = "testuser";
 	commit_user.mail_root = root;
-	commit_user.commit_tail = &commit_user.commit_queue;
+	imap_commit_init(&commit_user);
 }
 
 static void commit_user_deinit(void)
