@@ -355,6 +355,9 @@ cmd_test() {
 	"$ROOT/tests/crash/run.sh" "$TEST_BUILD" >&2 || die "a crash test failed"
 	say "crash test through the server (SIGKILL of the user's imap process)"
 	"$ROOT/tests/crash/run-imap.sh" "$TEST_PREFIX" >&2 || die "the imap crash test failed"
+	say "the same with four sessions (kills inside group commits of APPENDs)"
+	MOAT_CRASH_IMAP_ARGS="--clients 4" "$ROOT/tests/crash/run-imap.sh" \
+		"$TEST_PREFIX" 40 >&2 || die "the imap crash test (4 sessions) failed"
 	say "crash test of delivery (SIGKILL of lmtp and imap while an MTA retries)"
 	"$ROOT/tests/crash/run-lmtp.sh" "$TEST_PREFIX" >&2 || die "the delivery crash test failed"
 	say "benchmark smoke run (correctness of bench/, never speed)"

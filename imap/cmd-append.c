@@ -3,10 +3,14 @@
    from the connection to a file in tmp/: the line is parsed with
    IMAP_PARSE_FLAG_LITERAL_SIZE, so the parser stops at every literal and
    we read its bytes ourselves. All messages of the command are staged
-   and published together (mailbox-append-multi.h): all or none. */
+   and published together (mailbox-append-multi.h): all or none. The
+   commit waits in the user's queue (imap-commit.h), so that APPENDs of
+   other sessions that complete in the same turn of the loop share its
+   syncs; the OK goes out once it is on disk. */
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-notify.h"
+#include "imap-commit.h"
 #include "imap-date.h"
 #include "imap-flags.h"
 #include "imap-mailbox.h"
@@ -26,25 +30,31 @@ struct append_ctx {
 	unsigned int next_idx;    /* first arg of the next message */
 	bool failed;              /* a write failed: answer NO at the end */
 	bool in_literal;
+	/* queued for the group commit; committed once result is set */
+	struct imap_commit_req commit;
+	bool committed;
+	enum imap_commit_result result;
+	uint32_t first_uid;
 	char boxname[MAILBOX_NAME_MAX + 1];
 };
 
-static void append_abort(struct append_ctx *ctx)
+static void append_abort(struct client_command *cmd, struct append_ctx *ctx)
 {
+	imap_commit_cancel(cmd->client->user, &ctx->commit);
 	if (ctx->save != NULL)
 		mailbox_append_multi_abort(&ctx->save);
 }
 
 static void cmd_append_cancel(struct client_command *cmd)
 {
-	append_abort(cmd->context);
+	append_abort(cmd, cmd->context);
 }
 
 /* Answer and end the command, dropping every staged message. */
 static bool append_fail(struct client_command *cmd, struct append_ctx *ctx,
 			bool bad, const char *text)
 {
-	append_abort(ctx);
+	append_abort(cmd, ctx);
 	if (bad)
 		client_send_command_error(cmd, text);
 	else
@@ -83,35 +93,61 @@ static int append_get_box(struct client *client, const char *name,
 	return 1;
 }
 
-static bool append_commit(struct client_command *cmd, struct append_ctx *ctx)
+/* The answer, once the group commit that holds the command is done. */
+static bool cmd_append_reply(struct client_command *cmd)
 {
-	unsigned int count = mailbox_append_multi_count(ctx->save);
-	uint64_t bytes = mailbox_append_multi_bytes(ctx->save);
-	const char *error;
-	uint32_t uid;
+	struct append_ctx *ctx = cmd->context;
+	unsigned int count = ctx->commit.count;
 
-	if (imap_quota_allows(cmd->client->user, bytes, count) == 0)
-		return append_fail(cmd, ctx, false,
-				   "NO [OVERQUOTA] Quota exceeded.");
-
-	if (mailbox_append_multi_commit(&ctx->save, &uid, &error) < 0) {
-		i_error("APPEND failed: %s", error);
-		client_send_tagline(cmd, "NO [SERVERBUG] Saving the message failed.");
-		return true;
+	if (!ctx->committed) {
+		cmd->wait = CLIENT_WAIT_WAKEUP;
+		return false;
 	}
-	imap_quota_saved(cmd->client->user, bytes, count);
-	imap_notify_message_new(cmd->client->user, cmd->client,
-				mailbox_get_name(ctx->box),
-				mailbox_get_path(ctx->box));
-	if (count == 1) {
-		client_send_taglinef(cmd, "OK [APPENDUID %u %u] Append completed.",
-				     mailbox_get_uidvalidity(ctx->box), uid);
-	} else {
-		client_send_taglinef(cmd, "OK [APPENDUID %u %u:%u] Append "
-				     "completed.", mailbox_get_uidvalidity(ctx->box),
-				     uid, uid + count - 1);
+	switch (ctx->result) {
+	case IMAP_COMMIT_OVERQUOTA:
+		client_send_tagline(cmd, "NO [OVERQUOTA] Quota exceeded.");
+		break;
+	case IMAP_COMMIT_FAILED:
+		client_send_tagline(cmd, "NO [SERVERBUG] Saving the message failed.");
+		break;
+	case IMAP_COMMIT_OK:
+		imap_notify_message_new(cmd->client->user, cmd->client,
+					mailbox_get_name(ctx->box),
+					mailbox_get_path(ctx->box));
+		if (count == 1) {
+			client_send_taglinef(cmd, "OK [APPENDUID %u %u] Append "
+				"completed.", mailbox_get_uidvalidity(ctx->box),
+				ctx->first_uid);
+		} else {
+			client_send_taglinef(cmd, "OK [APPENDUID %u %u:%u] Append "
+				"completed.", mailbox_get_uidvalidity(ctx->box),
+				ctx->first_uid, ctx->first_uid + count - 1);
+		}
+		break;
 	}
 	return true;
+}
+
+static void append_committed(void *context, enum imap_commit_result result,
+			     uint32_t first_uid)
+{
+	struct client_command *cmd = context;
+	struct append_ctx *ctx = cmd->context;
+
+	ctx->committed = true;
+	ctx->result = result;
+	ctx->first_uid = first_uid;
+	client_command_wakeup(cmd);
+}
+
+/* Queue the staged messages for the group commit and wait for it. */
+static bool append_commit(struct client_command *cmd, struct append_ctx *ctx)
+{
+	imap_commit_queue(cmd->client->user, &ctx->commit, ctx->box,
+			  &ctx->save, append_committed, cmd);
+	cmd->func = cmd_append_reply;
+	cmd->wait = CLIENT_WAIT_WAKEUP;
+	return false;
 }
 
 /* Flags and date of the message at args[*idx], then its literal. Returns
@@ -309,7 +345,7 @@ static bool cmd_append_continue(struct client_command *cmd)
 				return true;
 			break;
 		case IMAP_PARSE_ERROR:
-			append_abort(ctx);
+			append_abort(cmd, ctx);
 			client_command_parse_error(cmd);
 			return true;
 		case IMAP_PARSE_DONE:
@@ -341,12 +377,14 @@ bool cmd_append(struct client_command *cmd)
 			"information.");
 	}
 	ctx->box_count = mailbox_get_count(ctx->box);
-	ctx->save = mailbox_append_multi_begin(ctx->box);
+	ctx->save = mailbox_append_multi_begin_group(ctx->box);
 	ctx->next_idx = 1;
 	cmd->context = ctx;
 	cmd->cancel = cmd_append_cancel;
 	if (append_messages(cmd, ctx, cmd->args, !cmd->literal_size))
 		return true;
+	if (cmd->func == cmd_append_reply)
+		return false;   /* queued for the commit */
 	cmd->func = cmd_append_continue;
 	return cmd_append_continue(cmd);
 }

@@ -130,6 +130,19 @@ static void client_continue_timeout(void *context)
 		client_resume(client);
 }
 
+void client_command_wakeup(struct client_command *cmd)
+{
+	struct client *client = cmd->client;
+
+	i_assert(client->cmd == cmd);
+	if (cmd->wait != CLIENT_WAIT_WAKEUP || client->disconnected)
+		return;
+	cmd->wait = CLIENT_WAIT_NONE;
+	if (client->to_continue == NULL)
+		client->to_continue = io_loop_defer(client->user->ioloop,
+			client_continue_timeout, client);
+}
+
 static void client_output_flushed(void *context)
 {
 	struct client *client = context;

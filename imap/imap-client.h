@@ -32,6 +32,7 @@ enum client_command_wait {
 	CLIENT_WAIT_NONE = 0,     /* call again from the loop soon */
 	CLIENT_WAIT_OUTPUT,       /* call again when output drained */
 	CLIENT_WAIT_INPUT,        /* call again when input arrives */
+	CLIENT_WAIT_WAKEUP,       /* call again after client_command_wakeup() */
 };
 
 struct command;
@@ -135,6 +136,11 @@ void client_disconnect(struct client *client, const char *bye,
 		       const char *log_reason);
 /* Immediate free (process exit). */
 void client_destroy(struct client *client);
+
+/* A command in CLIENT_WAIT_WAKEUP runs again soon, from the loop (never
+   from inside this call). No-op for a command waiting for something else
+   or a disconnected client. */
+void client_command_wakeup(struct client_command *cmd);
 
 /* One line; CRLF is added. Failure (buffer overflow) disconnects. */
 void client_send_line(struct client *client, const char *line);

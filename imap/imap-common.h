@@ -34,6 +34,7 @@ struct deliver_conn;
 struct imap_deliver_seen;
 struct deliver_req;
 struct imap_stats;
+struct imap_commit_req;
 
 /* The process: one user, all of the user's connections. Owned by main.c;
    clients get a pointer. */
@@ -56,6 +57,12 @@ struct imap_user {
 	/* DELIVERs waiting for this loop turn's group commit */
 	struct deliver_req *deliver_queue, *deliver_queue_tail;
 	struct timeout *to_deliver_batch;
+	/* APPENDs waiting for this loop turn's group commit (imap-commit.h) */
+	struct imap_commit_req *commit_queue, **commit_tail;
+	unsigned int commit_count;
+	struct timeout *to_commit;
+	/* imap_mailbox_autocreate() ran */
+	bool specials_created;
 	/* the user's quota limits (imap-quota.h); 0 = none */
 	struct mailbox_quota_limits quota;
 	/* command counters not yet sent to master (imap-stats.h) */

@@ -3,6 +3,7 @@
    ends that connection, never the process. */
 #include "imap-common.h"
 #include "imap-deliver.h"
+#include "imap-mailbox.h"
 #include "imap-notify.h"
 #include "imap-quota.h"
 #include "mailbox-append-multi.h"
@@ -118,8 +119,11 @@ static int deliver_open_box(struct imap_user *user, const char *name,
 		 MAILBOX_OPEN_NO_FSYNC : 0);
 	int ret = 0;
 
-	if (name[0] != '\0' && !mailbox_name_is_inbox(name))
+	if (name[0] != '\0' && !mailbox_name_is_inbox(name)) {
+		/* a detail may name a SPECIAL-USE folder (user+Junk) */
+		imap_mailbox_autocreate(user);
 		ret = mailbox_open(user->mail_root, name, flags, box_r, error_r);
+	}
 	if (ret == 0)
 		ret = mailbox_open(user->mail_root, "INBOX", flags, box_r,
 				   error_r);

@@ -167,3 +167,17 @@ void imap_mailbox_specials_get(const struct moat_settings *set,
 			specials_r->names.name[i] = specials_r->buf[i];
 	}
 }
+
+void imap_mailbox_autocreate(struct imap_user *user)
+{
+	struct imap_mailbox_specials specials;
+	const char *error;
+
+	if (user->specials_created)
+		return;
+	user->specials_created = true;
+	imap_mailbox_specials_get(user->set, &specials);
+	if (mailbox_list_autocreate(user->mail_root, &specials.names,
+				    &error) < 0)
+		i_error("Creating the default mailboxes failed: %s", error);
+}

@@ -36,5 +36,10 @@ struct imap_mailbox_specials {
 };
 void imap_mailbox_specials_get(const struct moat_settings *set,
 			       struct imap_mailbox_specials *specials_r);
+/* Create the missing SPECIAL-USE folders, once per process: before the
+   first IMAP session or admin request, or a delivery to another folder
+   than INBOX. A process started only for deliveries into INBOX never
+   pays for it (five folders, a dozen directory syncs). */
+void imap_mailbox_autocreate(struct imap_user *user);
 
 #endif

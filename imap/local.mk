@@ -16,6 +16,7 @@ imap_imap_SOURCES = \
 	imap/imap-flags.c imap/imap-flags.h \
 	imap/imap-notify.c imap/imap-notify.h \
 	imap/imap-deliver.c imap/imap-deliver.h \
+	imap/imap-commit.c imap/imap-commit.h \
 	imap/imap-mailbox.c imap/imap-mailbox.h \
 	imap/imap-list.c imap/imap-list.h \
 	imap/imap-status.c imap/imap-status.h \
@@ -113,3 +114,11 @@ tests_unit_test_imap_thread_SOURCES = tests/unit/test-imap-thread.c \
 	imap/imap-thread.c
 tests_unit_test_imap_thread_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
 tests_unit_test_imap_thread_LDADD = tests/unit/libtest.a $(LIBMOAT)
+# the group commit of APPENDs (imap-commit.c)
+check_PROGRAMS += tests/unit/test-imap-commit
+TESTS += tests/unit/test-imap-commit
+tests_unit_test_imap_commit_SOURCES = tests/unit/test-imap-commit.c \
+	imap/imap-commit.c imap/imap-quota.c
+tests_unit_test_imap_commit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
+tests_unit_test_imap_commit_LDADD = tests/unit/libtest.a index/libindex.a \
+	$(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)

@@ -14,6 +14,7 @@
 #include "imap-common.h"
 #include "imap-client.h"
 #include "imap-admin.h"
+#include "imap-commit.h"
 #include "imap-deliver.h"
 #include "imap-quota.h"
 #include "master-service.h"
@@ -175,6 +176,7 @@ static void master_conn(struct imap_process *proc, const char *const *args,
 		return;
 	}
 	timeout_remove(&proc->to_linger);
+	imap_mailbox_autocreate(&proc->user);
 	(void)client_create(&proc->user, fd, args[2], prefix, prefix_size,
 			    args[3]);
 	pool_unref(&pool);
@@ -212,6 +214,7 @@ static void master_input(void *context, const char *const *args, int fd)
 			master_service_stop(proc->service);
 		return;
 	}
+	imap_mailbox_autocreate(&proc->user);
 	if (imap_admin_input(&proc->user, proc->master, args))
 		return;
 	i_fatal("master sent an unknown record");
@@ -236,6 +239,7 @@ int main(void)
 	proc->service = master_service_init("imap");
 	proc->user.ioloop = master_service_get_ioloop(proc->service);
 	proc->user.set = master_service_get_settings(proc->service);
+	imap_commit_init(&proc->user);
 	proc->user.username = master_service_getenv("MOAT_USER");
 	const char *home = master_service_getenv("MOAT_HOME");
 	const char *mail = master_service_getenv("MOAT_MAIL");
@@ -255,10 +259,11 @@ int main(void)
 	master_service_drop_privileges(proc->service, MOAT_SECCOMP_PROFILE_IMAP);
 	/* mail files are the user's alone */
 	umask(0077);
-	/* INBOX and the SPECIAL-USE folders (RFC 6154) exist from login on */
-	struct imap_mailbox_specials specials;
-	imap_mailbox_specials_get(proc->user.set, &specials);
-	if (mailbox_list_autocreate(root, &specials.names, &error) < 0)
+	/* INBOX exists from the start; the SPECIAL-USE folders (RFC 6154)
+	   from the first login on (imap_mailbox_autocreate()): a process
+	   that only takes deliveries into INBOX does not create them */
+	const struct mailbox_special_names no_specials = { { NULL } };
+	if (mailbox_list_autocreate(root, &no_specials, &error) < 0)
 		i_error("Creating the default mailboxes failed: %s", error);
 	imap_quota_init(&proc->user);
 	proc->master = master_service_connect_master(proc->service,
@@ -274,6 +279,7 @@ int main(void)
 	imap_stats_flush(&proc->user, proc->master);
 	timeout_remove(&proc->to_stats);
 	imap_stats_deinit(&proc->user);
+	imap_commit_deinit(&proc->user);
 	imap_deliver_conns_destroy_all(&proc->user);
 	imap_status_cache_free(&proc->user.status_cache);
 	timeout_remove(&proc->to_linger);

@@ -38,6 +38,20 @@ int mailbox_append_multi_end(struct mailbox_append_multi *ctx,
 unsigned int mailbox_append_multi_count(struct mailbox_append_multi *ctx);
 /* Bytes written so far (for the quota). */
 uint64_t mailbox_append_multi_bytes(struct mailbox_append_multi *ctx);
+/* Group commit of several commands into one folder: moves every staged
+   message of *src to the end of dst and frees *src. Both are complete
+   (no message open, none failed), both began with
+   mailbox_append_multi_begin_group() on handles of the same folder.
+   Returns the index in dst of src's first message: after the commit its
+   UID is dst's first UID plus that. */
+unsigned int mailbox_append_multi_merge(struct mailbox_append_multi *dst,
+					struct mailbox_append_multi **src);
+/* Make the staged messages of several group contexts (of any folders of
+   one file system) durable with one sync, so that their commits need not:
+   an fsync when there is one message in all, else one syncfs(2).
+   Returns 0 or -1 (the contexts are unchanged: commit syncs them). */
+int mailbox_append_multi_sync_data(struct mailbox_append_multi *const *ctxs,
+				   unsigned int count, const char **error_r);
 /* Publish every staged message: UIDs *first_uid_r .. + count - 1 in
    staging order. Frees the context either way. */
 int mailbox_append_multi_commit(struct mailbox_append_multi **ctx,

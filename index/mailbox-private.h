@@ -120,6 +120,7 @@ struct mailbox {
 	bool staged_journaled;   /* maildir-staged.c wrote the journal */
 	bool stamp_saved;        /* MAILBOX_DIRSTAMP_NAME holds the mtimes */
 	bool unlinks_unsynced;   /* expunges since mailbox_expunge_sync() */
+	bool fsync_deferred;     /* mailbox_fsync_defer() */
 	time_t stamp_checked_at; /* last sync_stamp_refresh() look */
 	/* Set by mailbox_import_foreign(): the first index commit makes
 	   the messages below this uid not \Recent (0 = nothing to do). */

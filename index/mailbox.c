@@ -1209,6 +1209,40 @@ int mailbox_msg_expunge(struct mailbox *box, uint32_t seq,
 	return ret;
 }
 
+bool mailbox_fsync_defer(struct mailbox *box, bool defer)
+{
+	if (defer) {
+		if ((box->flags & MAILBOX_OPEN_NO_FSYNC) != 0)
+			return false;
+		box->flags |= MAILBOX_OPEN_NO_FSYNC;
+	} else {
+		if (!box->fsync_deferred)
+			return false;
+		box->flags &= ~MAILBOX_OPEN_NO_FSYNC;
+	}
+	box->fsync_deferred = defer;
+	/* what mailbox_open() derives from MAILBOX_OPEN_NO_FSYNC */
+	box->fsync_mode = defer ? MAIL_INDEX_FSYNC_NEVER :
+		MAIL_INDEX_FSYNC_ALWAYS;
+	maildir_uidlist_set_fsync(box->uidlist, !defer);
+	return true;
+}
+
+int mailbox_syncfs(struct mailbox *box, const char **error_r)
+{
+	/* an O_PATH fd does not do: syncfs() needs an open file */
+	int fd = open(box->cur_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1 || syncfs(fd) < 0) {
+		*error_r = mailbox_set_error(box, "syncfs(%s) failed: %m",
+					     box->cur_dir);
+		if (fd != -1)
+			i_close_fd(&fd);
+		return -1;
+	}
+	i_close_fd(&fd);
+	return 0;
+}
+
 int mailbox_expunge_sync(struct mailbox *box, const char **error_r)
 {
 	if (!box->unlinks_unsynced)

@@ -149,6 +149,15 @@ int mailbox_msg_expunge(struct mailbox *box, uint32_t seq,
    unlink would bring the message back), unless MAILBOX_OPEN_NO_FSYNC.
    Call before answering OK to what expunged. Returns 0 or -1. */
 int mailbox_expunge_sync(struct mailbox *box, const char **error_r);
+/* Group commit across folders (imap/imap-commit.h): while deferred, the
+   handle's writes are not synced one by one (as MAILBOX_OPEN_NO_FSYNC);
+   the caller then makes them durable with mailbox_syncfs() before it
+   reports success. Returns true if that changed anything (false for a
+   MAILBOX_OPEN_NO_FSYNC handle, which syncs nothing anyway). */
+bool mailbox_fsync_defer(struct mailbox *box, bool defer);
+/* syncfs(2) of the file system holding the folder: everything written
+   there so far is on disk. Returns 0 or -1. */
+int mailbox_syncfs(struct mailbox *box, const char **error_r);
 
 /* ---- cache (moat.index.cache, mail-cache.h) ----
    Per-message values worth keeping between sessions (ENVELOPE,

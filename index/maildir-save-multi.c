@@ -40,6 +40,7 @@ struct mailbox_append_multi {
 	   the file system, the first message's) */
 	bool group;
 	int sync_fd;
+	bool data_synced;    /* mailbox_append_multi_sync_data() did it */
 };
 
 struct mailbox_append_multi *mailbox_append_multi_begin(struct mailbox *box)
@@ -76,6 +77,8 @@ uint64_t mailbox_append_multi_bytes(struct mailbox_append_multi *ctx)
 		size += ctx->items[i].size;
 	return size;
 }
+
+static void multi_free(struct mailbox_append_multi **_ctx, bool failed);
 
 static struct multi_item *multi_new_item(struct mailbox_append_multi *ctx)
 {
@@ -168,6 +171,33 @@ int mailbox_append_multi_write(struct mailbox_append_multi *ctx,
 		size -= (size_t)ret;
 	}
 	return 0;
+}
+
+unsigned int mailbox_append_multi_merge(struct mailbox_append_multi *dst,
+					struct mailbox_append_multi **_src)
+{
+	struct mailbox_append_multi *src = *_src;
+	unsigned int first = dst->count;
+
+	i_assert(dst->cur == NULL && !dst->failed && dst->group);
+	i_assert(src->cur == NULL && !src->failed && src->group);
+	i_assert(strcmp(dst->box->tmp_dir, src->box->tmp_dir) == 0);
+	for (unsigned int i = 0; i < src->count; i++) {
+		struct multi_item *item = multi_new_item(dst);
+		*item = src->items[i];
+		/* src's pool goes: the path moves into dst's */
+		item->tmp_path = p_strdup(dst->pool, src->items[i].tmp_path);
+	}
+	if (dst->sync_fd == -1) {
+		dst->sync_fd = src->sync_fd;
+		src->sync_fd = -1;
+	}
+	/* synced only if all of it was */
+	dst->data_synced = dst->data_synced && src->data_synced;
+	/* its files are dst's now: nothing of them is unlinked here */
+	src->count = 0;
+	multi_free(_src, false);
+	return first;
 }
 
 /* The final name (sizes and flags) of an ended message. */
@@ -344,6 +374,34 @@ static int multi_publish_cb(void *context, uint32_t *first_uid_r,
 }
 
 
+int mailbox_append_multi_sync_data(struct mailbox_append_multi *const *ctxs,
+				   unsigned int count, const char **error_r)
+{
+	struct mailbox_append_multi *first = NULL;
+	unsigned int messages = 0;
+
+	for (unsigned int i = 0; i < count; i++) {
+		struct mailbox_append_multi *ctx = ctxs[i];
+		i_assert(ctx->group && ctx->cur == NULL && !ctx->failed);
+		if ((ctx->box->flags & MAILBOX_OPEN_NO_FSYNC) != 0 ||
+		    ctx->count == 0)
+			continue;
+		messages += ctx->count;
+		if (first == NULL)
+			first = ctx;
+	}
+	/* one file: its fsync is cheaper than writing out the file system */
+	if (first != NULL &&
+	    (messages == 1 ? fsync(first->sync_fd) : syncfs(first->sync_fd)) < 0) {
+		*error_r = mailbox_set_error(first->box, "syncfs(%s) failed: %m",
+					     first->box->tmp_dir);
+		return -1;
+	}
+	for (unsigned int i = 0; i < count; i++)
+		ctxs[i]->data_synced = true;
+	return 0;
+}
+
 int mailbox_append_multi_commit(struct mailbox_append_multi **_ctx,
 				uint32_t *first_uid_r, const char **error_r)
 {
@@ -358,7 +416,8 @@ int mailbox_append_multi_commit(struct mailbox_append_multi **_ctx,
 	}
 	/* group commit: every staged file's data and inode in one go, before
 	   any of them becomes visible */
-	if (ctx->group && (box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 &&
+	if (ctx->group && !ctx->data_synced &&
+	    (box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 &&
 	    (ctx->count == 1 ? fsync(ctx->sync_fd) : syncfs(ctx->sync_fd)) < 0) {
 		*error_r = mailbox_set_error(box, "syncfs(%s) failed: %m",
 					     box->tmp_dir);

@@ -55,6 +55,11 @@ static const char *uidlist_set_error(struct maildir_uidlist *ul,
 	return ul->error;
 }
 
+void maildir_uidlist_set_fsync(struct maildir_uidlist *ul, bool fsync)
+{
+	ul->fsync = fsync;
+}
+
 struct maildir_uidlist *maildir_uidlist_init(const char *dir, bool fsync)
 {
 	struct maildir_uidlist *ul = i_malloc(sizeof(*ul));

@@ -71,6 +71,8 @@ struct maildir_uidlist;
    fsynced (mail_fsync != never). */
 struct maildir_uidlist *maildir_uidlist_init(const char *dir, bool fsync);
 void maildir_uidlist_deinit(struct maildir_uidlist **ul);
+/* Change the fsync choice of maildir_uidlist_init() (mailbox_fsync_defer()). */
+void maildir_uidlist_set_fsync(struct maildir_uidlist *ul, bool fsync);
 
 /* Re-read the file if it changed since we last read or wrote it.
    Returns 1 if (re)read, 0 if unchanged, -1 on I/O error. A missing file

@@ -105,6 +105,9 @@ static const struct setting_def global_defs[] = {
 	   program and its result as UID ranges (imap/imap-context.h) */
 	GLOBAL(imap_max_update_contexts, SET_UINT, "10", .min = 1,
 	       .max = 1000),
+	/* APPENDs committed together (imap-commit.h): each waiting one
+	   keeps a staged set and an fd; a client has one at a time */
+	GLOBAL(imap_commit_batch_max, SET_UINT, "64", .min = 1, .max = 1024),
 	GLOBAL(imap_literal_minus, SET_BOOL, "no"),
 	GLOBAL(imap_idle_timeout, SET_TIME, "30 mins", .min = 5),
 	/* NOTIFY's events a client leaves unread; the output buffer

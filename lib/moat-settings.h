@@ -118,6 +118,9 @@ struct moat_settings {
 	unsigned int imap_max_pipelined_commands;
 	/* SEARCH RETURN (UPDATE) contexts per connection (RFC 5267). */
 	unsigned int imap_max_update_contexts;
+	/* APPENDs of the process's sessions waiting for one group commit;
+	   at this count they are committed before the next one queues. */
+	unsigned int imap_commit_batch_max;
 	/* Advertise LITERAL- instead of LITERAL+ (RFC 7888 5: a server
 	   advertises one): non-synchronizing literals only up to 4096. */
 	bool imap_literal_minus;

@@ -706,6 +706,7 @@ class Runner:
         self.round = 0
         self.kinds = {"random": 0, "hot": 0, "literal": 0, "move": 0}
         self.log_errors = {}
+        self.batched_commits = 0
         # "hot" rounds: the kill follows a command's bytes by 0-2 ms, so it
         # lands while the server works on it
         self.hot = threading.Event()
@@ -723,7 +724,10 @@ class Runner:
     # -- server
 
     def start(self):
-        self.server = MoatServer({"imap_process_linger": "30"})
+        # log_debug: the group commit lines say how often APPENDs of
+        # both sessions were committed together (the batched path)
+        self.server = MoatServer({"imap_process_linger": "30",
+                                  "log_debug": "yes"})
         try:
             self.server.prepare()
             self.server.start()
@@ -774,6 +778,9 @@ class Runner:
         found = [m for m in SANITIZER_MARKERS if m in text]
         if found:
             self.fail("sanitizer report in the log: " + ", ".join(found))
+        for n in re.findall(r"group commit: (\d+) APPENDs", text):
+            if int(n) > 1:
+                self.batched_commits += 1
         for line in text.splitlines():
             low = line.lower()
             if ": panic:" in low or ": fatal:" in low:
@@ -1147,7 +1154,8 @@ def main():
           f"{k['literal']} mid-literal, "
           f"{k['move']} during MOVE) in {elapsed:.1f}s: {runner.stats.summary()}; "
           f"{runner.ghost_reads} reads of messages other sessions had "
-          f"expunged; {leftovers} files left in tmp/")
+          f"expunged; {leftovers} files left in tmp/; "
+          f"{runner.batched_commits} group commits of several APPENDs")
     return 0
 
 

@@ -23,6 +23,7 @@
 
 #include "imap-common.h"
 #include "imap-client.h"
+#include "imap-commit.h"
 #include "imap-mailbox.h"
 #include "imap-status.h"
 #include "imap-stats.h"
@@ -335,6 +336,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s.user.set = fuzz_set;
 	s.user.username = "fuzzuser";
 	s.user.mail_root = fuzz_root;
+	imap_commit_init(&s.user);
 	fuzz_current = &s;
 	fuzz_session_run(&s, mode, data + 1, size - 1);
 
@@ -342,6 +344,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	   aborts first, so this is only for safety). */
 	while (s.user.clients != NULL)
 		client_destroy(s.user.clients);
+	imap_commit_deinit(&s.user);
 	/* as imap's main.c does when the user's last client is gone */
 	imap_status_cache_free(&s.user.status_cache);
 	/* the command counters master would have been sent */

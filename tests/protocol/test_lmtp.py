@@ -443,3 +443,32 @@ def test_concurrent_deliveries_group_commit(moat_server):
     msgs = fetch_all(moat_server, "testuser1")
     assert sorted(m.rsplit(b"message ", 1)[1] for m in msgs) == \
         sorted(b"%d\r\n" % i for i in range(12))
+
+
+@pytest.mark.moat_settings(lmtp=True, lmtp_save_to_detail_mailbox="yes")
+def test_delivery_only_process_creates_no_special_folders(moat_server):
+    """A process started for a delivery into INBOX does not create the
+    SPECIAL-USE folders (five folders and their directory syncs were most
+    of a cold delivery); the first login does, and a delivery to a
+    detail naming one finds it."""
+    md = moat_server.maildir("testuser1")
+    c = Lmtp(moat_server)
+    start(c, ["testuser1"])
+    assert data(c, MSG, 1)[0][0] == 250
+    assert not (md / ".Junk").exists() and not (md / ".Sent").exists()
+    imap = moat_server.login()
+    r = imap.command('LIST "" *')
+    assert r.ok and any(b"Junk" in line for line in r.untagged), r
+    assert (md / ".Junk" / "cur").is_dir()
+    imap.command("LOGOUT")
+    c = Lmtp(moat_server)
+    start(c, ["testuser1+Junk"])
+    assert data(c, MSG, 1)[0][0] == 250
+    assert len(list((md / ".Junk" / "cur").iterdir())) == 1
+    # a first delivery to a SPECIAL-USE detail creates the folders first
+    md2 = moat_server.maildir("testuser2")
+    c = Lmtp(moat_server)
+    start(c, ["testuser2+Junk"])
+    assert data(c, MSG, 1)[0][0] == 250
+    assert len(list((md2 / ".Junk" / "cur").iterdir())) == 1
+    assert not list((md2 / "cur").iterdir())

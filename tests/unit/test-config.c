@@ -104,6 +104,7 @@ static void test_defaults(void)
 	test_assert_int(set->imap_max_bad_commands, 20);
 	test_assert_int(set->imap_max_pipelined_commands, 50);
 	test_assert_int(set->imap_max_update_contexts, 10);
+	test_assert_int(set->imap_commit_batch_max, 64);
 	test_assert_int(set->imap_idle_timeout, 30 * 60);
 	test_assert_int(set->imap_notify_max_buffer, 256 * 1024);
 	test_assert_int(set->imap_process_linger, 30);
@@ -328,6 +329,10 @@ static void test_bad_values(void)
 		     "at least");
 	assert_error("badnotify2.conf", "imap_notify_max_buffer = 513k\n", 1,
 		     "at most");
+	assert_error("badcommit1.conf", "imap_commit_batch_max = 0\n", 1,
+		     "at least 1");
+	assert_error("badcommit2.conf", "imap_commit_batch_max = 1025\n",
+		     1, "at most 1024");
 	assert_error("bad13.conf", "auth_mechanisms = plain gssapi\n", 1,
 		     "gssapi");
 	/* a whole-file check has no line */
