@@ -19,6 +19,7 @@
 #include "ioloop.h"
 #include "ipc.h"
 #include "master-service.h"
+#include "landlock.h"
 #include "auth-worker-protocol.h"
 #include "auth-worker-db.h"
 
@@ -137,7 +138,13 @@ int main(void)
 	/* Before the drop: its seccomp filter has no prctl(). */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		i_fatal("prctl(PR_SET_DUMPABLE) failed: %s", strerror(errno));
-	/* Stays uid 0 (no MOAT_UID): capabilities go, no_new_privs is set. */
+	/* Stays uid 0 (no MOAT_UID): capabilities go, no_new_privs is set.
+	   Landlock: PAM, NSS and getspnam() read /etc, /lib, /usr; uid 0
+	   without capabilities would still own every root file, so it may
+	   change none (a PAM module that writes, such as pam_faillock's
+	   /run/faillock, needs landlock = no). */
+	master_service_set_landlock(worker.service, landlock_system_ro_paths,
+				    NULL);
 	master_service_drop_privileges(worker.service,
 				       MOAT_SECCOMP_PROFILE_AUTH_WORKER);
 	worker.master_conn = master_service_connect_master(worker.service,

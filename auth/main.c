@@ -48,6 +48,10 @@ static void auth_init(struct auth *auth)
 	auth->db = auth_db_init(auth->set, &error);
 	if (auth->db == NULL)
 		auth_config_fatal("auth: invalid passdb/userdb settings: %s", error);
+	/* Landlock: read the system directories (NSS, libraries loaded
+	   later) and those of its own files; change nothing anywhere. */
+	master_service_set_landlock(auth->service,
+				    auth_db_landlock_ro_paths(auth->db), NULL);
 	master_service_drop_privileges(auth->service, MOAT_SECCOMP_PROFILE_AUTH);
 
 	/* Read the files now so that a permission problem shows at start. */

@@ -24,6 +24,12 @@
 #include "login-listen.h"
 #include "login-proxy.h"
 #include "login-ssl.h"
+#include "sock-linger.h"
+
+static void login_linger_done(void *context)
+{
+	login_process_client_gone(context);
+}
 
 static void login_process_init_settings(struct login_process *lp)
 {
@@ -56,11 +62,16 @@ int main(void)
 	lp.pool = pool_create("imap-login", 4096);
 	login_process_init_settings(&lp);
 	login_listen_init(&lp);
+	lp.lingers = sock_linger_set_create(lp.ioloop, LOGIN_MAX_LINGERING,
+				       login_linger_done, &lp);
 
 	/* Everything that needs secrets or files goes here, before the
 	   chroot: the TLS key came from master in our settings copy. */
 	lp.ssl_ctx = login_ssl_ctx_init(lp.set);
 
+	/* Landlock with no rule: nothing on any file system, should the
+	   chroot be escaped or missing (not root: development mode). */
+	master_service_set_landlock(lp.service, NULL, NULL);
 	master_service_drop_privileges(lp.service, MOAT_SECCOMP_PROFILE_IMAP_LOGIN);
 
 	login_master_connect(&lp);
@@ -72,6 +83,7 @@ int main(void)
 	lp.stopping = true;
 	login_clients_destroy_all(&lp);
 	login_proxies_destroy_all(&lp);
+	sock_linger_set_destroy(&lp.lingers);
 	login_listen_deinit(&lp);
 	login_ssl_ctx_deinit(&lp.ssl_ctx);
 	login_auth_deinit(&lp);
