@@ -186,4 +186,10 @@ const struct seccomp_profile_def seccomp_profiles[MOAT_SECCOMP_PROFILE_COUNT] = 
 	[MOAT_SECCOMP_PROFILE_LMTP] = { "lmtp", {
 		&base_group, &mem_noexec_group, &accept_group, &memfd_group,
 		SANITIZER_GROUP NULL } },
+	/* moat-lda after its set-up (user, settings, mail root): stdin,
+	   stderr and the user's Maildir; no socket, no code loaded, no
+	   thread */
+	[MOAT_SECCOMP_PROFILE_LDA] = { "lda", {
+		&base_group, &mem_noexec_group, &file_read_group,
+		&file_write_group, SANITIZER_GROUP NULL } },
 };
