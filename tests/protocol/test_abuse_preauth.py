@@ -125,7 +125,7 @@ def test_preauth_tls_literal_flood(moat_server):
 # Sent after the command went over login_max_command_size: bytes the
 # server never reads as a command (below lib/sock-linger.h's
 # SOCK_LINGER_MAX_BYTES, so the server drains them all).
-UNREAD_TAIL = 256 * 1024
+UNREAD_TAIL = 64 * 1024
 # The client's receive buffer: a window of about a KiB. Replies beyond it
 # wait in the server's socket when the server closes.
 SMALL_RCVBUF = 1024
