@@ -126,6 +126,8 @@ def main():
     procs = (n + PER_PROCESS_CLIENTS - 1) // PER_PROCESS_CLIENTS + 1
     server = MoatServer({
         "tls": args.tls,
+        # idle pre-auth connections must outlive the set-up of all of them
+        "login_timeout": 3600,
         "login_max_connections_per_ip": 0,
         "mail_max_userip_connections": 0,
         "mail_max_user_connections": 0,
