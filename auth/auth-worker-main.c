@@ -7,7 +7,9 @@
    drops every capability (effective, permitted, inheritable, ambient and
    bounding), sets no_new_privs, is not dumpable (it sees passwords) and
    runs under the auth-worker seccomp allowlist (no exec, no ptrace, no
-   setuid: PAM modules still get sockets and files).
+   setuid: PAM modules still get sockets and files) and, with landlock =
+   yes, a Landlock domain that lets it read the system directories only
+   and change no file anywhere.
    It talks only to master (MASTER_CHANNEL_FD) and to auth (MASTER_AUTH_FD,
    moat-auth-worker); auth is trusted but its records are still bounded
    and checked, a malformed one ends the worker (master starts another).

@@ -8,7 +8,9 @@
    else. It runs as default_login_user (moat-login), chrooted to an empty
    root-owned directory, with no capabilities, no_new_privs and the
    imap-login seccomp allowlist (no open, no exec, no socket but the
-   AF_UNIX pairs of its TLS relays, no executable mappings), and drops
+   AF_UNIX pairs of its TLS relays, no executable mappings) and, with
+   landlock = yes, a Landlock domain without a rule (no file at all), and
+   drops
    to that state in master_service_drop_privileges() before it accepts a
    single client. It never learns which user a login becomes beyond what
    auth tells it, cannot redeem the token auth gives it (only master can),

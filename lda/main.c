@@ -9,7 +9,8 @@
    through its inotify watch). Started as root, it delivers only with
    -d USER, as that system user, after dropping to the user's uid and gid
    (never uid 0). It reads the config unprivileged: settings it may not
-   read (the TLS key) stay empty. The message is untrusted data and is
+   read (the TLS key) stay empty. Before it reads the message it sets
+   no_new_privs and installs the lda seccomp allowlist (lda_restrict()). The message is untrusted data and is
    only stored, never parsed beyond its first line and header start. */
 #include "lib.h"
 #include "log.h"
