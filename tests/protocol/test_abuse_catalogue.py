@@ -276,6 +276,15 @@ def search_or_tree(server, victim):
     assert r.ok and r.untagged_with("SEARCH") == [b"* SEARCH 1"], r
 
 
+def select_without_mailbox(server, victim):
+    """Found by fuzz-imap-session: SELECT and EXAMINE without a mailbox
+    name sent an uninitialized error text (the process crashed)."""
+    for cmd in ("SELECT", "EXAMINE", "SELECT (CONDSTORE)"):
+        r = victim.command(cmd)
+        assert r.status == "BAD", (cmd, r)
+    assert victim.command("SELECT INBOX").ok
+
+
 def symlinked_message(server, victim):
     """issue 14, finding 3 (test_abuse_storage.py has every variant)."""
     assert victim.append("INBOX", message(1)).ok
@@ -334,6 +343,7 @@ CATALOGUE = [
     Entry("search-or-tree", "imap", "BAD (too many arguments, too deep); "
           "a wide tree OK",
           search_or_tree),
+    Entry("select-without-mailbox", "imap", "BAD", select_without_mailbox),
     Entry("symlinked-message", "imap", "never served", symlinked_message),
     Entry("copy-onto-itself", "imap", "NO [LIMIT]", copy_onto_itself,
           mailbox_max_messages=64),
