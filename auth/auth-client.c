@@ -2,8 +2,14 @@
 #include "auth-common.h"
 #include "auth-request.h"
 #include "auth-client.h"
+#include "auth-client-protocol.h"
 
 #include <strings.h>
+
+/* The record parser's bounds are the request's. */
+_Static_assert(AUTH_PROTO_ID_MAX_LEN == AUTH_REQUEST_ID_MAX_LEN, "id bound");
+_Static_assert(AUTH_PROTO_IP_MAX_LEN == AUTH_REQUEST_IP_MAX_LEN, "IP bound");
+_Static_assert(AUTH_PROTO_USER_MAX_LEN == SASL_MAX_USERNAME, "user bound");
 
 struct auth_client {
 	struct auth_client *prev, *next;
@@ -150,26 +156,6 @@ static bool mech_enabled(const struct moat_settings *set,
 	return false;
 }
 
-/* AUTH's optional fields: cbind= and cert_user=, each at most once. */
-#define AUTH_CLIENT_MAX_OPTIONAL 2
-
-/* Checked fields of AUTH; returns an error for the log or NULL. */
-static const char *auth_client_check_auth(const char *const *args)
-{
-	unsigned int count = str_array_length(args);
-
-	if (count < 7 || count > 7 + AUTH_CLIENT_MAX_OPTIONAL)
-		return "AUTH needs 6 arguments and optional fields";
-	if (args[1][0] == '\0' || strlen(args[1]) > AUTH_REQUEST_ID_MAX_LEN)
-		return "AUTH with an empty or too long id";
-	if (strlen(args[3]) > AUTH_REQUEST_IP_MAX_LEN ||
-	    strlen(args[4]) > AUTH_REQUEST_IP_MAX_LEN)
-		return "AUTH with a too long IP address";
-	if (strcmp(args[5], "0") != 0 && strcmp(args[5], "1") != 0)
-		return "AUTH secured flag is not 0 or 1";
-	return NULL;
-}
-
 /* A -PLUS mechanism is enabled: imap-login offers it on TLS connections. */
 static bool plus_mech_enabled(const struct moat_settings *set)
 {
@@ -179,11 +165,10 @@ static bool plus_mech_enabled(const struct moat_settings *set)
 
 /* cbind=<b64:tls-exporter data>; -1 if malformed (imap-login's bug). */
 static int auth_client_cbind(struct auth_client *client,
-			     struct auth_request *request, const char *arg)
+			     struct auth_request *request, const char *b64)
 {
 	unsigned char *data;
 	size_t size;
-	const char *b64 = arg + strlen("cbind=");
 
 	if (p_base64_decode(request->pool, b64, strlen(b64), &data, &size) < 0 ||
 	    size == 0 || size > SASL_CBIND_MAX_SIZE)
@@ -193,111 +178,71 @@ static int auth_client_cbind(struct auth_client *client,
 	return 0;
 }
 
-/* cert_user=<user>: the user named by the connection's verified TLS
-   client certificate; imap-login already refused control characters. */
-static bool auth_client_cert_user_valid(const char *user)
+static void auth_client_cert_user(struct auth_client *client,
+				  struct auth_request *request,
+				  const char *user)
 {
-	size_t len = strlen(user);
-
-	if (len == 0 || len > SASL_MAX_USERNAME)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		if ((unsigned char)user[i] < 0x20 || user[i] == 0x7f)
-			return false;
-	}
-	return true;
+	/* imap-login sends it only after verifying a certificate; where
+	   our settings say it cannot have (or an old process during a
+	   reload), the claim is not believed: EXTERNAL then fails. */
+	if (client->auth->set->ssl_verify_client_cert)
+		auth_request_set_cert_user(request, user);
+	else
+		i_warning("%s: cert_user= ignored: ssl_verify_client_cert = no",
+			  ipc_conn_get_name(client->conn));
 }
 
-/* The optional fields after the initial response; an error for the log
-   (imap-login's bug) or NULL. */
-static const char *
-auth_client_optional(struct auth_client *client, struct auth_request *request,
-		     const char *const *args)
-{
-	bool have_cbind = false, have_cert = false;
-	const char *value;
-
-	for (; *args != NULL; args++) {
-		if (str_begins(*args, "cbind=", NULL) && !have_cbind) {
-			have_cbind = true;
-			if (auth_client_cbind(client, request, *args) < 0)
-				return "AUTH with a bad cbind=";
-		} else if (str_begins(*args, "cert_user=", &value) &&
-			   !have_cert) {
-			have_cert = true;
-			if (!auth_client_cert_user_valid(value))
-				return "AUTH with a bad cert_user=";
-			/* imap-login sends it only after verifying a
-			   certificate; where our settings say it cannot
-			   have (or an old process during a reload), the
-			   claim is not believed: EXTERNAL then fails. */
-			if (client->auth->set->ssl_verify_client_cert)
-				auth_request_set_cert_user(request, value);
-			else
-				i_warning("%s: cert_user= ignored: "
-					  "ssl_verify_client_cert = no",
-					  ipc_conn_get_name(client->conn));
-		} else {
-			return "AUTH with an unknown or repeated optional field";
-		}
-	}
-	return NULL;
-}
-
-/* AUTH <id> <mech> <remote_ip> <local_ip> <secured> <b64:initial>
-   [cbind=<b64:tls-exporter data>] [cert_user=<user>] */
-static void auth_client_auth(struct auth_client *client, const char *const *args)
+/* AUTH, its fields checked by auth_proto_parse_request() */
+static void auth_client_auth(struct auth_client *client,
+			     const struct auth_proto_request *req)
 {
 	const struct sasl_mech *mech;
 	struct auth_request *request;
-	const char *error = auth_client_check_auth(args);
 
-	if (error == NULL && auth_client_find_request(client, args[1]) != NULL)
-		error = "AUTH with an id already in progress";
-	if (error != NULL) {
-		auth_client_protocol_error(client, error);
+	if (auth_client_find_request(client, req->id) != NULL) {
+		auth_client_protocol_error(client,
+			"AUTH with an id already in progress");
 		return;
 	}
 	if (client->request_count >= AUTH_CLIENT_MAX_REQUESTS) {
 		i_warning("%s: %u requests in progress, refusing more",
 			  ipc_conn_get_name(client->conn), client->request_count);
-		auth_client_refuse(client, args[1], "tempfail",
+		auth_client_refuse(client, req->id, "tempfail",
 				   "Too many authentications in progress.");
 		return;
 	}
-	mech = sasl_mech_find(args[2]);
+	mech = sasl_mech_find(req->mech);
 	if (mech == NULL || !mech_enabled(client->auth->set, mech)) {
-		auth_client_refuse(client, args[1], "authfailed",
+		auth_client_refuse(client, req->id, "authfailed",
 				   "Unsupported authentication mechanism.");
 		return;
 	}
-	request = auth_request_create(client->auth, client, args[1], mech,
-				      args[3], args[4], args[5][0] == '1');
+	request = auth_request_create(client->auth, client, req->id, mech,
+				      req->remote_ip, req->local_ip,
+				      req->secured);
 	auth_client_link(client, request);
-	error = auth_client_optional(client, request, args + 7);
-	if (error != NULL) {
-		auth_client_protocol_error(client, error);
+	if (req->cbind_b64 != NULL &&
+	    auth_client_cbind(client, request, req->cbind_b64) < 0) {
+		auth_client_protocol_error(client, "AUTH with a bad cbind=");
 		return;
 	}
-	auth_request_start(request, args[6]);
+	if (req->cert_user != NULL)
+		auth_client_cert_user(client, request, req->cert_user);
+	auth_request_start(request, req->initial_b64);
 }
 
-/* CONT <id> <b64:response or *> */
-static void auth_client_cont(struct auth_client *client, const char *const *args)
+/* CONT, its fields checked by auth_proto_parse_request() */
+static void auth_client_cont(struct auth_client *client,
+			     const struct auth_proto_request *req)
 {
-	struct auth_request *request;
+	struct auth_request *request = auth_client_find_request(client, req->id);
 
-	if (str_array_length(args) != 3) {
-		auth_client_protocol_error(client, "CONT needs 2 arguments");
-		return;
-	}
-	request = auth_client_find_request(client, args[1]);
 	/* "*" cancels a request in any state (its client went away while
 	   it waited for its turn or its answer), and may cross our answer:
 	   for an id we no longer know it is no error. */
-	if (strcmp(args[2], "*") == 0) {
+	if (strcmp(req->response, "*") == 0) {
 		if (request != NULL)
-			auth_request_continue(request, args[2]);
+			auth_request_continue(request, req->response);
 		return;
 	}
 	if (request == NULL || !request->waiting_response) {
@@ -305,7 +250,7 @@ static void auth_client_cont(struct auth_client *client, const char *const *args
 			"CONT for a request that is not waiting for one");
 		return;
 	}
-	auth_request_continue(request, args[2]);
+	auth_request_continue(request, req->response);
 }
 
 static void auth_client_input(void *context, const char *const *args, int fd)
@@ -322,10 +267,13 @@ static void auth_client_input(void *context, const char *const *args, int fd)
 		auth_client_protocol_error(client, "unexpected file descriptor");
 		return;
 	}
-	if (strcmp(args[0], "AUTH") == 0)
-		auth_client_auth(client, args);
-	else if (strcmp(args[0], "CONT") == 0)
-		auth_client_cont(client, args);
+	struct auth_proto_request req;
+	const char *error;
+
+	if (auth_proto_parse_request(args, &req, &error) < 0)
+		auth_client_protocol_error(client, error);
+	else if (req.type == AUTH_PROTO_REQUEST_AUTH)
+		auth_client_auth(client, &req);
 	else
-		auth_client_protocol_error(client, "unknown record");
+		auth_client_cont(client, &req);
 }

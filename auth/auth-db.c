@@ -7,6 +7,7 @@
 #include "password-scheme.h"
 #include "passwd-file.h"
 #include "auth-oauth2-file.h"
+#include "landlock.h"
 #include "auth-cache.h"
 #include "auth-db.h"
 #include "config-parser.h"
@@ -263,6 +264,55 @@ void auth_db_deinit(struct auth_db **_db)
 		passwd_file_destroy(&db->files[i]);
 	pool_unref(&db->pool);
 	free(db);
+}
+
+/* dir of path into a new string from pool ("." for a bare name). */
+static const char *auth_db_path_dir(pool_t pool, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (slash == NULL)
+		return ".";
+	if (slash == path)
+		return "/";
+	return p_strndup(pool, path, (size_t)(slash - path));
+}
+
+static void auth_db_add_dir(pool_t pool, const char **dirs, unsigned int *count,
+			    const char *path)
+{
+	const char *dir = auth_db_path_dir(pool, path);
+
+	for (unsigned int i = 0; i < *count; i++) {
+		if (strcmp(dirs[i], dir) == 0)
+			return;
+	}
+	dirs[(*count)++] = dir;
+}
+
+const char *const *auth_db_landlock_ro_paths(struct auth_db *db)
+{
+	unsigned int sys = 0, count = 0;
+
+	while (landlock_system_ro_paths[sys] != NULL)
+		sys++;
+	/* the system list, a directory per file, NULL */
+	unsigned int max = sys + db->file_count + 1 + 1;
+	i_assert(max <= LANDLOCK_MAX_RO_PATHS + 1);
+	const char **dirs = p_malloc(db->pool, i_mul_size(max, sizeof(*dirs)));
+
+	for (; count < sys; count++)
+		dirs[count] = landlock_system_ro_paths[count];
+	/* The directory, not the file: a passwd-file replaced by a rename
+	   (how editors and tools write it) is a new inode, which a rule on
+	   the old file would not cover. */
+	for (unsigned int i = 0; i < db->file_count; i++)
+		auth_db_add_dir(db->pool, dirs, &count,
+				passwd_file_get_path(db->files[i]));
+	if (db->oauth2_path != NULL)
+		auth_db_add_dir(db->pool, dirs, &count, db->oauth2_path);
+	dirs[count] = NULL;
+	return dirs;
 }
 
 void auth_db_preload(struct auth_db *db)

@@ -50,6 +50,10 @@ struct auth_db;
 struct auth_db *auth_db_init(const struct moat_settings *set,
 			     const char **error_r);
 void auth_db_deinit(struct auth_db **db);
+/* What auth may read under Landlock (lib/landlock.h): the system list
+   and the directory of every passwd-file and the oauth2-file. NULL-
+   terminated, valid while db lives. */
+const char *const *auth_db_landlock_ro_paths(struct auth_db *db);
 /* Read every file now (logs errors; used at start-up). */
 void auth_db_preload(struct auth_db *db);
 

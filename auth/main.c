@@ -5,9 +5,10 @@
    imap-login processes whose sockets master hands it (LOGIN-CONN); it
    has no listening socket and no network access of its own. It runs as
    default_internal_user (moat-auth), not chrooted, with no capabilities,
-   no_new_privs and the auth seccomp allowlist (files read-only, AF_UNIX
-   sockets only, no exec), and drops privileges before reading any file or
-   record. It reads the passwd-files named by passdb/userdb and the
+   no_new_privs, the auth seccomp allowlist (files read-only, AF_UNIX
+   sockets only, no exec) and, with landlock = yes, a Landlock domain
+   (read the system directories and those of its own files, change
+   nothing), and drops privileges before reading any file or record. It reads the passwd-files named by passdb/userdb and the
    oauth2-file token file (which must be readable by that user and not by
    imap-login's). Hash checks (crypt, argon2, PBKDF2, SCRAM) run in
    this process, their cost bounded by limits on the stored parameters.
@@ -48,6 +49,10 @@ static void auth_init(struct auth *auth)
 	auth->db = auth_db_init(auth->set, &error);
 	if (auth->db == NULL)
 		auth_config_fatal("auth: invalid passdb/userdb settings: %s", error);
+	/* Landlock: read the system directories (NSS, libraries loaded
+	   later) and those of its own files; change nothing anywhere. */
+	master_service_set_landlock(auth->service,
+				    auth_db_landlock_ro_paths(auth->db), NULL);
 	master_service_drop_privileges(auth->service, MOAT_SECCOMP_PROFILE_AUTH);
 
 	/* Read the files now so that a permission problem shows at start. */

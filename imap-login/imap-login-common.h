@@ -51,6 +51,10 @@
 /* A TLS handshake must finish within this (or login_timeout if that is
    shorter): a peer that stalls it holds a client slot. */
 #define LOGIN_TLS_HANDSHAKE_SECS 30
+/* Disconnected clients whose sockets linger (lib/sock-linger.h) at once per
+   process; beyond that the oldest is closed at once. Each holds an fd
+   and a few dozen bytes. */
+#define LOGIN_MAX_LINGERING 256
 /* Defaults if the service block does not say (master normally does). */
 #define LOGIN_DEFAULT_CLIENT_LIMIT 1000
 
@@ -59,6 +63,7 @@ struct login_listeners;
 struct login_proxy;
 struct login_ssl_ctx;
 struct login_keyd;
+struct sock_linger_set;
 
 struct login_process {
 	struct master_service *service;
@@ -82,6 +87,9 @@ struct login_process {
 	bool auth_reconnect_sent;
 
 	struct login_client *clients;  /* doubly linked */
+	/* Sockets of disconnected clients that still drain their input
+	   (lib/sock-linger.h); not clients any more, not in client_count. */
+	struct sock_linger_set *lingers;
 	unsigned int client_count;
 	/* Logged-in TLS sessions relayed to imap (login-proxy.h); they
 	   count toward client_limit too. */

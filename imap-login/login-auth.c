@@ -5,27 +5,7 @@
 #include "login-client.h"
 #include "login-auth.h"
 #include "login-master.h"
-
-/* An id is a decimal unsigned int we issued (never 0). */
-static bool auth_parse_id(const char *str, unsigned int *id_r)
-{
-	return str_to_uint(str, id_r) == 0 && *id_r != 0;
-}
-
-static bool auth_token_is_valid(const char *token)
-{
-	size_t len = strlen(token);
-
-	if (len != AUTH_TOKEN_BYTES * 2)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = token[i];
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-		      (c >= 'A' && c <= 'F')))
-			return false;
-	}
-	return true;
-}
+#include "auth-client-protocol.h"
 
 /* Fail every request auth held; their answers will never come. */
 static void auth_fail_in_flight(struct login_process *lp)
@@ -58,28 +38,27 @@ static void auth_lost(struct login_process *lp)
 static bool auth_handle_record(struct login_process *lp,
 			       const char *const *args)
 {
-	unsigned int count = str_array_length(args), id;
+	struct auth_proto_reply reply;
 	struct login_client *client;
 
-	if (count < 2 || !auth_parse_id(args[1], &id))
+	if (auth_proto_parse_reply(args, &reply) < 0)
 		return false;
-	client = login_client_find_auth(lp, id);
-	if (strcmp(args[0], "CONT") == 0 && count == 3) {
+	client = login_client_find_auth(lp, reply.id);
+	switch (reply.type) {
+	case AUTH_PROTO_REPLY_CONT:
 		if (client != NULL)
-			login_client_auth_cont(client, args[2]);
+			login_client_auth_cont(client, reply.challenge);
 		else    /* the client is gone: let auth drop the request */
-			(void)login_auth_continue(lp, id, "*");
-	} else if (strcmp(args[0], "OK") == 0 && count == 4) {
-		if (args[2][0] == '\0' || !auth_token_is_valid(args[3]))
-			return false;
+			(void)login_auth_continue(lp, reply.id, "*");
+		break;
+	case AUTH_PROTO_REPLY_OK:
 		if (client != NULL)
-			login_client_auth_ok(client, args[2], args[3]);
-	} else if (strcmp(args[0], "FAIL") == 0 && (count == 3 || count == 4)) {
+			login_client_auth_ok(client, reply.user, reply.token);
+		break;
+	case AUTH_PROTO_REPLY_FAIL:
 		if (client != NULL)
-			login_client_auth_fail(client, args[2],
-					       count == 4 ? args[3] : NULL);
-	} else {
-		return false;
+			login_client_auth_fail(client, reply.code, reply.text);
+		break;
 	}
 	return true;
 }

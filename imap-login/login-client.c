@@ -6,6 +6,7 @@
 #include "login-auth.h"
 #include "login-master.h"
 #include "login-ssl.h"
+#include "sock-linger.h"
 
 #include <sys/socket.h>
 
@@ -350,13 +351,21 @@ void login_client_destroy(struct login_client *client, const char *reason)
 	if (client->to_pending != NULL)
 		timeout_remove(&client->to_pending);
 	/* Best effort, without blocking: a BYE we queued may still go out. */
+	int flushed = 0;
 	if (!client->handed_off && client->output != NULL &&
 	    !o_stream_is_failed(client->output))
-		(void)o_stream_flush(client->output);
+		flushed = o_stream_flush(client->output);
 	/* Drops its write io before the fd number can be reused. */
 	o_stream_destroy(&client->output);
 	login_client_tls_free(client);
-	i_close_fd(&client->fd);
+	/* All we said is in the kernel and the client may still be sending:
+	   a plain close() would reset the connection and could lose that
+	   last line (lib/sock-linger.h). After its EOF nothing more can come. */
+	if (flushed > 0 && !client->input_eof && client->fd >= 0 &&
+	    lp->lingers != NULL)
+		sock_linger_close(lp->lingers, &client->fd);
+	else
+		i_close_fd(&client->fd);
 	login_client_unref(&client);
 	login_process_client_gone(lp);
 }

@@ -2,6 +2,7 @@
 #include "imap-login-common.h"
 #include "login-listen.h"
 #include "login-master.h"
+#include "sock-linger.h"
 
 unsigned int login_process_next_id(struct login_process *lp)
 {
@@ -13,8 +14,13 @@ unsigned int login_process_next_id(struct login_process *lp)
 
 static void login_process_check_exit(struct login_process *lp)
 {
+	/* A process that served its service_count lets its last sockets
+	   linger out (seconds at most); a SHUTDOWN does not wait for them. */
+	bool lingering = lp->lingers != NULL &&
+		sock_linger_set_count(lp->lingers) > 0 && !lp->shutting_down;
+
 	if ((lp->listen_done || lp->shutting_down) && lp->client_count == 0 &&
-	    lp->proxy_count == 0 && !lp->stopping) {
+	    lp->proxy_count == 0 && !lingering && !lp->stopping) {
 		lp->stopping = true;
 		master_service_stop(lp->service);
 	}

@@ -8,7 +8,9 @@
    else. It runs as default_login_user (moat-login), chrooted to an empty
    root-owned directory, with no capabilities, no_new_privs and the
    imap-login seccomp allowlist (no open, no exec, no socket but the
-   AF_UNIX pairs of its TLS relays, no executable mappings), and drops
+   AF_UNIX pairs of its TLS relays, no executable mappings) and, with
+   landlock = yes, a Landlock domain without a rule (no file at all), and
+   drops
    to that state in master_service_drop_privileges() before it accepts a
    single client. It never learns which user a login becomes beyond what
    auth tells it, cannot redeem the token auth gives it (only master can),
@@ -28,6 +30,12 @@
 #include "login-proxy.h"
 #include "login-ssl.h"
 #include "login-keyd.h"
+#include "sock-linger.h"
+
+static void login_linger_done(void *context)
+{
+	login_process_client_gone(context);
+}
 
 static void login_process_init_settings(struct login_process *lp)
 {
@@ -60,6 +68,8 @@ int main(void)
 	lp.pool = pool_create("imap-login", 4096);
 	login_process_init_settings(&lp);
 	login_listen_init(&lp);
+	lp.lingers = sock_linger_set_create(lp.ioloop, LOGIN_MAX_LINGERING,
+				       login_linger_done, &lp);
 
 	/* Everything that needs secrets or files goes here, before the
 	   chroot: OpenSSL's providers and, with ssl_key_isolation = no, the
@@ -68,6 +78,9 @@ int main(void)
 		lp.keyd = login_keyd_create();
 	lp.ssl_ctx = login_ssl_ctx_init(lp.set, lp.keyd);
 
+	/* Landlock with no rule: nothing on any file system, should the
+	   chroot be escaped or missing (not root: development mode). */
+	master_service_set_landlock(lp.service, NULL, NULL);
 	master_service_drop_privileges(lp.service, MOAT_SECCOMP_PROFILE_IMAP_LOGIN);
 
 	login_master_connect(&lp);
@@ -79,6 +92,7 @@ int main(void)
 	lp.stopping = true;
 	login_clients_destroy_all(&lp);
 	login_proxies_destroy_all(&lp);
+	sock_linger_set_destroy(&lp.lingers);
 	login_listen_deinit(&lp);
 	login_ssl_ctx_deinit(&lp.ssl_ctx);
 	login_keyd_destroy(&lp.keyd);

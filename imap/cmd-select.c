@@ -167,8 +167,13 @@ static bool cmd_select_full(struct client_command *cmd, bool readonly)
 	const char *name, *error;
 	struct mailbox *box;
 
-	if (!imap_arg_get_astring(&cmd->args[0], &name) ||
-	    !select_parse_params(cmd, &cmd->args[1], params, &error)) {
+	/* "SELECT" alone (found by fuzz-imap-session): no error text
+	   came from a parser then, so name the problem here */
+	if (!imap_arg_get_astring(&cmd->args[0], &name)) {
+		client_send_command_error(cmd, "Missing or invalid mailbox name");
+		return true;
+	}
+	if (!select_parse_params(cmd, &cmd->args[1], params, &error)) {
 		client_send_command_error(cmd, error);
 		return true;
 	}

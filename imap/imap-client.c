@@ -13,6 +13,7 @@
 #include "imap-stats.h"
 #include "imap-notify.h"
 #include "ktls.h"
+#include "sock-linger.h"
 
 /* Nesting of lists in a command (FETCH (BODY[...] ...), SEARCH ...). */
 #define CLIENT_MAX_LIST_DEPTH 32
@@ -662,12 +663,21 @@ void client_destroy(struct client *client)
 	timeout_remove(&client->to_destroy);
 	timeout_remove(&client->to_input);
 	imap_parser_destroy(&client->parser);
+	/* A BYE that is in the kernel while the client still sends (a
+	   literal flood) must not be lost to a reset: lib/sock-linger.h. */
+	bool linger = client->disconnected && client->fd >= 0 &&
+		!o_stream_is_failed(client->output) &&
+		o_stream_get_buffer_used(client->output) == 0 &&
+		!i_stream_is_eof(client->input) && user->lingers != NULL;
 	i_stream_destroy(&client->input);
 	o_stream_destroy(&client->output);
 	imap_compress_destroy(&client->compress);
 	if (client->ktls && client->fd >= 0)
 		ktls_send_close_notify(client->fd);
-	i_close_fd(&client->fd);
+	if (linger)
+		sock_linger_close(user->lingers, &client->fd);
+	else
+		i_close_fd(&client->fd);
 
 	if (client->prev != NULL)
 		client->prev->next = client->next;

@@ -38,8 +38,17 @@ struct imap_commit_req;
 
 /* The process: one user, all of the user's connections. Owned by main.c;
    clients get a pointer. */
+/* Disconnected clients' sockets draining at once (lib/sock-linger.h);
+   beyond this the oldest is closed at once. An fd and a few bytes each. */
+#define IMAP_MAX_LINGERING 64
+
+struct sock_linger_set;
+
 struct imap_user {
 	struct ioloop *ioloop;
+	/* sockets of disconnected clients that still drain their input
+	   (lib/sock-linger.h), so that a BYE is not lost to a reset */
+	struct sock_linger_set *lingers;
 	const struct moat_settings *set;
 	const char *username;
 	const char *mail_root;      /* the Maildir root (INBOX) */

@@ -21,6 +21,8 @@
 #include "imap-mailbox.h"
 #include "imap-status.h"
 #include "imap-stats.h"
+#include "sock-linger.h"
+#include "landlock.h"
 
 #include <sys/stat.h>
 
@@ -255,7 +257,8 @@ int main(void)
 	/* Another user's Maildir stays out of reach even under the same
 	   mail_uid: only the home and the mail root can be written. */
 	const char *const rw_paths[] = { home, root, NULL };
-	master_service_set_landlock(proc->service, rw_paths);
+	master_service_set_landlock(proc->service, landlock_system_ro_paths,
+				    rw_paths);
 	master_service_drop_privileges(proc->service, MOAT_SECCOMP_PROFILE_IMAP);
 	/* mail files are the user's alone */
 	umask(0077);
@@ -268,6 +271,8 @@ int main(void)
 	imap_quota_init(&proc->user);
 	proc->master = master_service_connect_master(proc->service,
 		IPC_PROTO_IMAP_MASTER, master_input, proc);
+	proc->user.lingers = sock_linger_set_create(proc->user.ioloop,
+						    IMAP_MAX_LINGERING, NULL, NULL);
 	linger_start(proc);
 	proc->to_stats = timeout_add(proc->user.ioloop, IMAP_STATS_FLUSH_MSECS,
 				     stats_timeout, proc);
@@ -280,6 +285,7 @@ int main(void)
 	timeout_remove(&proc->to_stats);
 	imap_stats_deinit(&proc->user);
 	imap_commit_deinit(&proc->user);
+	sock_linger_set_destroy(&proc->user.lingers);
 	imap_deliver_conns_destroy_all(&proc->user);
 	imap_status_cache_free(&proc->user.status_cache);
 	timeout_remove(&proc->to_linger);

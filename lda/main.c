@@ -9,7 +9,8 @@
    through its inotify watch). Started as root, it delivers only with
    -d USER, as that system user, after dropping to the user's uid and gid
    (never uid 0). It reads the config unprivileged: settings it may not
-   read (the TLS key) stay empty. The message is untrusted data and is
+   read (the TLS key) stay empty. Before it reads the message it sets
+   no_new_privs and installs the lda seccomp allowlist (lda_restrict()). The message is untrusted data and is
    only stored, never parsed beyond its first line and header start. */
 #include "lib.h"
 #include "log.h"
@@ -17,12 +18,14 @@
 #include "moat-settings.h"
 #include "mailbox.h"
 #include "mailbox-quota.h"
+#include "seccomp-filter.h"
 
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sysexits.h>
 
@@ -246,6 +249,24 @@ static struct mailbox *lda_open(const char *root, const char *name)
 	return box;
 }
 
+/* The set-up is done (user, settings, mail root): from here on only stdin
+   and the user's Maildir are touched. no_new_privs and the lda allowlist
+   (lib/seccomp-table.c), so a bug in the storage code fed a hostile
+   message cannot exec, open sockets or load code; seccomp = no in the
+   config leaves the filter out. A failure defers the mail (75) rather
+   than delivering unfiltered. The uid change of lda_become_user() left
+   no capabilities. */
+static void lda_restrict(const struct moat_settings *set)
+{
+	const char *error;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		lda_fail(EX_TEMPFAIL, "prctl(PR_SET_NO_NEW_PRIVS) failed: %m");
+	if (moat_seccomp_install(MOAT_SECCOMP_PROFILE_LDA, set->seccomp,
+				 &error) < 0)
+		lda_fail(EX_TEMPFAIL, "seccomp filter lda: %s", error);
+}
+
 int main(int argc, char *argv[])
 {
 	struct lda_args args = { 0 };
@@ -264,6 +285,7 @@ int main(int argc, char *argv[])
 		set->message_size_limit > LDA_SIZE_MAX ? LDA_SIZE_MAX :
 		set->message_size_limit;
 	umask(0077);
+	lda_restrict(set);
 
 	char *buf = i_malloc(LDA_READ_SIZE);
 	ssize_t got;

@@ -26,9 +26,8 @@
 /* An error text: a step, a path and strerror(). */
 #define LANDLOCK_ERROR_MAX (PATH_MAX + 128)
 
-/* What the process may only read: shared libraries and gconv modules,
-   the time zone, NSS files, /dev/null. No user's mail lives there. */
-static const char *const landlock_ro_paths[] = {
+/* No user's mail lives in any of them. */
+const char *const landlock_system_ro_paths[] = {
 	"/usr", "/etc", "/lib", "/lib64", "/dev",
 #ifdef LANDLOCK_SANITIZER
 	/* the runtimes read /proc/self/maps for their reports */
@@ -77,11 +76,15 @@ static int landlock_add_path(int ruleset_fd, const char *path,
 	return ret < 0 ? -1 : 1;
 }
 
-static int landlock_add_rules(int ruleset_fd, const char *const *rw_paths,
-			      uint64_t rw_access, const char **error_r)
+static int landlock_add_rules(int ruleset_fd, const char *const *ro_paths,
+			      const char *const *rw_paths, uint64_t rw_access,
+			      const char **error_r)
 {
-	for (unsigned int i = 0; landlock_ro_paths[i] != NULL; i++) {
-		if (landlock_add_path(ruleset_fd, landlock_ro_paths[i],
+	for (unsigned int i = 0; ro_paths[i] != NULL; i++) {
+		i_assert(i < LANDLOCK_MAX_RO_PATHS);
+		if (ro_paths[i][0] == '\0')
+			continue;
+		if (landlock_add_path(ruleset_fd, ro_paths[i],
 				      LANDLOCK_RO_ACCESS, error_r) < 0)
 			return -1;
 	}
@@ -96,7 +99,8 @@ static int landlock_add_rules(int ruleset_fd, const char *const *rw_paths,
 	return 0;
 }
 
-int landlock_confine(const char *const *rw_paths, const char **error_r)
+int landlock_confine(const char *const *ro_paths,
+		     const char *const *rw_paths, const char **error_r)
 {
 	int abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
 			  LANDLOCK_CREATE_RULESET_VERSION);
@@ -126,7 +130,7 @@ int landlock_confine(const char *const *rw_paths, const char **error_r)
 		*error_r = landlock_errorf("landlock_create_ruleset", "fs");
 		return -1;
 	}
-	int ret = landlock_add_rules(fd, rw_paths, rw_access, error_r);
+	int ret = landlock_add_rules(fd, ro_paths, rw_paths, rw_access, error_r);
 	if (ret == 0 && syscall(SYS_landlock_restrict_self, fd, 0) < 0) {
 		*error_r = landlock_errorf("landlock_restrict_self", "fs");
 		ret = -1;

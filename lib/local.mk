@@ -14,6 +14,8 @@ lib_libmoat_a_SOURCES = \
 	lib/seccomp-filter.h lib/seccomp-private.h \
 	lib/seccomp-install.c lib/seccomp-table.c \
 	lib/landlock.c lib/landlock.h \
+	lib/sock-linger.c lib/sock-linger.h \
+	lib/auth-client-protocol.c lib/auth-client-protocol.h \
 	lib/safe-open.c lib/safe-open.h \
 	lib/imap-parser.c lib/imap-parser.h lib/imap-arg.c \
 	lib/imap-seqset-parse.c lib/imap-seqset-parse.h \

@@ -13,6 +13,7 @@ struct master_service {
 	struct ioloop *ioloop;
 	struct moat_settings *set;
 	const struct moat_service_settings *service_set;
+	const char *const *landlock_ro_paths;
 	const char *const *landlock_rw_paths;
 };
 
@@ -98,9 +99,13 @@ static uid_t env_id(const char *name)
 }
 
 void master_service_set_landlock(struct master_service *service,
+				 const char *const *ro_paths,
 				 const char *const *rw_paths)
 {
-	service->landlock_rw_paths = rw_paths;
+	static const char *const none[] = { NULL };
+
+	service->landlock_ro_paths = ro_paths != NULL ? ro_paths : none;
+	service->landlock_rw_paths = rw_paths != NULL ? rw_paths : none;
 }
 
 void master_service_drop_privileges(struct master_service *service,
@@ -113,6 +118,8 @@ void master_service_drop_privileges(struct master_service *service,
 		.vsz_limit = service->service_set->vsz_limit,
 		.seccomp_profile = seccomp_profile,
 		.seccomp_mode = service->set->seccomp,
+		.landlock_ro_paths = service->set->landlock ?
+			service->landlock_ro_paths : NULL,
 		.landlock_rw_paths = service->set->landlock ?
 			service->landlock_rw_paths : NULL,
 	};

@@ -70,9 +70,12 @@ master_service_get_service_settings(struct master_service *service);
    dropped (development mode), and when seccomp = log. */
 void master_service_drop_privileges(struct master_service *service,
 				    enum moat_seccomp_profile seccomp_profile);
-/* Before the drop: with landlock = yes, confine the process to rw_paths
-   (NULL-terminated, lib/landlock.h; kept by the caller until then). */
+/* Before the drop: with landlock = yes, confine the process to reading
+   beneath ro_paths and changing beneath rw_paths (NULL-terminated lists,
+   NULL = none, lib/landlock.h; kept by the caller until then). Not
+   called: no Landlock. */
 void master_service_set_landlock(struct master_service *service,
+				 const char *const *ro_paths,
 				 const char *const *rw_paths);
 
 /* The channel to master on MASTER_CHANNEL_FD with the given protocol. */

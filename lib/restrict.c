@@ -126,8 +126,12 @@ void restrict_process(const struct restrict_settings *set)
 	   of imap-login or auth may hold other users' passwords. */
 	verify_dropped(set);
 	const char *error;
-	if (set->landlock_rw_paths != NULL) {
-		int ret = landlock_confine(set->landlock_rw_paths, &error);
+	if (set->landlock_ro_paths != NULL || set->landlock_rw_paths != NULL) {
+		static const char *const none[] = { NULL };
+		int ret = landlock_confine(set->landlock_ro_paths != NULL ?
+					   set->landlock_ro_paths : none,
+					   set->landlock_rw_paths != NULL ?
+					   set->landlock_rw_paths : none, &error);
 		if (ret < 0)
 			i_fatal("landlock: %s", error);
 		if (ret == 0)

@@ -30,8 +30,11 @@ struct restrict_settings {
 	   NO install none. */
 	enum moat_seccomp_profile seccomp_profile;
 	enum moat_seccomp_mode seccomp_mode;
-	/* NULL: no Landlock. Else the directories the process may change
-	   (landlock_confine()); a kernel without Landlock is logged once. */
+	/* Both NULL: no Landlock. Else the directories the process may
+	   read and those it may change (landlock_confine(); a NULL one of
+	   the two is an empty list); a kernel without Landlock is logged
+	   once. */
+	const char *const *landlock_ro_paths;
 	const char *const *landlock_rw_paths;
 };
 

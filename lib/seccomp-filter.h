@@ -22,8 +22,8 @@ enum moat_seccomp_mode {
 	MOAT_SECCOMP_LOG,
 };
 
-/* Which allowlist. MOAT_SECCOMP_PROFILE_NONE installs nothing (master,
-   moat-lda and the tools). */
+/* Which allowlist. MOAT_SECCOMP_PROFILE_NONE installs nothing (master
+   and the tools). */
 enum moat_seccomp_profile {
 	MOAT_SECCOMP_PROFILE_NONE = 0,
 	MOAT_SECCOMP_PROFILE_IMAP_LOGIN,
@@ -32,6 +32,7 @@ enum moat_seccomp_profile {
 	MOAT_SECCOMP_PROFILE_IMAP,
 	MOAT_SECCOMP_PROFILE_LMTP,
 	MOAT_SECCOMP_PROFILE_KEY_SIGNER,
+	MOAT_SECCOMP_PROFILE_LDA,
 
 	MOAT_SECCOMP_PROFILE_COUNT
 };

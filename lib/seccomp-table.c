@@ -190,4 +190,10 @@ const struct seccomp_profile_def seccomp_profiles[MOAT_SECCOMP_PROFILE_COUNT] = 
 	   master hands it (no socketpair, no memfd) */
 	[MOAT_SECCOMP_PROFILE_KEY_SIGNER] = { "key-signer", {
 		&base_group, &mem_noexec_group, SANITIZER_GROUP NULL } },
+	/* moat-lda after its set-up (user, settings, mail root): stdin,
+	   stderr and the user's Maildir; no socket, no code loaded, no
+	   thread */
+	[MOAT_SECCOMP_PROFILE_LDA] = { "lda", {
+		&base_group, &mem_noexec_group, &file_read_group,
+		&file_write_group, SANITIZER_GROUP NULL } },
 };

@@ -3,6 +3,7 @@
 #include "lmtp-client.h"
 #include "lmtp-data.h"
 #include "lmtp-master.h"
+#include "sock-linger.h"
 #include "lmtp-proto.h"
 
 #include <sys/socket.h>
@@ -89,9 +90,18 @@ static void client_destroy(struct lmtp_client *client)
 	io_remove(&client->io);
 	timeout_remove(&client->to_idle);
 	timeout_remove(&client->to_defer);
+	/* Our last reply (221, 421) is in the kernel and the MTA may still
+	   be sending: close without a reset (lib/sock-linger.h). */
+	bool linger = client->output != NULL &&
+		!o_stream_is_failed(client->output) &&
+		o_stream_get_buffer_used(client->output) == 0 &&
+		!i_stream_is_eof(client->input) && proc->lingers != NULL;
 	i_stream_destroy(&client->input);
 	o_stream_destroy(&client->output);
-	i_close_fd(&client->fd);
+	if (linger)
+		sock_linger_close(proc->lingers, &client->fd);
+	else
+		i_close_fd(&client->fd);
 	i_free(client);
 	lmtp_process_client_gone(proc);
 }

@@ -30,6 +30,9 @@
 #define LMTP_MAX_BAD_COMMANDS 20
 /* Listening sockets master may hand one process. */
 #define LMTP_MAX_LISTENERS 16
+/* Ended sessions whose sockets drain at once (lib/sock-linger.h); the
+   oldest beyond this is closed at once. An fd and a few bytes each. */
+#define LMTP_MAX_LINGERING 64
 /* The greeting's host name. */
 #define LMTP_HOSTNAME_MAX 255
 
@@ -41,6 +44,8 @@ struct lmtp_listener {
 	int fd;
 	struct io *io;
 };
+
+struct sock_linger_set;
 
 struct lmtp_process {
 	struct master_service *service;
@@ -61,6 +66,9 @@ struct lmtp_process {
 
 	struct lmtp_client *clients;    /* doubly linked */
 	unsigned int client_count;
+	/* sockets of ended sessions that still drain the MTA's input
+	   (lib/sock-linger.h): a 421 must not be lost to a reset */
+	struct sock_linger_set *lingers;
 	int reported_accepting, reported_idle;
 	bool shutting_down;             /* master's SHUTDOWN: no new clients */
 };

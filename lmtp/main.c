@@ -18,6 +18,7 @@
 #include "lmtp-common.h"
 #include "lmtp-client.h"
 #include "lmtp-master.h"
+#include "sock-linger.h"
 
 #include <sys/socket.h>
 
@@ -145,11 +146,14 @@ int main(void)
 
 	master_service_drop_privileges(proc.service, MOAT_SECCOMP_PROFILE_LMTP);
 	lmtp_master_connect(&proc);
+	proc.lingers = sock_linger_set_create(proc.ioloop, LMTP_MAX_LINGERING,
+					      NULL, NULL);
 	lmtp_listen_update(&proc);
 
 	master_service_run(proc.service);
 
 	lmtp_client_destroy_all(&proc, "Server shutting down");
+	sock_linger_set_destroy(&proc.lingers);
 	for (unsigned int i = 0; i < proc.listener_count; i++) {
 		io_remove(&proc.listeners[i].io);
 		i_close_fd(&proc.listeners[i].fd);

@@ -20,7 +20,9 @@ UNIT_TESTS = \
 	tests/unit/test-unicode-casemap \
 	tests/unit/test-seccomp \
 	tests/unit/test-landlock \
-	tests/unit/test-haproxy-header
+	tests/unit/test-haproxy-header \
+	tests/unit/test-auth-client-protocol \
+	tests/unit/test-sock-linger
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -41,6 +43,8 @@ tests_unit_test_unicode_casemap_LDADD = $(UNIT_LDADD)
 tests_unit_test_seccomp_LDADD = $(UNIT_LDADD)
 tests_unit_test_landlock_LDADD = $(UNIT_LDADD)
 tests_unit_test_haproxy_header_LDADD = $(UNIT_LDADD)
+tests_unit_test_auth_client_protocol_LDADD = $(UNIT_LDADD)
+tests_unit_test_sock_linger_LDADD = $(UNIT_LDADD)
 # the whole table against Python's unicodedata (needs test-unicode-casemap)
 TESTS += tests/unit/check-unicode-casemap-ucd.sh
 EXTRA_DIST += tests/unit/check-unicode-casemap-ucd.sh \

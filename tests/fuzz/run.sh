@@ -38,6 +38,7 @@ declare -A deps=(
 	[fuzz-login-session]="-I imap-login -I key-signer $(srcs imap-login) key-signer/keyd-protocol.c $SESSION $LIB_ALL -lssl -lcrypto -lcap -lseccomp"
 	[fuzz-config]="lib/config-parser.c lib/moat-settings.c lib/settings-def.c $LIB"
 	[fuzz-ipc]="-I auth auth/auth-worker-protocol.c lib/ipc.c lib/ioloop.c $LIB"
+	[fuzz-auth-client]="lib/auth-client-protocol.c lib/ipc.c lib/ioloop.c $LIB"
 	[fuzz-lmtp]="-I lmtp lmtp/lmtp-proto.c lmtp/lmtp-data.c $LIB"
 	[fuzz-haproxy-header]="lib/haproxy-header.c $LIB"
 	[fuzz-imap-session]="-I imap $(srcs imap) $INDEX_ALL $MIME_ALL $SESSION $LIB_ALL -lz -lcap -lseccomp -lcrypto"

@@ -7,6 +7,7 @@ every attack would make it grow by tens of MiB without the bounds, and
 must leave it within a few MiB."""
 
 import pathlib
+import socket
 import ssl
 import threading
 
@@ -119,6 +120,82 @@ def test_preauth_tls_literal_flood(moat_server):
     after = vm_rss_kib(pid)
     assert after - before < RSS_GROWTH_MAX_KIB, (before, after)
     assert other.command("LOGIN testuser1 pass").ok
+
+
+# Sent after the command went over login_max_command_size: bytes the
+# server never reads as a command (below lib/sock-linger.h's
+# SOCK_LINGER_MAX_BYTES, so the server drains them all).
+UNREAD_TAIL = 64 * 1024
+# The client's receive buffer: a window of about a KiB. Replies beyond it
+# wait in the server's socket when the server closes.
+SMALL_RCVBUF = 1024
+# CAPABILITY commands pipelined first: their replies (some 7 KiB) fill
+# the small window, so the BYE behind them is still in the server's
+# socket, unsent, when it disconnects.
+PIPELINED_CAPABILITY = 40
+
+
+def connect_small_window(server, tls=False):
+    """A client whose socket has a receive buffer of SMALL_RCVBUF (set
+    before connecting, so the window is small from the start)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SMALL_RCVBUF)
+    sock.settimeout(30)
+    sock.connect((server.host, server.tls_port if tls else server.port))
+    c = ImapClient.__new__(ImapClient)
+    c.buf, c.tag_no, c.closed = b"", 0, False
+    c.sock = sock
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False   # self-signed test certificate
+        ctx.verify_mode = ssl.CERT_NONE
+        c.sock = ctx.wrap_socket(sock)
+    server.clients.append(c)
+    c.greeting = c.read_greeting()
+    return c
+
+
+def overflow_then_keep_sending(c, tag):
+    """Pipelined CAPABILITYs, one command over login_max_command_size
+    (non-synchronizing literals), then UNREAD_TAIL more bytes, all sent
+    before reading a byte; returns what the server sent until it
+    closed."""
+    literal = b" {8192+}\r\n" + b"x" * 8192
+    payload = b"".join(f"{tag}c{i} CAPABILITY\r\n".encode()
+                       for i in range(PIPELINED_CAPABILITY))
+    payload += tag.encode() + b" LOGIN" + 3 * literal + b"y" * UNREAD_TAIL
+    t = threading.Thread(target=flood, args=(c.sock, payload, 0, 0))
+    t.start()
+    t.join(60)
+    assert not t.is_alive()
+    return read_until_closed(c, 60)
+
+
+def test_preauth_bye_survives_unread_input(moat_server):
+    """The BYE of a command that went too large reaches a client that
+    kept sending and reads only afterwards, with earlier replies still
+    queued before it: imap-login shuts the socket down and drains the
+    client's input before it closes. (A close() with unread input resets
+    the connection, and the kernel drops what it had not sent yet: the
+    BYE of the flaky literal flood tests.) Several rounds, so that a
+    lucky ordering cannot pass it."""
+    for i in range(5):
+        c = connect_small_window(moat_server)
+        got = overflow_then_keep_sending(c, f"u{i}")
+        assert got.count(b" OK Capability completed.") == \
+            PIPELINED_CAPABILITY, got[-200:]
+        assert b"* BYE Command too large" in got, got[-200:]
+    assert moat_server.connect().command("LOGIN testuser1 pass").ok
+
+
+@pytest.mark.moat_settings(tls=True)
+def test_preauth_tls_bye_survives_unread_input(moat_server):
+    """The same over TLS: the BYE and close_notify are out before the
+    socket lingers."""
+    for i in range(3):
+        c = connect_small_window(moat_server, tls=True)
+        got = overflow_then_keep_sending(c, f"v{i}")
+        assert b"* BYE Command too large" in got, got[-200:]
 
 
 def test_preauth_sync_literals_refused(moat_server):

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from moatserver import IS_ROOT, MOAT_PREFIX
+from moatserver import IS_ROOT, MOAT_PREFIX, proc_status, wait_for
 
 LDA = MOAT_PREFIX / "bin" / "moat-lda"
 MSG = b"From: a@example.org\r\nSubject: lda\r\n\r\nbody\r\n"
@@ -142,3 +142,46 @@ def test_root_needs_a_system_user(moat_server):
     assert r.returncode == EX_NOUSER, r
     r = run_lda(moat_server, "testuser1", ["-d", "root"], as_root=True)
     assert r.returncode == EX_NOPERM, r
+
+
+def lda_seccomp_while_reading(server, user):
+    """Starts moat-lda with stdin held open, waits until it is filtered
+    (or 30 s), finishes the message; returns (Seccomp field seen, exit
+    code). The filter goes in before the first read of stdin."""
+    u = server.users[user]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(u["home"]), "USER": user,
+           "ASAN_OPTIONS": "detect_leaks=0"}
+
+    def drop():
+        if IS_ROOT:
+            os.setgroups([])
+            os.setgid(u["gid"])
+            os.setuid(u["uid"])
+    p = subprocess.Popen([str(LDA), "-c", str(server.conf_path)],
+                         stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env, preexec_fn=drop)
+    try:
+        def field():
+            return (proc_status(p.pid) or {}).get("Seccomp")
+        seen = wait_for(lambda: field() == "2" and "2", 30) or field()
+        _, err = p.communicate(MSG, timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == EX_OK, err
+    return seen
+
+
+def test_lda_runs_filtered(moat_server):
+    """moat-lda delivers under its seccomp allowlist ("Seccomp: 2"); the
+    message arrives (the rest of this file delivers filtered too)."""
+    assert lda_seccomp_while_reading(moat_server, "testuser1") == "2"
+    assert messages(moat_server, "testuser1")[0].endswith(MSG)
+
+
+@pytest.mark.moat_settings(seccomp="no")
+def test_lda_seccomp_no(moat_server):
+    """seccomp = no: no filter, delivery as before."""
+    assert lda_seccomp_while_reading(moat_server, "testuser1") == "0"
+    assert messages(moat_server, "testuser1")[0].endswith(MSG)

@@ -111,7 +111,7 @@ static void test_landlock_other_user_unreachable(void)
 		const char *error;
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 			_exit(CHILD_CHECK_BASE);
-		int ret = landlock_confine(rw, &error);
+		int ret = landlock_confine(landlock_system_ro_paths, rw, &error);
 		if (ret == 0) {
 			fprintf(stderr, "test-landlock: skipped: %s\n", error);
 			_exit(CHILD_NO_LANDLOCK);
@@ -144,7 +144,7 @@ static void test_landlock_missing_path(void)
 		const char *error;
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 			_exit(CHILD_CHECK_BASE);
-		int ret = landlock_confine(rw, &error);
+		int ret = landlock_confine(landlock_system_ro_paths, rw, &error);
 		if (ret == 0)
 			_exit(CHILD_NO_LANDLOCK);
 		if (ret < 0)
@@ -161,5 +161,112 @@ static void test_landlock_missing_path(void)
 					  WEXITSTATUS(status) == CHILD_NO_LANDLOCK));
 }
 
+/* Runs checks in a child confined to ro and rw; asserts it passed (or
+   that the kernel has no Landlock ABI 2). */
+static void run_confined(const char *const *ro, const char *const *rw,
+			 int (*checks)(void))
+{
+	pid_t pid = fork();
+	test_assert(pid >= 0);
+	if (pid == 0) {
+		const char *error;
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			_exit(CHILD_CHECK_BASE);
+		int ret = landlock_confine(ro, rw, &error);
+		if (ret == 0)
+			_exit(CHILD_NO_LANDLOCK);
+		if (ret < 0) {
+			fprintf(stderr, "test-landlock: %s\n", error);
+			_exit(CHILD_CHECK_BASE);
+		}
+		int failed = checks();
+		_exit(failed == 0 ? CHILD_OK : CHILD_CHECK_BASE + failed);
+	}
+	int status;
+	test_assert(waitpid(pid, &status, 0) == pid);
+	test_assert(WIFEXITED(status));
+	if (WEXITSTATUS(status) != CHILD_NO_LANDLOCK)
+		test_assert_int(WEXITSTATUS(status), CHILD_OK);
+}
+
+static char passdb_dir[TEST_PATH_MAX], passdb_file[TEST_PATH_MAX + 16];
+
+/* imap-login: no file at all, not even the system's. */
+static int login_checks(void)
+{
+	if (can_open("/etc/passwd", O_RDONLY) || errno != EACCES)
+		return 1;
+	if (opendir("/") != NULL || errno != EACCES)
+		return 2;
+	if (can_open(path(root_a, "cur/1.msg:2,S"), O_RDONLY))
+		return 3;
+	if (can_open(path(test_tmpdir(), "planted"), O_WRONLY | O_CREAT))
+		return 4;
+	if (can_open(passdb_file, O_RDONLY))
+		return 5;
+	return 0;
+}
+
+static void test_landlock_login_nothing(void)
+{
+	const char *const none[] = { NULL };
+	run_confined(none, none, login_checks);
+}
+
+/* auth: the system files and its passwd-file's directory, read only;
+   no Maildir, nothing written. */
+static int auth_checks(void)
+{
+	if (!can_open("/etc/passwd", O_RDONLY))
+		return 1;
+	if (!can_open(passdb_file, O_RDONLY))
+		return 2;
+	/* the passwd-file replaced by a rename is still readable */
+	if (!can_open(path(passdb_dir, "passwd.new"), O_RDONLY))
+		return 3;
+	if (can_open(passdb_file, O_WRONLY) || errno != EACCES)
+		return 4;
+	if (can_open(path(passdb_dir, "planted"), O_WRONLY | O_CREAT))
+		return 5;
+	if (can_open(path(root_a, "cur/1.msg:2,S"), O_RDONLY) || errno != EACCES)
+		return 6;
+	if (opendir(home_a) != NULL || errno != EACCES)
+		return 7;
+	char *const argv[] = { (char *)"true", NULL };
+	char *const envp[] = { NULL };
+	if (execve("/bin/true", argv, envp) == 0 || errno != EACCES)
+		return 8;
+	return 0;
+}
+
+static void test_landlock_auth_reads_its_files(void)
+{
+	(void)snprintf(passdb_dir, sizeof(passdb_dir), "%s/etc-moat",
+		       test_tmpdir());
+	(void)snprintf(passdb_file, sizeof(passdb_file), "%s/passwd",
+		       passdb_dir);
+	test_assert(mkdir(passdb_dir, 0700) == 0);
+	static const char *const names[] = { "passwd", "passwd.new" };
+	for (unsigned int i = 0; i < N_ELEMENTS(names); i++) {
+		int fd = open(path(passdb_dir, names[i]),
+			      O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		test_assert(fd >= 0 && write(fd, "u:{PLAIN}p\n", 11) == 11);
+		close(fd);
+	}
+	const char *ro[LANDLOCK_MAX_RO_PATHS + 1];
+	unsigned int n = 0;
+	while (landlock_system_ro_paths[n] != NULL) {
+		ro[n] = landlock_system_ro_paths[n];
+		n++;
+	}
+	ro[n++] = passdb_dir;
+	ro[n] = NULL;
+	const char *const none[] = { NULL };
+	run_confined(ro, none, auth_checks);
+	run_confined(none, none, login_checks);
+}
+
 TEST_MAIN(TEST(test_landlock_other_user_unreachable),
-	  TEST(test_landlock_missing_path))
+	  TEST(test_landlock_missing_path),
+	  TEST(test_landlock_auth_reads_its_files),
+	  TEST(test_landlock_login_nothing))

@@ -316,6 +316,19 @@ static void test_seccomp_imap(void)
 	check_allowed(MOAT_SECCOMP_PROFILE_IMAP, call_open_passwd);
 }
 
+static void test_seccomp_lda(void)
+{
+	set_paths("lda");
+	check_denied(MOAT_SECCOMP_PROFILE_LDA, call_socket_inet);
+	check_denied(MOAT_SECCOMP_PROFILE_LDA, call_socket_unix);
+	check_denied(MOAT_SECCOMP_PROFILE_LDA, call_socketpair_unix);
+	check_denied(MOAT_SECCOMP_PROFILE_LDA, call_mmap_exec);
+	check_denied(MOAT_SECCOMP_PROFILE_LDA, call_memfd);
+	check_denied(MOAT_SECCOMP_PROFILE_LDA, call_thread);
+	check_allowed(MOAT_SECCOMP_PROFILE_LDA, call_mkdir);
+	check_allowed(MOAT_SECCOMP_PROFILE_LDA, call_open_passwd);
+}
+
 /* seccomp = log: the call outside the list runs (the kernel logs it). */
 static void test_seccomp_log_mode(void)
 {
@@ -377,6 +390,9 @@ static void test_seccomp_profile_size(void)
 	unsigned int imap = moat_seccomp_profile_size(MOAT_SECCOMP_PROFILE_IMAP);
 	test_assert(login > 0 && login < imap);
 	test_assert(moat_seccomp_profile_size(MOAT_SECCOMP_PROFILE_LMTP) < imap);
+	test_assert(moat_seccomp_profile_size(MOAT_SECCOMP_PROFILE_LDA) <= imap);
+	test_assert_str(moat_seccomp_profile_name(MOAT_SECCOMP_PROFILE_LDA),
+			"lda");
 	test_assert_str(moat_seccomp_profile_name(MOAT_SECCOMP_PROFILE_AUTH_WORKER),
 			"auth-worker");
 }
@@ -388,6 +404,7 @@ TEST_MAIN(TEST(test_seccomp_every_profile_denies),
 	  TEST(test_seccomp_auth),
 	  TEST(test_seccomp_auth_worker),
 	  TEST(test_seccomp_imap),
+	  TEST(test_seccomp_lda),
 	  TEST(test_seccomp_log_mode),
 	  TEST(test_seccomp_status),
 	  TEST(test_seccomp_profile_size))
