@@ -333,21 +333,8 @@ static void search_save(struct search_cmd *ctx)
 static void search_start_update(struct search_cmd *ctx)
 {
 	struct client_command *cmd = ctx->cmd;
-	const char *refusal = imap_context_refusal(cmd->client, ctx->program);
-
-	if (refusal != NULL) {
-		buffer_t line;
-		/* the tag is up to a line long, quoted */
-		buffer_init(&line, i_add_size(CLIENT_REPLY_LINE_MAX,
-					      2 * strlen(cmd->tag)));
-		int ret = buffer_append_str(&line, "* NO [NOUPDATE ");
-		ret |= imap_append_quoted(&line, cmd->tag);
-		ret |= buffer_printf(&line, "] %s", refusal);
-		i_assert(ret == 0);
-		client_send_line(cmd->client, line.data);
-		buffer_free(&line);
+	if (imap_context_refuse(cmd, ctx->program))
 		return;
-	}
 	imap_context_add(cmd->client, cmd->tag, cmd->uid, &ctx->update_pool,
 			 ctx->program, ctx->matches, ctx->match_count);
 }

@@ -73,6 +73,26 @@ const char *imap_context_refusal(struct client *client,
 	return NULL;
 }
 
+bool imap_context_refuse(struct client_command *cmd,
+			 const struct mail_search_program *program)
+{
+	const char *refusal = imap_context_refusal(cmd->client, program);
+	buffer_t line;
+
+	if (refusal == NULL)
+		return false;
+	/* the tag is up to a line long, quoted */
+	buffer_init(&line, i_add_size(CLIENT_REPLY_LINE_MAX,
+				      2 * strlen(cmd->tag)));
+	int ret = buffer_append_str(&line, "* NO [NOUPDATE ");
+	ret |= imap_append_quoted(&line, cmd->tag);
+	ret |= buffer_printf(&line, "] %s", refusal);
+	i_assert(ret == 0);
+	client_send_line(cmd->client, line.data);
+	buffer_free(&line);
+	return true;
+}
+
 void imap_context_add(struct client *client, const char *tag, bool uid,
 		      pool_t *pool, struct mail_search_program *program,
 		      const struct seq_range *matches, unsigned int count)

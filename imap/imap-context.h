@@ -36,10 +36,14 @@ bool imap_context_can_add(struct client *client);
    sequence numbers, which name different messages after an expunge). */
 const char *imap_context_refusal(struct client *client,
 				 const struct mail_search_program *program);
+/* If imap_context_refusal() refuses cmd's UPDATE: send its
+   "* NO [NOUPDATE "tag"] why" and return true. */
+bool imap_context_refuse(struct client_command *cmd,
+			 const struct mail_search_program *program);
 /* Start updates for tag (UIDs if uid) of program, which lives in *pool:
    the context takes the pool over and sets *pool to NULL. matches are
    the current result as sorted, merged sequence ranges of the selected
-   mailbox. The caller checked imap_context_refusal(). */
+   mailbox. The caller checked imap_context_refuse(). */
 void imap_context_add(struct client *client, const char *tag, bool uid,
 		      pool_t *pool, struct mail_search_program *program,
 		      const struct seq_range *matches, unsigned int count);

@@ -79,13 +79,14 @@ def set_mode(server, mode):
         os.chmod(path, mode)
 
 
-def debug_lines(server, count):
+def debug_lines(server, count, regex=DEBUG_RE):
     """The first count FETCH debug lines as (messages, files opened, texts
-    from the cache, texts parsed); the log arrives through master."""
+    from the cache, texts parsed) (or what regex's groups say); the log
+    arrives through master."""
     def lines():
         text = server.log_path.read_text(errors="replace")
         found = [tuple(int(x) for x in m.groups())
-                 for m in DEBUG_RE.finditer(text)]
+                 for m in regex.finditer(text)]
         return found if len(found) >= count else None
     found = wait_for(lines, 30)
     assert found, "missing FETCH debug lines:\n" + server.logs()
@@ -198,19 +199,6 @@ BYTES_RE = re.compile(r"FETCH: (\d+) messages, (\d+) message files opened, "
                       r"\d+ records looked at, (\d+) bytes read to parse")
 
 
-def byte_lines(server, count):
-    """The first count FETCH debug lines as (messages, files opened, from
-    the cache, parsed, bytes read to parse)."""
-    def lines():
-        text = server.log_path.read_text(errors="replace")
-        found = [tuple(int(x) for x in m.groups())
-                 for m in BYTES_RE.finditer(text)]
-        return found if len(found) >= count else None
-    found = wait_for(lines, 30)
-    assert found, "missing FETCH debug lines:\n" + server.logs()
-    return found
-
-
 @pytest.mark.moat_settings(log_debug="yes")
 def test_envelope_reads_only_the_header(moat_server):
     """An ENVELOPE miss reads the message only up to the end of its
@@ -239,7 +227,7 @@ def test_envelope_reads_only_the_header(moat_server):
     assert r.ok, r
     env_full = r.untagged[0].split(b"ENVELOPE ", 1)[1].split(b" BODY[", 1)[0]
     assert env_alone.startswith(env_full.rstrip(b")")), (env_alone, env_full)
-    stats = byte_lines(moat_server, 2)
+    stats = debug_lines(moat_server, 2, BYTES_RE)
     # (messages, files opened, from the cache, parsed, bytes read)
     assert stats[0][:4] == (1, 1, 0, 1) and 0 < stats[0][4] <= 32768, stats
     assert stats[1][4] == len(big), stats
