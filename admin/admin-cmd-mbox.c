@@ -387,7 +387,7 @@ int admin_cmd_export(struct admin_ctx *ctx, int argc, char **argv)
 	static const char *const numeric[] = { "messages", NULL };
 	struct admin_mbox_opts opts;
 	struct admin_imap *imap;
-	const char *path;
+	const char *path = NULL;
 
 	int ret = admin_mbox_parse(ctx, argc, argv, true, &opts);
 	if (ret != 0)
