@@ -209,55 +209,16 @@ static void admin_export_untagged(void *context, const char *resp, size_t len)
 {
 	struct admin_export_ctx *ectx = context;
 	pool_t pool = pool_create("admin export response", 4096);
-	const char *pos = resp, *end = resp + len;
-	struct admin_imap_value seq, word, list, key, value;
-	struct admin_imap_value flags = { .type = ADMIN_IMAP_VALUE_END };
-	struct admin_imap_value date = flags, body = flags;
-	const char *p;
-	unsigned int num;
+	struct admin_export_resp r;
 
-	if (str_begins(p_strndup(pool, resp, MIN(len, (size_t)64)),
-		       "OK [UIDNEXT ", &p) && str_to_uint(p_strndup(pool, p,
-			strspn(p, "0123456789")), &num) == 0) {
-		ectx->uidnext = num;
-		pool_unref(&pool);
-		return;
-	}
-	admin_imap_value_next(pool, &pos, end, &seq);
-	admin_imap_value_next(pool, &pos, end, &word);
-	if (word.type == ADMIN_IMAP_VALUE_ATOM &&
-	    strcasecmp(word.data, "EXISTS") == 0 &&
-	    str_to_uint(seq.data, &num) == 0)
-		ectx->exists = num;
-	if (word.type != ADMIN_IMAP_VALUE_ATOM ||
-	    strcasecmp(word.data, "FETCH") != 0) {
-		pool_unref(&pool);
-		return;
-	}
-	admin_imap_value_next(pool, &pos, end, &list);
-	const char *lpos = list.data, *lend = list.data + list.size;
-	while (list.type == ADMIN_IMAP_VALUE_LIST) {
-		admin_imap_value_next(pool, &lpos, lend, &key);
-		admin_imap_value_next(pool, &lpos, lend, &value);
-		if (key.type != ADMIN_IMAP_VALUE_ATOM ||
-		    value.type == ADMIN_IMAP_VALUE_END ||
-		    value.type == ADMIN_IMAP_VALUE_ERROR)
-			break;
-		if (strcasecmp(key.data, "FLAGS") == 0)
-			flags = value;
-		else if (strcasecmp(key.data, "INTERNALDATE") == 0)
-			date = value;
-		else if (strcasecmp(key.data, "BODY[]") == 0)
-			body = value;
-	}
-	/* an unsolicited flag update has no BODY[] */
-	if (body.type == ADMIN_IMAP_VALUE_STRING) {
-		time_t t = date.type == ADMIN_IMAP_VALUE_STRING ?
-			admin_mbox_imap_date_parse(date.data) : (time_t)-1;
-		const char *flag_list = flags.type == ADMIN_IMAP_VALUE_LIST ?
-			p_strndup(pool, flags.data, flags.size) : "";
-		if (admin_mbox_write(ectx->f, ectx->format, t == (time_t)-1 ?
-				     0 : t, flag_list, body.data, body.size) < 0)
+	admin_export_resp_parse(pool, resp, len, &r);
+	if (r.has_uidnext)
+		ectx->uidnext = r.uidnext;
+	if (r.has_exists)
+		ectx->exists = r.exists;
+	if (r.message) {
+		if (admin_mbox_write(ectx->f, ectx->format, r.internaldate,
+				     r.flags, r.body, r.body_size) < 0)
 			ectx->write_failed = true;
 		ectx->count++;
 		admin_progress_add(ectx->progress, 1);

@@ -1,6 +1,8 @@
 /* mboxrd and mboxcl2, read and written one message at a time
    (admin-mbox.h). */
 #include "admin-mbox.h"
+#include "admin-imap.h"
+#include "strfuncs.h"
 
 #include <strings.h>
 
@@ -627,4 +629,61 @@ time_t admin_mbox_imap_date_parse(const char *str)
 	time_t t = timegm(&tm);
 	int offset = (zh * 60 + zm) * 60;
 	return sign == '+' ? t - offset : t + offset;
+}
+
+void admin_export_resp_parse(pool_t pool, const char *resp, size_t len,
+			     struct admin_export_resp *r_r)
+{
+	const char *pos = resp, *end = resp + len;
+	struct admin_imap_value seq, word, list, key, value;
+	struct admin_imap_value flags = { .type = ADMIN_IMAP_VALUE_END };
+	struct admin_imap_value date = flags, body = flags;
+	const char *p;
+	unsigned int num;
+
+	memset(r_r, 0, sizeof(*r_r));
+	if (str_begins(p_strndup(pool, resp, MIN(len, (size_t)64)),
+		       "OK [UIDNEXT ", &p) && str_to_uint(p_strndup(pool, p,
+			strspn(p, "0123456789")), &num) == 0) {
+		r_r->has_uidnext = true;
+		r_r->uidnext = num;
+		return;
+	}
+	admin_imap_value_next(pool, &pos, end, &seq);
+	admin_imap_value_next(pool, &pos, end, &word);
+	if (word.type == ADMIN_IMAP_VALUE_ATOM &&
+	    strcasecmp(word.data, "EXISTS") == 0 &&
+	    str_to_uint(seq.data, &num) == 0) {
+		r_r->has_exists = true;
+		r_r->exists = num;
+	}
+	if (word.type != ADMIN_IMAP_VALUE_ATOM ||
+	    strcasecmp(word.data, "FETCH") != 0)
+		return;
+	admin_imap_value_next(pool, &pos, end, &list);
+	const char *lpos = list.data, *lend = list.data + list.size;
+	while (list.type == ADMIN_IMAP_VALUE_LIST) {
+		admin_imap_value_next(pool, &lpos, lend, &key);
+		admin_imap_value_next(pool, &lpos, lend, &value);
+		if (key.type != ADMIN_IMAP_VALUE_ATOM ||
+		    value.type == ADMIN_IMAP_VALUE_END ||
+		    value.type == ADMIN_IMAP_VALUE_ERROR)
+			break;
+		if (strcasecmp(key.data, "FLAGS") == 0)
+			flags = value;
+		else if (strcasecmp(key.data, "INTERNALDATE") == 0)
+			date = value;
+		else if (strcasecmp(key.data, "BODY[]") == 0)
+			body = value;
+	}
+	if (body.type != ADMIN_IMAP_VALUE_STRING)
+		return;
+	time_t t = date.type == ADMIN_IMAP_VALUE_STRING ?
+		admin_mbox_imap_date_parse(date.data) : (time_t)-1;
+	r_r->message = true;
+	r_r->internaldate = t == (time_t)-1 ? 0 : t;
+	r_r->flags = flags.type == ADMIN_IMAP_VALUE_LIST ?
+		p_strndup(pool, flags.data, flags.size) : "";
+	r_r->body = body.data;
+	r_r->body_size = body.size;
 }

@@ -69,4 +69,20 @@ int admin_mbox_write(FILE *f, enum admin_mbox_format format,
    does not parse. */
 time_t admin_mbox_imap_date_parse(const char *str);
 
+/* What an export (mbox or Maildir) takes from one untagged response to
+   its EXAMINE or UID FETCH (FLAGS INTERNALDATE BODY[]). Strings are from
+   pool. */
+struct admin_export_resp {
+	bool has_uidnext, has_exists;
+	unsigned int uidnext, exists;
+	/* a FETCH with BODY[] (an unsolicited flag update has none) */
+	bool message;
+	time_t internaldate;          /* 0 when missing or unparsable */
+	const char *flags;            /* the FLAGS list's contents, or "" */
+	const char *body;
+	size_t body_size;
+};
+void admin_export_resp_parse(pool_t pool, const char *resp, size_t len,
+			     struct admin_export_resp *r_r);
+
 #endif
