@@ -248,8 +248,11 @@ def main():
     try:
         test.run()
         ok = True
-    except Failure as e:
-        print(f"crash_lmtp: FAILED: {e}\n(kept {test.server.tmp})", file=sys.stderr)
+    except Exception as e:
+        # any error (a refused login too) is a failure: the server's logs
+        # say why, and the temp directory is kept for a look
+        print(f"crash_lmtp: FAILED: {type(e).__name__}: {e}\n"
+              f"(kept {test.server.tmp})", file=sys.stderr)
         print(test.server.logs()[-20000:], file=sys.stderr)
     finally:
         test.stop_mtas.set()
