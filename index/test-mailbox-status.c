@@ -30,13 +30,17 @@ static void put_file(const char *root, const char *sub, const char *name,
 	fclose(f);
 }
 
-/* An hour old, so that a scan trusts (and stamps) these mtimes. */
+/* An hour old, so that a scan trusts (and stamps) these mtimes. The hour
+   is counted from one fixed moment: two calls with the same offset must
+   set the same mtime even when the clock's second ticks between them. */
 static void backdate(const char *path, long offset)
 {
+	static time_t base;
 	struct timespec ts[2];
 
-	clock_gettime(CLOCK_REALTIME, &ts[0]);
-	ts[0].tv_sec -= 3600 - offset;
+	if (base == 0)
+		base = time(NULL) - 3600;
+	ts[0].tv_sec = base + offset;
 	ts[0].tv_nsec = 0;
 	ts[1] = ts[0];
 	test_assert(utimensat(AT_FDCWD, path, ts, 0) == 0);
