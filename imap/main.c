@@ -171,6 +171,11 @@ static void master_conn(struct imap_process *proc, const char *const *args,
 		i_fatal("master sent an invalid CONN record");
 	if (fd_set_nonblock(fd, true) < 0)
 		i_fatal("fcntl(O_NONBLOCK) failed: %m");
+	/* before anything reaches the client: until master reads this it
+	   keeps the connection, to give it to another process if this one
+	   dies now (master/handoff.c) */
+	if (proc->master != NULL)
+		(void)ipc_sendv(proc->master, -1, "CONN-DONE", args[1], NULL);
 	const char *limit = conn_limit_exceeded(proc, args[3]);
 	if (limit != NULL) {
 		conn_refuse(fd, args[2], args[3], limit);

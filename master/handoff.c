@@ -1,6 +1,10 @@
 /* Routing an authenticated client: imap-login hands over the fd and a
    token; master redeems the token with auth (imap-login cannot), then
-   passes the fd to the user's imap process. */
+   passes the fd to the user's imap process. Master keeps its copy of the
+   fd until the process acknowledges the CONN (CONN-DONE, sent before it
+   writes anything to the client): a process that dies with the CONN
+   still unread in its socket (a crash, the OOM killer) took the fd along
+   unanswered, and master routes the connection to a new process. */
 #include "master-common.h"
 #include "master-admin.h"
 #include "strfuncs.h"
@@ -19,6 +23,14 @@ enum {
 };
 /* The tls field is logged: "none" or a short protocol name. */
 #define HF_TLS_MAX_LEN 32
+/* auth's USER record: USER <id> <user> <uid> <gid> <home> <mail> <quota
+   storage> <quota messages>; imap_get_user() takes the fields after the
+   id. */
+#define USER_RECORD_ARGS 9
+#define USER_FIELD_COUNT (USER_RECORD_ARGS - 2)
+/* Processes a connection is routed to before master gives up on it (each
+   died before reading it). */
+#define HANDOFF_MAX_ROUTES 3
 
 struct handoff {
 	struct handoff *next;
@@ -26,6 +38,11 @@ struct handoff {
 	struct child *login;
 	int fd;
 	char *fields[HF_COUNT];
+	/* once routed: the process that has not acknowledged it yet, the
+	   user's fields to route it again, and how often it was routed */
+	struct child *imap;
+	char *user_fields[USER_FIELD_COUNT + 1];
+	unsigned int routes;
 };
 
 static void handoff_free(struct handoff *handoff)
@@ -33,6 +50,8 @@ static void handoff_free(struct handoff *handoff)
 	i_close_fd(&handoff->fd);
 	for (unsigned int i = 0; i < HF_COUNT; i++)
 		free(handoff->fields[i]);
+	for (unsigned int i = 0; i < USER_FIELD_COUNT; i++)
+		free(handoff->user_fields[i]);
 	free(handoff);
 }
 
@@ -112,48 +131,80 @@ void handoff_start(struct child *login, const char *const *args, int fd)
 
 static int handoff_send_conn(struct child *imap, struct handoff *handoff)
 {
-	return ipc_sendv(imap->conn, handoff->fd, "CONN", handoff->fields[HF_ID],
+	char id[32];
+
+	/* "h" + master's id: unique among the CONNs of admin sessions too */
+	snprintf(id, sizeof(id), "h%u", handoff->id);
+	return ipc_sendv(imap->conn, handoff->fd, "CONN", id,
 			 handoff->fields[HF_TAG], handoff->fields[HF_RIP],
 			 handoff->fields[HF_RPORT], handoff->fields[HF_LIP],
 			 handoff->fields[HF_LPORT], handoff->fields[HF_SECURED],
 			 handoff->fields[HF_MECH], handoff->fields[HF_DATA], NULL);
 }
 
-static void handoff_route(struct master *master, struct handoff *handoff,
-			  const char *const *args)
+/* The connection to the user's imap process (a new one if the one found
+   turns out dead); false if none took it. */
+static bool handoff_send_user(struct master *master, struct handoff *handoff,
+			      const char **error_r)
 {
-	/* USER <id> <user> <uid> <gid> <home> <mail> <quota storage>
-	   <quota messages> */
-	const char *error = "Internal error: invalid user data";
-	struct child *imap = str_array_length(args) != 9 ? NULL :
-		imap_get_user(master, args + 2, &error);
-	if (imap == NULL) {
-		i_error("login of user %s refused: %s",
-			args[1] != NULL && args[2] != NULL ? args[2] : "?",
-			error);
-		handoff_reply(handoff, "HANDOFF-FAIL", error);
-		return;
-	}
+	const char *const *fields = (const char *const *)handoff->user_fields;
+	struct child *imap = imap_get_user(master, fields, error_r);
+
+	if (imap == NULL)
+		return false;
 	if (handoff_send_conn(imap, handoff) < 0) {
 		/* the process died and master has not read its channel's
 		   end yet (a SIGKILL just now): what the EOF would do, then
 		   a new process for this login */
 		i_warning("imap process %d of %s is gone; starting another",
-			  (int)imap->pid, args[2]);
+			  (int)imap->pid, fields[0]);
 		ipc_conn_destroy(&imap->conn);
 		master_admin_imap_gone(imap);
-		imap = imap_get_user(master, args + 2, &error);
-		if (imap == NULL || handoff_send_conn(imap, handoff) < 0) {
-			handoff_reply(handoff, "HANDOFF-FAIL", imap == NULL ? error :
-				      "Internal error: mail process unavailable");
-			return;
+		handoff_imap_gone(master, imap);
+		imap = imap_get_user(master, fields, error_r);
+		if (imap == NULL)
+			return false;
+		if (handoff_send_conn(imap, handoff) < 0) {
+			*error_r = "Internal error: mail process unavailable";
+			return false;
 		}
+	}
+	handoff->imap = imap;
+	handoff->routes++;
+	return true;
+}
+
+/* Routed and waiting for CONN-DONE: true. */
+static bool handoff_route(struct master *master, struct handoff *handoff,
+			  const char *const *args)
+{
+	const char *error = "Internal error: invalid user data";
+
+	if (str_array_length(args) != USER_RECORD_ARGS) {
+		i_error("login of user %s refused: %s",
+			args[1] != NULL && args[2] != NULL ? args[2] : "?",
+			error);
+		handoff_reply(handoff, "HANDOFF-FAIL", error);
+		return false;
+	}
+	for (unsigned int i = 0; i < USER_FIELD_COUNT; i++)
+		handoff->user_fields[i] = i_strdup(args[2 + i]);
+	if (!handoff_send_user(master, handoff, &error)) {
+		i_error("login of user %s refused: %s", args[2], error);
+		handoff_reply(handoff, "HANDOFF-FAIL", error);
+		return false;
 	}
 	i_info("login: user=<%s>, method=%s, rip=%s, lip=%s, tls=%s, pid=%d",
 	       args[2], handoff->fields[HF_MECH], handoff->fields[HF_RIP],
-	       handoff->fields[HF_LIP], handoff->fields[HF_TLS], (int)imap->pid);
+	       handoff->fields[HF_LIP], handoff->fields[HF_TLS],
+	       (int)handoff->imap->pid);
 	master_admin_login_ok(master);
 	handoff_reply(handoff, "HANDOFF-OK", NULL);
+	/* imap-login is done with it; this copy waits for CONN-DONE */
+	handoff->login = NULL;
+	handoff->next = master->handoffs_routed;
+	master->handoffs_routed = handoff;
+	return true;
 }
 
 void handoff_auth_reply(struct master *master, const char *const *args)
@@ -169,14 +220,83 @@ void handoff_auth_reply(struct master *master, const char *const *args)
 		i_warning("imap-login %d handed over an invalid or expired token",
 			  handoff->login != NULL ? (int)handoff->login->pid : -1);
 		handoff_reply(handoff, "HANDOFF-FAIL", "Login token is not valid");
-	} else {
-		handoff_route(master, handoff, args);
+	} else if (handoff_route(master, handoff, args)) {
+		return;
 	}
 	handoff_free(handoff);
 }
 
+bool handoff_conn_done(struct child *imap, const char *const *args)
+{
+	struct master *master = imap->master;
+	unsigned int id;
+
+	if (str_array_length(args) != 2)
+		return false;
+	if (args[1][0] != 'h') {
+		/* an admin session's CONN (master-admin-auth.c): nothing
+		   waits for its acknowledgement */
+		return true;
+	}
+	if (str_to_uint(args[1] + 1, &id) < 0)
+		return false;
+	for (struct handoff **p = &master->handoffs_routed; *p != NULL;
+	     p = &(*p)->next) {
+		if ((*p)->id == id && (*p)->imap == imap) {
+			struct handoff *handoff = *p;
+			*p = handoff->next;
+			handoff_free(handoff);
+			break;
+		}
+	}
+	return true;
+}
+
+void handoff_imap_gone(struct master *master, struct child *imap)
+{
+	static const char bye[] =
+		"* BYE [UNAVAILABLE] Mail process unavailable, try again\r\n";
+	struct handoff *again = NULL;
+
+	/* unlink first: routing again may find more dead processes */
+	for (struct handoff **p = &master->handoffs_routed; *p != NULL;) {
+		struct handoff *handoff = *p;
+		if (handoff->imap == imap) {
+			*p = handoff->next;
+			handoff->imap = NULL;
+			handoff->next = again;
+			again = handoff;
+		} else {
+			p = &handoff->next;
+		}
+	}
+	while (again != NULL) {
+		struct handoff *handoff = again;
+		const char *error = "Server shutting down";
+
+		again = handoff->next;
+		if (!master->stopping && handoff->routes < HANDOFF_MAX_ROUTES) {
+			i_warning("imap process %d of %s died before taking a "
+				  "connection; routing it again", (int)imap->pid,
+				  handoff->user_fields[0]);
+			if (handoff_send_user(master, handoff, &error)) {
+				handoff->next = master->handoffs_routed;
+				master->handoffs_routed = handoff;
+				continue;
+			}
+		}
+		if (!master->stopping)
+			i_error("connection of user %s dropped: %s",
+				handoff->user_fields[0], error);
+		(void)write(handoff->fd, bye, sizeof(bye) - 1);
+		handoff_free(handoff);
+	}
+}
+
 void handoff_fail_all(struct master *master, const char *reason)
 {
+	/* routed ones are the imap processes' now: waiting for CONN-DONE
+	   needs no auth, and at shutdown their processes' exits close them */
 	while (master->handoffs != NULL) {
 		struct handoff *handoff = master->handoffs;
 		master->handoffs = handoff->next;

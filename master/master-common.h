@@ -110,6 +110,7 @@ struct master {
 	struct child *keyd;       /* the running key-signer, or NULL */
 
 	struct handoff *handoffs; /* waiting for auth to redeem a token */
+	struct handoff *handoffs_routed; /* sent, waiting for CONN-DONE */
 	/* pre-auth connections per remote address, all imap-logins */
 	struct login_limits *login_limits;
 	unsigned int next_handoff_id;
@@ -199,6 +200,11 @@ void handoff_start(struct child *login, const char *const *args, int fd);
 void handoff_auth_reply(struct master *master, const char *const *args);
 void handoff_fail_all(struct master *master, const char *reason);
 void handoff_login_gone(struct master *master, struct child *login);
+/* CONN-DONE <id> from an imap process: false if malformed. */
+bool handoff_conn_done(struct child *imap, const char *const *args);
+/* The imap process will not read its channel any more: route what it did
+   not acknowledge to another one. */
+void handoff_imap_gone(struct master *master, struct child *imap);
 
 /* service-lmtp.c */
 /* True if protocols names lmtp: only then do lmtp processes run. */

@@ -124,6 +124,7 @@ void imap_input(void *context, const char *const *args, int fd)
 	if (args == NULL) {
 		ipc_conn_destroy(&child->conn);
 		master_admin_imap_gone(child);
+		handoff_imap_gone(child->master, child);
 		return;
 	}
 	if (fd >= 0) {
@@ -137,6 +138,12 @@ void imap_input(void *context, const char *const *args, int fd)
 		   reaches the process before SHUTDOWN-OK does. */
 		child->shutdown_requested = true;
 		(void)ipc_sendv(child->conn, -1, "SHUTDOWN-OK", NULL);
+	} else if (strcmp(args[0], "CONN-DONE") == 0) {
+		if (!handoff_conn_done(child, args)) {
+			i_error("imap process %d sent a malformed CONN-DONE "
+				"record, killing it", (int)child->pid);
+			child_kill(child, SIGKILL);
+		}
 	} else if (strcmp(args[0], "CMD-STATS") == 0) {
 		if (!master_metrics_imap_stats(child->master, args)) {
 			i_error("imap process %d sent a malformed CMD-STATS "

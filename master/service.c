@@ -1,6 +1,7 @@
 /* Spawning children (fork + exec, fixed fds), relaying their logs,
    reaping them and restarting crashed ones with back-off. */
 #include "master-common.h"
+#include "master-admin.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -390,6 +391,14 @@ void services_child_exited(struct master *master, pid_t pid, int status)
 	}
 	if (service->kind == SERVICE_LMTP)
 		lmtp_rcpt_lmtp_gone(master, child);
+	if (service->kind == SERVICE_IMAP) {
+		/* its exit was seen before its channel's end */
+		if (child->conn != NULL) {
+			ipc_conn_destroy(&child->conn);
+			master_admin_imap_gone(child);
+		}
+		handoff_imap_gone(master, child);
+	}
 	if (master->keyd == child)
 		master->keyd = NULL;
 	child_free(child);

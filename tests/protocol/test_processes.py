@@ -82,6 +82,33 @@ def test_imap_process_exits_after_linger(moat_server):
     moat_server.wait_children("imap", 1)
 
 
+def test_login_survives_imap_process_dying_before_reading_it(moat_server):
+    """A process that dies with a CONN still unread in its socket takes
+    the fd along: master keeps its copy until CONN-DONE and gives the
+    connection to a new process (master/handoff.c), so the LOGIN still
+    gets its tagged OK."""
+    import signal
+    first = moat_server.login("testuser1")
+    pid = moat_server.wait_children("imap", 1)[0]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        c = moat_server.connect()
+        c.send(b"a1 LOGIN testuser1 %s\r\n"
+               % moat_server.users["testuser1"]["password"].encode())
+        # master has routed it to the stopped process
+        routed = "master: info: login: user=<testuser1>"
+        assert wait_for(lambda: moat_server.log_path.read_text(
+            errors="replace").count(routed) >= 2, 20), moat_server.logs()
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    r = c.read_tagged("a1")
+    assert r.ok, f"{r}\n" + moat_server.logs()
+    assert c.command("NOOP").ok
+    assert pid not in moat_server.child_pids("imap")
+    assert "routing it again" in moat_server.logs()
+    first.close()
+
+
 @root_only
 def test_master_privileges(moat_server):
     status = proc_status(moat_server.pid)
