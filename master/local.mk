@@ -6,6 +6,7 @@ master_moat_SOURCES = \
 	master/master-settings.c \
 	master/listener.c \
 	master/service.c \
+	master/master-fdlimit.c \
 	master/service-login.c \
 	master/login-limits.c \
 	master/service-auth.c \

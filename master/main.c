@@ -287,6 +287,7 @@ int main(int argc, char *argv[])
 	prepare_dirs(&master);
 	if (master_listeners_open(&master, &error) < 0)
 		i_fatal("%s", error);
+	master_fd_limit_adjust(&master);
 	master_activation_close_unused();
 	if (master_activation_count() > 0)
 		i_info("socket activation: %u listeners from the service manager",

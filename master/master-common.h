@@ -139,6 +139,8 @@ void master_listeners_close(struct master *master);
 
 /* service.c */
 void services_init(struct master *master);
+/* master-fdlimit.c: RLIMIT_NOFILE for the services' limits (start, reload) */
+void master_fd_limit_adjust(struct master *master);
 void services_start(struct master *master);
 void services_reload(struct master *master);
 void services_stop(struct master *master);

@@ -440,6 +440,7 @@ void services_reload(struct master *master)
 	for (unsigned int i = 0; i < SERVICE_KIND_COUNT; i++)
 		master->services[i].set =
 			moat_settings_get_service(master->set, master->services[i].name);
+	master_fd_limit_adjust(master);
 	/* New logins get the new settings; old imap-login processes finish
 	   their clients; user processes keep serving. auth restarts with the
 	   new passdb/userdb (imap-login processes reconnect to it). */

@@ -192,6 +192,8 @@ class MoatServer:
         # port and socket) plus these, and passes them as LISTEN_FDS
         activation = self.settings.pop("socket_activation", None)
         self.activation = None if activation is None else list(activation)
+        # (soft, hard) RLIMIT_NOFILE master starts with, or None: inherited
+        self.rlimit_nofile = None
         # haproxy=True: an inet_listener imap-lb on haproxy_port (and with
         # tls, imaps-lb on haproxy_tls_port) with haproxy = yes; the test
         # sets haproxy_trusted_networks
@@ -379,6 +381,10 @@ class MoatServer:
 
     # -- process
 
+    def _preexec(self):
+        import resource
+        resource.setrlimit(resource.RLIMIT_NOFILE, self.rlimit_nofile)
+
     def start(self):
         binary = MOAT_PREFIX / "sbin/moat"
         env = dict(os.environ)
@@ -402,7 +408,8 @@ class MoatServer:
             self.proc = subprocess.Popen(
                 launcher + [str(binary), "-F", "-c", str(self.conf_path)],
                 stdin=subprocess.DEVNULL, stdout=err, stderr=err,
-                cwd=str(self.tmp), env=env, start_new_session=True)
+                cwd=str(self.tmp), env=env, start_new_session=True,
+                preexec_fn=self._preexec if self.rlimit_nofile else None)
         deadline = time.monotonic() + START_TIMEOUT
         last_error = None
         while time.monotonic() < deadline:
