@@ -13,6 +13,7 @@
 #include "admin-output.h"
 #include "admin-progress.h"
 #include "mailbox-name.h"
+#include "maildir-import.h"
 #include "strfuncs.h"
 
 #include <dirent.h>
@@ -262,6 +263,10 @@ struct admin_maildir_export {
 	struct admin_ctx *ctx;
 	const char *folder;
 	int tmp_fd, cur_fd;
+	/* backups: the folder's UIDs as a dovecot-uidlist, which moat reads
+	   when it first opens the folder (index/maildir-import.h) */
+	FILE *uidlist;
+	uint32_t uidvalidity;
 	struct admin_maildir_keywords kw;
 	bool kw_dropped, failed;
 	unsigned int count, seq;
@@ -313,7 +318,7 @@ static void admin_maildir_letters(struct admin_maildir_export *ex,
 }
 
 static void admin_maildir_write_msg(struct admin_maildir_export *ex,
-				    time_t t, const char *flags,
+				    uint32_t uid, time_t t, const char *flags,
 				    const void *data, size_t size)
 {
 	char letters[64], tmp_name[128], cur_name[128 + 64 + 4];
@@ -335,7 +340,11 @@ static void admin_maildir_write_msg(struct admin_maildir_export *ex,
 	if (!ok || renameat(ex->tmp_fd, tmp_name, ex->cur_fd, cur_name) < 0) {
 		(void)unlinkat(ex->tmp_fd, tmp_name, 0);
 		ex->failed = true;
+		return;
 	}
+	if (ex->uidlist != NULL &&
+	    (uid == 0 || fprintf(ex->uidlist, "%u :%s\n", uid, tmp_name) < 0))
+		ex->failed = true;
 }
 
 /* EXAMINE's EXISTS and UIDNEXT; FETCH's messages to files. */
@@ -348,11 +357,13 @@ static void admin_maildir_untagged(void *context, const char *resp, size_t len)
 	admin_export_resp_parse(pool, resp, len, &r);
 	if (r.has_uidnext)
 		ex->uidnext = r.uidnext;
+	if (r.has_uidvalidity)
+		ex->uidvalidity = r.uidvalidity;
 	if (r.has_exists)
 		ex->exists = r.exists;
 	if (r.message) {
-		admin_maildir_write_msg(ex, r.internaldate, r.flags, r.body,
-					r.body_size);
+		admin_maildir_write_msg(ex, r.uid, r.internaldate, r.flags,
+					r.body, r.body_size);
 		ex->count++;
 		admin_progress_add(ex->progress, 1);
 	}
@@ -388,9 +399,44 @@ static int admin_maildir_keywords_write(struct admin_maildir_export *ex)
 	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+/* The dovecot-uidlist header, once EXAMINE gave UIDVALIDITY and
+   UIDNEXT; the records follow as the messages are written. */
+static int admin_maildir_uidlist_begin(struct admin_maildir_export *ex)
+{
+	const char *path = p_strdup_printf(ex->ctx->pool, "%s/%s", ex->folder,
+					   MAILDIR_DOVECOT_UIDLIST_NAME);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
+	if (fd < 0 || ex->uidvalidity == 0 || ex->uidnext == 0 ||
+	    (ex->uidlist = fdopen(fd, "w")) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return admin_fail(ex->ctx, ADMIN_EXIT_FAILED, "failed",
+				  "%s: %s", path, fd < 0 ? strerror(errno) :
+				  "EXAMINE gave no UIDVALIDITY or UIDNEXT");
+	}
+	fprintf(ex->uidlist, "3 V%u N%u\n", ex->uidvalidity, ex->uidnext);
+	return 0;
+}
+
+static int admin_maildir_uidlist_end(struct admin_maildir_export *ex)
+{
+	if (ex->uidlist == NULL)
+		return 0;
+	bool ok = fflush(ex->uidlist) == 0 && fsync(fileno(ex->uidlist)) == 0;
+	return fclose(ex->uidlist) == 0 && ok ? 0 : -1;
+}
+
 int admin_maildir_export(struct admin_ctx *ctx, struct admin_imap *imap,
 			 const char *root, const char *mailbox,
 			 struct admin_output *out)
+{
+	return admin_maildir_export_uids(ctx, imap, root, mailbox, false, out);
+}
+
+int admin_maildir_export_uids(struct admin_ctx *ctx, struct admin_imap *imap,
+			      const char *root, const char *mailbox,
+			      bool uidlist, struct admin_output *out)
 {
 	struct admin_maildir_export ex = { .ctx = ctx, .tmp_fd = -1, .cur_fd = -1 };
 	char dir[MAILBOX_NAME_DISK_MAX + 1], num[32];
@@ -419,6 +465,8 @@ int admin_maildir_export(struct admin_ctx *ctx, struct admin_imap *imap,
 	if (ret == 0)
 		ret = admin_mail_run(ctx, imap, mailbox, p_strdup_printf(ctx->pool,
 			"EXAMINE %s", name), admin_maildir_untagged, &ex);
+	if (ret == 0 && uidlist)
+		ret = admin_maildir_uidlist_begin(&ex);
 	if (ret == 0)
 		ex.progress = admin_progress_begin(ctx, "messages", ex.exists);
 	for (uint32_t lo = 1; ret == 0 && lo < ex.uidnext;
@@ -433,6 +481,9 @@ int admin_maildir_export(struct admin_ctx *ctx, struct admin_imap *imap,
 					 ex.folder, strerror(errno));
 	}
 	admin_progress_end(&ex.progress);
+	if (admin_maildir_uidlist_end(&ex) < 0 && ret == 0)
+		ret = admin_fail(ctx, ADMIN_EXIT_TEMPFAIL, "tempfail", "%s: %s",
+				 ex.folder, strerror(errno));
 	if (ret == 0 && (fsync(ex.cur_fd) < 0 ||
 			 admin_maildir_keywords_write(&ex) < 0))
 		ret = admin_fail(ctx, ADMIN_EXIT_TEMPFAIL, "tempfail", "%s: %s",

@@ -20,8 +20,6 @@
 /* UIDs fetched by one UID FETCH of an export: the answer is streamed
    message by message, this only bounds one command's run. */
 #define ADMIN_EXPORT_UID_RANGE 100
-/* Mailboxes one export of a whole user writes (their names are held). */
-#define ADMIN_EXPORT_MAILBOXES_MAX 10000
 
 struct admin_mbox_opts {
 	const char *user, *mailbox, *path;
@@ -289,13 +287,6 @@ static int admin_export_mailbox(struct admin_ctx *ctx, struct admin_imap *imap,
 	return 0;
 }
 
-struct admin_names {
-	pool_t pool;
-	const char *names[ADMIN_EXPORT_MAILBOXES_MAX];
-	unsigned int count;
-	bool too_many;
-};
-
 /* LIST (attrs) "delim" name: the selectable ones. */
 static void admin_names_untagged(void *context, const char *resp, size_t len)
 {
@@ -321,6 +312,18 @@ static void admin_names_untagged(void *context, const char *resp, size_t len)
 		return;
 	}
 	n->names[n->count++] = admin_imap_mailbox_utf8(n->pool, name.data);
+}
+
+int admin_mailbox_list(struct admin_ctx *ctx, struct admin_imap *imap,
+		       struct admin_names *names)
+{
+	int ret = admin_mail_run(ctx, imap, "list", "LIST \"\" \"*\"",
+				 admin_names_untagged, names);
+	if (ret == 0 && names->too_many)
+		ret = admin_fail(ctx, ADMIN_EXIT_FAILED, "failed",
+				 "more than %u mailboxes",
+				 ADMIN_EXPORT_MAILBOXES_MAX);
+	return ret;
 }
 
 /* DEST/<name>.mbox, the hierarchy as directories ("a/b" in DEST/a/). */
@@ -370,12 +373,7 @@ int admin_cmd_export(struct admin_ctx *ctx, int argc, char **argv)
 	} else {
 		struct admin_names *names = p_malloc(ctx->pool, sizeof(*names));
 		names->pool = ctx->pool;
-		ret = admin_mail_run(ctx, imap, "list", "LIST \"\" \"*\"",
-				     admin_names_untagged, names);
-		if (ret == 0 && names->too_many)
-			ret = admin_fail(ctx, ADMIN_EXIT_FAILED, "failed",
-					 "more than %u mailboxes",
-					 ADMIN_EXPORT_MAILBOXES_MAX);
+		ret = admin_mailbox_list(ctx, imap, names);
 		for (unsigned int i = 0; ret == 0 && i < names->count; i++) {
 			if (opts.maildir) {
 				ret = admin_maildir_export(ctx, imap, opts.path,

@@ -17,6 +17,7 @@
 				     operation (mailbox exists ...) */
 #define ADMIN_EXIT_NOTFOUND 67    /* EX_NOUSER: no such user or mailbox */
 #define ADMIN_EXIT_SOFTWARE 70    /* EX_SOFTWARE: master or imap misbehaved */
+#define ADMIN_EXIT_CANTCREAT 73   /* EX_CANTCREAT: the target exists already */
 #define ADMIN_EXIT_TEMPFAIL 75    /* EX_TEMPFAIL: not running, timeout */
 #define ADMIN_EXIT_REFUSED 77     /* EX_NOPERM: not allowed, auth failed */
 
@@ -67,5 +68,8 @@ int admin_cmd_index(struct admin_ctx *ctx, int argc, char **argv);
 /* admin-cmd-mbox.c */
 int admin_cmd_import(struct admin_ctx *ctx, int argc, char **argv);
 int admin_cmd_export(struct admin_ctx *ctx, int argc, char **argv);
+/* admin-cmd-backup.c */
+int admin_cmd_backup(struct admin_ctx *ctx, int argc, char **argv);
+int admin_cmd_restore(struct admin_ctx *ctx, int argc, char **argv);
 
 #endif

@@ -637,16 +637,22 @@ void admin_export_resp_parse(pool_t pool, const char *resp, size_t len,
 	const char *pos = resp, *end = resp + len;
 	struct admin_imap_value seq, word, list, key, value;
 	struct admin_imap_value flags = { .type = ADMIN_IMAP_VALUE_END };
-	struct admin_imap_value date = flags, body = flags;
+	struct admin_imap_value date = flags, body = flags, uid = flags;
 	const char *p;
 	unsigned int num;
 
 	memset(r_r, 0, sizeof(*r_r));
-	if (str_begins(p_strndup(pool, resp, MIN(len, (size_t)64)),
-		       "OK [UIDNEXT ", &p) && str_to_uint(p_strndup(pool, p,
-			strspn(p, "0123456789")), &num) == 0) {
+	const char *head = p_strndup(pool, resp, MIN(len, (size_t)64));
+	if (str_begins(head, "OK [UIDNEXT ", &p) &&
+	    str_to_uint(p_strndup(pool, p, strspn(p, "0123456789")), &num) == 0) {
 		r_r->has_uidnext = true;
 		r_r->uidnext = num;
+		return;
+	}
+	if (str_begins(head, "OK [UIDVALIDITY ", &p) &&
+	    str_to_uint(p_strndup(pool, p, strspn(p, "0123456789")), &num) == 0) {
+		r_r->has_uidvalidity = true;
+		r_r->uidvalidity = num;
 		return;
 	}
 	admin_imap_value_next(pool, &pos, end, &seq);
@@ -675,12 +681,16 @@ void admin_export_resp_parse(pool_t pool, const char *resp, size_t len,
 			date = value;
 		else if (strcasecmp(key.data, "BODY[]") == 0)
 			body = value;
+		else if (strcasecmp(key.data, "UID") == 0)
+			uid = value;
 	}
 	if (body.type != ADMIN_IMAP_VALUE_STRING)
 		return;
 	time_t t = date.type == ADMIN_IMAP_VALUE_STRING ?
 		admin_mbox_imap_date_parse(date.data) : (time_t)-1;
 	r_r->message = true;
+	if (uid.type != ADMIN_IMAP_VALUE_ATOM || str_to_uint(uid.data, &r_r->uid) < 0)
+		r_r->uid = 0;
 	r_r->internaldate = t == (time_t)-1 ? 0 : t;
 	r_r->flags = flags.type == ADMIN_IMAP_VALUE_LIST ?
 		p_strndup(pool, flags.data, flags.size) : "";

@@ -73,10 +73,11 @@ time_t admin_mbox_imap_date_parse(const char *str);
    its EXAMINE or UID FETCH (FLAGS INTERNALDATE BODY[]). Strings are from
    pool. */
 struct admin_export_resp {
-	bool has_uidnext, has_exists;
-	unsigned int uidnext, exists;
+	bool has_uidnext, has_exists, has_uidvalidity;
+	unsigned int uidnext, exists, uidvalidity;
 	/* a FETCH with BODY[] (an unsolicited flag update has none) */
 	bool message;
+	unsigned int uid;             /* 0 when missing */
 	time_t internaldate;          /* 0 when missing or unparsable */
 	const char *flags;            /* the FLAGS list's contents, or "" */
 	const char *body;

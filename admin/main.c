@@ -25,6 +25,7 @@ struct admin_cmd {
 /* Sorted by name. */
 static const struct admin_cmd admin_cmds[] = {
 	{ "auth", admin_cmd_auth, true },
+	{ "backup", admin_cmd_backup, true },
 	{ "config-from-dovecot", admin_cmd_config_from_dovecot, false },
 	{ "expunge", admin_cmd_expunge, true },
 	{ "export", admin_cmd_export, true },
@@ -37,6 +38,7 @@ static const struct admin_cmd admin_cmds[] = {
 	{ "pw", admin_cmd_pw, false },
 	{ "quota", admin_cmd_quota, true },
 	{ "reload", admin_cmd_reload, true },
+	{ "restore", admin_cmd_restore, true },
 	{ "search", admin_cmd_search, true },
 	{ "stats", admin_cmd_stats, true },
 	{ "stop", admin_cmd_stop, true },
@@ -61,6 +63,7 @@ static void ATTR_NORETURN usage(int code)
 		"  expunge -u USER | -A MAILBOX QUERY...\n"
 		"  import -u USER [-m MAILBOX] MBOX|MAILDIR\n"
 		"  export -u USER [-m MAILBOX] [--format mboxrd|mboxcl2|maildir] DEST\n"
+		"  backup -u USER | -A DEST | restore -u USER SRC\n"
 		"see moatadm(8)\n");
 	exit(code);
 }
