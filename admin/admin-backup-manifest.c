@@ -10,10 +10,22 @@
 
 #define ADMIN_BACKUP_READ_BUF (64 * 1024)
 
+void admin_backup_hex(const unsigned char *md, unsigned int md_len,
+		      char hex[ADMIN_BACKUP_SHA256_HEX + 1])
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned int i;
+
+	for (i = 0; i < md_len && i * 2 < ADMIN_BACKUP_SHA256_HEX; i++) {
+		hex[i * 2] = digits[md[i] >> 4];
+		hex[i * 2 + 1] = digits[md[i] & 15];
+	}
+	hex[i * 2] = '\0';
+}
+
 int admin_backup_hash_fd(int fd, char hex[ADMIN_BACKUP_SHA256_HEX + 1],
 			 uint64_t *size_r)
 {
-	static const char digits[] = "0123456789abcdef";
 	unsigned char buf[ADMIN_BACKUP_READ_BUF], md[EVP_MAX_MD_SIZE];
 	unsigned int md_len = 0;
 	uint64_t size = 0;
@@ -43,11 +55,7 @@ int admin_backup_hash_fd(int fd, char hex[ADMIN_BACKUP_SHA256_HEX + 1],
 	EVP_MD_CTX_free(md_ctx);
 	if (ret < 0)
 		return -1;
-	for (unsigned int i = 0; i < md_len && i * 2 < ADMIN_BACKUP_SHA256_HEX; i++) {
-		hex[i * 2] = digits[md[i] >> 4];
-		hex[i * 2 + 1] = digits[md[i] & 15];
-	}
-	hex[ADMIN_BACKUP_SHA256_HEX] = '\0';
+	admin_backup_hex(md, md_len, hex);
 	*size_r = size;
 	return 0;
 }

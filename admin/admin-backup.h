@@ -71,6 +71,9 @@ void admin_backup_manifest_close(struct admin_backup_manifest *m);
 /* Whether path is a manifest path (see above). */
 bool admin_backup_path_is_valid(const char *path);
 
+/* A digest of md_len bytes as lowercase hex (at most the SHA-256's). */
+void admin_backup_hex(const unsigned char *md, unsigned int md_len,
+		      char hex[ADMIN_BACKUP_SHA256_HEX + 1]);
 /* SHA-256 of what fd holds from its offset on, as hex, and its size; 0 or
    -1 (errno). */
 int admin_backup_hash_fd(int fd, char hex[ADMIN_BACKUP_SHA256_HEX + 1],

@@ -390,7 +390,6 @@ static int restore_copy_file(int dirfd, const char *path, uint64_t size,
 			     time_t mtime, const char *sha256, FILE *in,
 			     const char **error_r)
 {
-	static const char digits[] = "0123456789abcdef";
 	unsigned char buf[ADMIN_BACKUP_COPY_BUF], md[EVP_MAX_MD_SIZE];
 	char hex[ADMIN_BACKUP_SHA256_HEX + 1];
 	unsigned int md_len = 0;
@@ -422,11 +421,7 @@ static int restore_copy_file(int dirfd, const char *path, uint64_t size,
 		ret = -1;
 	EVP_MD_CTX_free(md_ctx);
 	if (ret == 0) {
-		for (unsigned int i = 0; i < md_len && i * 2 < ADMIN_BACKUP_SHA256_HEX; i++) {
-			hex[i * 2] = digits[md[i] >> 4];
-			hex[i * 2 + 1] = digits[md[i] & 15];
-		}
-		hex[ADMIN_BACKUP_SHA256_HEX] = '\0';
+		admin_backup_hex(md, md_len, hex);
 		if (strcmp(hex, sha256) != 0) {
 			/* the file changed after the check */
 			*error_r = "its SHA-256 changed since the check";
