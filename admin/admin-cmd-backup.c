@@ -565,10 +565,24 @@ static int admin_restore_child(struct admin_restore *r, int fd)
 {
 	unsigned int uid, gid;
 
-	if (str_to_uint(r->uid, &uid) < 0 || str_to_uint(r->gid, &gid) < 0)
+	if (r->uid[0] == '\0' && r->gid[0] == '\0') {
+		/* no uids in the userdb: mail runs as master's user (a
+		   development set-up), which must be ours */
+		uid = (unsigned int)geteuid();
+		gid = (unsigned int)getegid();
+	} else if (str_to_uint(r->uid, &uid) < 0 ||
+		   str_to_uint(r->gid, &gid) < 0) {
 		return admin_fail(r->ctx, ADMIN_EXIT_SOFTWARE, "error",
 				  "%s: a bad uid or gid", r->user);
-	if (geteuid() == 0 && uid != 0 &&
+	}
+	if (geteuid() != 0 && geteuid() != (uid_t)uid)
+		return admin_fail(r->ctx, ADMIN_EXIT_REFUSED, "refused",
+				  "restore writes %s's mail as uid %u: run it "
+				  "as root", r->user, uid);
+	if (geteuid() == 0 && uid == 0)
+		return admin_fail(r->ctx, ADMIN_EXIT_REFUSED, "refused",
+				  "%s's mail would be root's", r->user);
+	if (geteuid() == 0 &&
 	    (setgroups(0, NULL) < 0 || setgid((gid_t)gid) < 0 ||
 	     setuid((uid_t)uid) < 0))
 		return admin_fail(r->ctx, ADMIN_EXIT_FAILED, "failed",

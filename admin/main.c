@@ -5,9 +5,12 @@
    (0660 root:admin_group) and peer-credential check decide who may, and
    for mail commands speaks IMAP to the user's own imap process over a
    session master hands it: moatadm itself never opens a user's mail
-   files and needs no privileges beyond reaching the socket. import and
-   export open only the mbox files and Maildir trees named on the
-   command line, with the invoker's rights; config-from-dovecot reads
+   files and needs no privileges beyond reaching the socket. import,
+   export and backup open only the mbox files and Maildir trees named on
+   the command line, with the invoker's rights. restore is the one
+   command that writes a user's mail root: a user's that has no mail and
+   no imap process yet, from a child that has become that user (so it
+   needs root, or to be run by that user); config-from-dovecot reads
    text and needs no socket. "pw" runs moat-pw, which needs none at
    all. */
 #include "admin-common.h"
