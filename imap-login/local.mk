@@ -34,6 +34,7 @@ imap_login_test_imap_login_SOURCES = \
 	imap-login/test-imap-login.c \
 	imap-login/login-capability.c \
 	imap-login/login-util.c \
-	imap-login/login-id.c
+	imap-login/login-id.c \
+	imap-login/login-stats.c
 imap_login_test_imap_login_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 imap_login_test_imap_login_LDADD = tests/unit/libtest.a $(LIBMOAT)
