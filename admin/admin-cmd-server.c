@@ -121,19 +121,35 @@ int admin_cmd_log(struct admin_ctx *ctx, int argc, char **argv ATTR_UNUSED)
 	return admin_request_print(ctx, args, ADMIN_OUTPUT_TABLE, NULL);
 }
 
-int admin_cmd_stats(struct admin_ctx *ctx, int argc, char **argv ATTR_UNUSED)
+int admin_cmd_stats(struct admin_ctx *ctx, int argc, char **argv)
 {
 	static const char *const numeric[] = {
 		"uptime_secs", "logins_ok", "logins_failed",
 		"imap_login_processes", "imap_login_clients", "imap_processes",
 		"imap_sessions", "imap_sessions_total", "lmtp_processes",
 		"lmtp_recipients_total", "imap_login_rss_bytes",
-		"imap_rss_bytes", NULL
+		"imap_rss_bytes", "imap_login_connections_total",
+		"tls_handshakes_ok", "tls_handshakes_failed",
+		"imap_login_received_bytes", "imap_login_sent_bytes",
+		"imap_received_bytes", "imap_sent_bytes",
+		"preauth_disconnects_logout", "preauth_disconnects_closed",
+		"preauth_disconnects_timeout", "preauth_disconnects_tls",
+		"preauth_disconnects_limit", "preauth_disconnects_bad_commands",
+		"preauth_disconnects_shutdown", "preauth_disconnects_other",
+		"lmtp_delivered", "lmtp_tempfail", "lmtp_permfail", NULL
 	};
-	const char *args[] = { "STATS", NULL };
+	static const char *const auth_numeric[] = {
+		"ok", "failed", "duration_seconds_sum", NULL
+	};
 
+	if (argc == 2 && strcmp(argv[1], "auth") == 0) {
+		const char *args[] = { "STATS-AUTH", NULL };
+		return admin_request_print(ctx, args, ADMIN_OUTPUT_TABLE,
+					   auth_numeric);
+	}
 	if (argc != 1)
-		return admin_usage(ctx, "stats");
+		return admin_usage(ctx, "stats [auth]");
+	const char *args[] = { "STATS", NULL };
 	return admin_request_print(ctx, args, ADMIN_OUTPUT_OBJECT, numeric);
 }
 

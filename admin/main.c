@@ -54,7 +54,7 @@ static void ATTR_NORETURN usage(int code)
 	fprintf(code == 0 ? stdout : stderr,
 		"usage: moatadm [-c CONFIG] [--json] [--quiet] COMMAND [ARGS]\n"
 		"commands:\n"
-		"  who | kick USER [REASON] | reload | stop | log | stats\n"
+		"  who | kick USER [REASON] | reload | stop | log | stats [auth]\n"
 		"  user USER | auth test USER [PASSWORD] | pw [moat-pw options]\n"
 		"  config-from-dovecot [DOVECONF-N-OUTPUT|-]\n"
 		"  mailbox list|status -u USER | -A [MAILBOX...]\n"

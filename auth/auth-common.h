@@ -14,6 +14,7 @@
 struct auth_client;
 struct auth_workers;
 struct auth_userdb_lookup;
+struct auth_stats;
 
 /* The process's state: created in main() and handed to every module, so
    nothing else in the process is global. */
@@ -35,6 +36,7 @@ struct auth {
 	/* delivery lookups for master (auth-userdb.c) */
 	struct auth_userdb_lookup *userdb_lookups;
 	unsigned int userdb_lookup_count;
+	struct auth_stats *stats;         /* metrics (auth-stats.h) */
 };
 
 #endif

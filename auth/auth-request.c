@@ -5,6 +5,8 @@
 #include "auth-token.h"
 #include "auth-client.h"
 #include "auth-request.h"
+#include "auth-stats.h"
+#include "latency-histogram.h"
 #include "auth-worker-client.h"
 
 #include <strings.h>
@@ -62,6 +64,7 @@ auth_request_create(struct auth *auth, struct auth_client *client,
 	request->client = client;
 	request->id = p_strdup(pool, id);
 	request->mech_name = mech->name;
+	request->created_us = time_monotonic_us();
 	request->rip = p_strdup(pool, rip);
 	request->lip = p_strdup(pool, lip);
 	request->secured = secured;
@@ -119,10 +122,22 @@ static void auth_request_send(struct auth_request *request,
 	auth_client_send(request->client, args);
 }
 
+/* The decision's counters (auth-stats.h), once per request. */
+static void auth_request_count(struct auth_request *request, bool ok)
+{
+	if (request->stats_counted)
+		return;
+	request->stats_counted = true;
+	auth_stats_done(request->auth, request->mech_name, ok,
+			time_monotonic_us() - request->created_us);
+}
+
 static void auth_request_log_failure(struct auth_request *request,
 				     const char *reason)
 {
 	const char *user = request->sasl.authcid;
+
+	auth_request_count(request, false);
 
 	i_info("auth failed: user=%s, method=%s, rip=%s, reason=%s",
 	       user == NULL ? "" : str_sanitize(request->pool, user,
@@ -181,6 +196,7 @@ static void auth_request_success(struct auth_request *request,
 	struct auth *auth = request->auth;
 	char token[AUTH_TOKEN_HEX_LEN + 1];
 
+	auth_request_count(request, true);
 	/* A success forgets no failure of the address (auth-penalty.h). */
 	auth_token_issue(auth->tokens, info, auth_client_get_pid(request->client),
 			 io_loop_time_ms(auth->ioloop), token);

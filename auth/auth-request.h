@@ -47,6 +47,10 @@ struct auth_request {
 	struct auth_worker_job *worker_job;
 	unsigned int worker_idx;            /* which worker passdb/userdb */
 	const char *worker_user;            /* userdb step: the user */
+
+	/* metrics: when the AUTH record came; counted once decided */
+	uint64_t created_us;
+	bool stats_counted;
 };
 
 struct auth_request *

@@ -25,6 +25,7 @@ auth_auth_SOURCES = \
 	auth/main.c auth/auth-common.h \
 	auth/auth-client.c auth/auth-client.h \
 	auth/auth-request.c auth/auth-request.h \
+	auth/auth-stats.c auth/auth-stats.h \
 	auth/auth-master.c auth/auth-master.h \
 	auth/auth-userdb.c auth/auth-userdb.h \
 	auth/auth-worker-client.c auth/auth-worker-client.h

@@ -27,6 +27,7 @@
 #include "auth-master.h"
 #include "auth-userdb.h"
 #include "auth-request.h"
+#include "auth-stats.h"
 #include "auth-worker-client.h"
 
 static void ATTR_NORETURN ATTR_FORMAT(1, 2)
@@ -64,6 +65,7 @@ static void auth_init(struct auth *auth)
 	}
 	auth->master_conn = master_service_connect_master(auth->service,
 		IPC_PROTO_AUTH_MASTER, auth_master_input, auth);
+	auth_stats_init(auth);
 }
 
 static void auth_deinit(struct auth *auth)
@@ -72,6 +74,8 @@ static void auth_deinit(struct auth *auth)
 	auth_userdb_abort_all(auth);
 	auth_request_penalty_deinit(auth);
 	auth_workers_destroy_all(auth);
+	/* the last logins' counters, before the channel closes */
+	auth_stats_deinit(auth);
 	if (auth->master_conn != NULL)
 		ipc_conn_destroy(&auth->master_conn);
 	if (auth->penalty != NULL)

@@ -51,6 +51,29 @@ def recv(sock, timeout=5.0):
     return data.decode().rstrip("\n").split("\t")
 
 
+# AUTH-STATS records auth sent on the master channel (auth/auth-stats.h):
+# batched every 5 s, so they may come between any two answers.
+auth_stats = []
+
+
+def recv_master(sock, timeout=5.0):
+    """The next master-channel record that is not AUTH-STATS."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = recv(sock, max(0.01, deadline - time.monotonic()))
+        if isinstance(r, list) and r and r[0] == "AUTH-STATS":
+            auth_stats.append(r)
+            continue
+        return r
+
+
+def auth_stats_sum(mech):
+    """[ok, failed, count of the last bucket] summed over the records."""
+    rows = [r for r in auth_stats if r[1] == mech]
+    return [sum(int(r[i]) for r in rows) for i in (2, 3, len(rows[0]) - 1)] \
+        if rows else [0, 0, 0]
+
+
 def scram_final(first_bare, sfirst, gs2_cbind, password):
     """client-final-message for SCRAM-SHA-256 (RFC 5802 section 3)."""
     attrs = dict(a.split("=", 1) for a in sfirst.split(","))
@@ -166,7 +189,7 @@ def main():
     child_master.close()
     os.close(memfd)
 
-    check(recv(master) == ["VERSION", "moat-auth-master", "1", "0"],
+    check(recv_master(master) == ["VERSION", "moat-auth-master", "1", "0"],
           "auth sends VERSION on the master channel")
     if os.geteuid() == 0:
         with open("/proc/%d/status" % proc.pid) as f:
@@ -198,19 +221,19 @@ def main():
           len(r[3]) == 64, "PLAIN ok with canonical user name: %s" % r[:3])
     token = r[3] if r and len(r) == 4 else "x"
     send(master, "REDEEM", "7", token, "9999")
-    check(recv(master) == ["NOTFOUND", "7"], "token from another pid refused")
+    check(recv_master(master) == ["NOTFOUND", "7"], "token from another pid refused")
     # the wrong-pid attempt consumed it: log in again for a fresh one
     send(login, "AUTH", "1", "PLAIN", "192.0.2.1", "127.0.0.1", "1",
          b64("\0alice\0secret"))
     token = recv(login)[3]
     send(master, "REDEEM", "8", token, "4242")
-    check(recv(master) == ["USER", "8", "alice", str(vmail.pw_uid),
+    check(recv_master(master) == ["USER", "8", "alice", str(vmail.pw_uid),
                            str(vmail.pw_gid), "/srv/mail/alice",
                            "maildir:~/Maildir", "", ""], "REDEEM gives USER")
     send(master, "REDEEM", "9", token, "4242")
-    check(recv(master) == ["NOTFOUND", "9"], "token is single-use")
+    check(recv_master(master) == ["NOTFOUND", "9"], "token is single-use")
     send(master, "REDEEM", "10", "zz", "4242")
-    check(recv(master) == ["NOTFOUND", "10"], "malformed token NOTFOUND")
+    check(recv_master(master) == ["NOTFOUND", "10"], "malformed token NOTFOUND")
 
     # wrong password: delayed FAIL; a good login meanwhile is not blocked
     t0 = time.monotonic()
@@ -267,16 +290,16 @@ def main():
     r = recv(login)
     check(r is not None and r[:3] == ["OK", "7", "dave"], "PLAIN after CONT ok")
     send(master, "REDEEM", "11", r[3], "4242")
-    r = recv(master)
+    r = recv_master(master)
     check(r is not None and r[6:] == ["mdbox:~/mdbox", str(2 << 20), "100"],
           "userdb mail= and quota fields")
     # a mail recipient's lookup (LMTP): userdb only, no password
     send(master, "USERDB", "12", "dave")
-    r = recv(master)
+    r = recv_master(master)
     check(r is not None and r[:3] == ["USERDB-USER", "12", "dave"] and
           r[6:] == ["mdbox:~/mdbox", str(2 << 20), "100"], "USERDB of a user")
     send(master, "USERDB", "13", "nosuchuser")
-    check(recv(master) == ["USERDB-NOTFOUND", "13"], "USERDB of nobody")
+    check(recv_master(master) == ["USERDB-NOTFOUND", "13"], "USERDB of nobody")
 
     # nologin, uid out of range, unknown mechanism, plaintext on insecure
     send(login, "AUTH", "8", "PLAIN", "192.0.2.3", "127.0.0.1", "1",
@@ -342,6 +365,20 @@ def main():
          b64("\0alice\0secret"))
     r = recv(login5)
     check(r is not None and r[:2] == ["OK", "1"], "other connections still served")
+
+    # the counters arrive batched (every 5 s): PLAIN had successes and
+    # failures, every request is in the +Inf bucket's count (the last
+    # bound, 30 s, is not reached here)
+    deadline = time.monotonic() + 15
+    while min(auth_stats_sum("PLAIN")[:2]) < 1 and time.monotonic() < deadline:
+        r = recv(master, 1.0)
+        if isinstance(r, list) and r and r[0] == "AUTH-STATS":
+            auth_stats.append(r)
+    ok, failed, le30 = auth_stats_sum("PLAIN")
+    check(ok >= 1 and failed >= 1 and le30 == ok + failed and
+          all(len(r) == 14 for r in auth_stats),
+          "AUTH-STATS: PLAIN ok=%d failed=%d (%d records)" %
+          (ok, failed, len(auth_stats)))
 
     # master goes away: auth exits
     master.close()

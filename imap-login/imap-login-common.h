@@ -17,6 +17,7 @@
 #include "master-service.h"
 
 #include "login-capability.h"
+#include "login-stats.h"
 
 /* Client input buffered per connection. The parser consumes command
    lines incrementally, so this bounds only a SASL continuation line (the
@@ -104,6 +105,7 @@ struct login_process {
 	int reported_accepting, reported_idle;
 	bool shutting_down;            /* SHUTDOWN from master */
 	bool stopping;                 /* ioloop stop requested */
+	struct login_stats stats;      /* metrics (login-stats.h) */
 };
 
 /* login-process.c: life cycle decisions shared by several modules. */

@@ -19,6 +19,7 @@ imap_login_imap_login_SOURCES = \
 	imap-login/login-id.c imap-login/login-id.h \
 	imap-login/login-auth.c imap-login/login-auth.h \
 	imap-login/login-master.c imap-login/login-master.h \
+	imap-login/login-stats.c imap-login/login-stats.h \
 	imap-login/login-capability.c imap-login/login-capability.h \
 	imap-login/login-util.c imap-login/login-util.h
 imap_login_imap_login_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/key-signer
@@ -33,6 +34,7 @@ imap_login_test_imap_login_SOURCES = \
 	imap-login/test-imap-login.c \
 	imap-login/login-capability.c \
 	imap-login/login-util.c \
-	imap-login/login-id.c
+	imap-login/login-id.c \
+	imap-login/login-stats.c
 imap_login_test_imap_login_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 imap_login_test_imap_login_LDADD = tests/unit/libtest.a $(LIBMOAT)

@@ -58,10 +58,12 @@ static void client_tls_step(struct login_client *client)
 	int ret = login_ssl_handshake(client->ssl, &cond, &error);
 
 	if (ret > 0) {
+		client->lp->stats.tls_ok++;
 		client_tls_done(client);
 		return;
 	}
 	if (ret < 0) {
+		client->lp->stats.tls_failed++;
 		pool_t pool = pool_create("tls error", 512);
 		login_client_destroy(client, p_strdup_printf(pool,
 			"TLS handshake failed: %s", error));

@@ -160,6 +160,8 @@ void login_client_streams_create(struct login_client *client)
 		o_stream_set_io_fd(client->output, client->fd);
 	}
 	o_stream_set_flush_callback(client->output, client_output_flushed, client);
+	i_stream_set_bytes_counter(client->input, &lp->stats.bytes_in);
+	o_stream_set_bytes_counter(client->output, &lp->stats.bytes_out);
 }
 
 /* login_max_connections_per_ip: pre-auth connections of one remote IP
@@ -330,8 +332,10 @@ void login_client_destroy(struct login_client *client, const char *reason)
 	if (client->destroyed)
 		return;
 	client->destroyed = true;
-	if (!client->handed_off)
+	if (!client->handed_off) {
 		client_log_disconnect(client, reason);
+		login_stats_disconnect(lp, reason);
+	}
 	client_unlink(client);
 	/* Logged in or gone: no longer a pre-auth connection of its IP. */
 	if (client->limit_id != 0) {

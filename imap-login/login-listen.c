@@ -127,6 +127,7 @@ static void listener_accept(void *context)
 		return;
 	}
 	lp->accepted_count++;
+	lp->stats.connections++;
 	fd_set_tcp_nodelay(fd);
 	(void)login_client_create(lp, fd, (struct sockaddr *)&addr, addr_len,
 				  l->ssl, l->haproxy);

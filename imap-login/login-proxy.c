@@ -110,6 +110,7 @@ static int proxy_tls_to_buf(struct login_proxy *proxy, const char **reason_r)
 				     sizeof(proxy->in_buf) - proxy->in_used);
 	if (ret > 0) {
 		proxy->in_used += (size_t)ret;
+		proxy->lp->stats.bytes_in += (uint64_t)ret;
 		return 1;
 	}
 	if (ret == 0) {
@@ -172,6 +173,7 @@ static int proxy_buf_to_tls(struct login_proxy *proxy, const char **reason_r)
 				      proxy->out_used);
 	if (ret > 0) {
 		buf_consume(proxy->out_buf, &proxy->out_used, (size_t)ret);
+		proxy->lp->stats.bytes_out += (uint64_t)ret;
 		return 1;
 	}
 	if (errno == EAGAIN) {

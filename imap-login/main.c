@@ -84,6 +84,7 @@ int main(void)
 	master_service_drop_privileges(lp.service, MOAT_SECCOMP_PROFILE_IMAP_LOGIN);
 
 	login_master_connect(&lp);
+	login_stats_init(&lp);
 	login_auth_connect(&lp, MASTER_AUTH_FD);
 	login_listen_update(&lp);
 
@@ -97,6 +98,8 @@ int main(void)
 	login_ssl_ctx_deinit(&lp.ssl_ctx);
 	login_keyd_destroy(&lp.keyd);
 	login_auth_deinit(&lp);
+	/* the last counters, before the channel closes */
+	login_stats_deinit(&lp);
 	login_master_deinit(&lp);
 	pool_unref(&lp.pool);
 	master_service_deinit(&lp.service);

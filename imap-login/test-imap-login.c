@@ -6,6 +6,7 @@
 #include "login-capability.h"
 #include "login-util.h"
 #include "login-id.h"
+#include "login-stats.h"
 
 #include <arpa/inet.h>
 
@@ -220,6 +221,41 @@ static void test_id_validate(void)
 	buffer_free(&buf);
 }
 
-TEST_MAIN(TEST(test_mechs_parse), TEST(test_capability_build),
+/* The reason label of each disconnect text login_client_destroy() is
+   given; the first matching prefix wins. */
+static void test_stats_reason(void)
+{
+	static const struct {
+		const char *text;
+		enum login_disconnect_reason reason;
+	} cases[] = {
+		{ "Logged out", LOGIN_DISCONNECT_LOGOUT },
+		{ "Connection closed", LOGIN_DISCONNECT_CLOSED },
+		{ "Connection closed: Connection reset by peer",
+		  LOGIN_DISCONNECT_CLOSED },
+		{ "Connection closed during authentication",
+		  LOGIN_DISCONNECT_CLOSED },
+		{ "Login timeout", LOGIN_DISCONNECT_TIMEOUT },
+		{ "Login timeout during TLS handshake", LOGIN_DISCONNECT_TIMEOUT },
+		{ "TLS handshake timed out", LOGIN_DISCONNECT_TIMEOUT },
+		{ "TLS handshake failed: wrong version number",
+		  LOGIN_DISCONNECT_TLS },
+		{ "TLS initialization failed", LOGIN_DISCONNECT_TLS },
+		{ "Too many connections from IP (login_max_connections_per_ip)",
+		  LOGIN_DISCONNECT_LIMIT },
+		{ "Too many invalid commands", LOGIN_DISCONNECT_BAD_COMMANDS },
+		{ "Server shutting down", LOGIN_DISCONNECT_SHUTDOWN },
+		{ "Write failed", LOGIN_DISCONNECT_OTHER },
+		{ "Master unavailable", LOGIN_DISCONNECT_OTHER },
+		{ "", LOGIN_DISCONNECT_OTHER },
+	};
+
+	for (unsigned int i = 0; i < N_ELEMENTS(cases); i++)
+		test_assert_int(login_stats_reason(cases[i].text), cases[i].reason);
+	test_assert_int(login_stats_reason(NULL), LOGIN_DISCONNECT_OTHER);
+}
+
+TEST_MAIN(TEST(test_stats_reason),
+	  TEST(test_mechs_parse), TEST(test_capability_build),
 	  TEST(test_addr_loopback), TEST(test_addr_to_str),
 	  TEST(test_base64_valid), TEST(test_id_validate))

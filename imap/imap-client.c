@@ -571,6 +571,7 @@ static void client_compress_start(struct client *client)
 	o_stream_set_io_fd(client->output, client->fd);
 	o_stream_set_flush_callback(client->output, client_output_flushed,
 				    client);
+	imap_stats_count_bytes(client->user, client->input, client->output);
 }
 
 struct client *client_create(struct imap_user *user, int fd, const char *tag,
@@ -605,6 +606,7 @@ struct client *client_create(struct imap_user *user, int fd, const char *tag,
 	client->output = o_stream_create_fd(user->ioloop, fd,
 					    CLIENT_OUTPUT_BUFFER_MAX);
 	o_stream_set_flush_callback(client->output, client_output_flushed, client);
+	imap_stats_count_bytes(user, client->input, client->output);
 	client->parser = imap_parser_create(&pset);
 	client->to_idle = timeout_add(user->ioloop,
 				      set->imap_idle_timeout * 1000,

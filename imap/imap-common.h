@@ -76,6 +76,8 @@ struct imap_user {
 	struct mailbox_quota_limits quota;
 	/* command counters not yet sent to master (imap-stats.h) */
 	struct imap_stats *stats;
+	/* client bytes read and written, not yet sent (the streams add) */
+	uint64_t stats_bytes_in, stats_bytes_out;
 };
 
 /* cmd-capability.c: the post-login capability list (RFC 7889

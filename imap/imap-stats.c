@@ -3,6 +3,7 @@
 #include "imap-commands.h"
 #include "imap-stats.h"
 #include "ipc.h"
+#include "iostream.h"
 
 #include <time.h>
 
@@ -69,11 +70,35 @@ static void stats_send_one(struct ipc_conn *master, const char *name,
 	(void)ipc_send(master, args, -1);
 }
 
+void imap_stats_count_bytes(struct imap_user *user, struct istream *input,
+			    struct ostream *output)
+{
+	i_stream_set_bytes_counter(input, &user->stats_bytes_in);
+	o_stream_set_bytes_counter(output, &user->stats_bytes_out);
+}
+
+static void stats_send_bytes(struct imap_user *user, struct ipc_conn *master)
+{
+	char in[24], out[24];
+
+	if (user->stats_bytes_in + user->stats_bytes_out == 0)
+		return;
+	snprintf(in, sizeof(in), "%llu",
+		 (unsigned long long)user->stats_bytes_in);
+	snprintf(out, sizeof(out), "%llu",
+		 (unsigned long long)user->stats_bytes_out);
+	(void)ipc_sendv(master, -1, "IO-STATS", in, out, NULL);
+	user->stats_bytes_in = user->stats_bytes_out = 0;
+}
+
 void imap_stats_flush(struct imap_user *user, struct ipc_conn *master)
 {
 	struct imap_stats *stats = user->stats;
 
-	if (stats == NULL || !stats->pending_any || master == NULL)
+	if (master == NULL)
+		return;
+	stats_send_bytes(user, master);
+	if (stats == NULL || !stats->pending_any)
 		return;
 	for (unsigned int i = 0; i < command_count(); i++) {
 		if (stats->pending[i].count == 0)

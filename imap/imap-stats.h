@@ -10,6 +10,8 @@
 
 struct command;
 struct ipc_conn;
+struct istream;
+struct ostream;
 
 /* The histogram's upper bounds in microseconds (OpenMetrics "le");
    master writes the same bounds as seconds. */
@@ -28,5 +30,9 @@ void imap_stats_command_done(struct imap_user *user, const struct command *def,
    sent and the changes are kept). */
 void imap_stats_flush(struct imap_user *user, struct ipc_conn *master);
 void imap_stats_deinit(struct imap_user *user);
+/* A client's streams count their bytes into user's (sent to master as
+   IO-STATS <in> <out> with the commands' records). */
+void imap_stats_count_bytes(struct imap_user *user, struct istream *input,
+			    struct ostream *output);
 
 #endif

@@ -36,6 +36,7 @@ struct istream {
 	int error;            /* errno of a failed read, 0 = none */
 	bool line_pending;    /* next_line returned a line not yet skipped */
 	size_t line_size;
+	uint64_t *bytes_counter;  /* i_stream_set_bytes_counter(), or NULL */
 };
 
 struct istream *i_stream_create_transport(const struct stream_transport *t,
@@ -104,6 +105,8 @@ ssize_t i_stream_read(struct istream *stream)
 	} while (ret < 0 && errno == EINTR);
 	if (ret > 0) {
 		buffer_commit(&stream->buf, (size_t)ret);
+		if (stream->bytes_counter != NULL)
+			*stream->bytes_counter += (uint64_t)ret;
 		return ret;
 	}
 	if (ret == 0) {
@@ -166,6 +169,7 @@ struct ostream {
 	int error;
 	o_stream_flush_callback_t *flush_callback;
 	void *flush_context;
+	uint64_t *bytes_counter;  /* o_stream_set_bytes_counter(), or NULL */
 };
 
 struct ostream *o_stream_create_transport(struct ioloop *ioloop,
@@ -189,6 +193,16 @@ struct ostream *o_stream_create_fd(struct ioloop *ioloop, int fd,
 	struct ostream *stream = o_stream_create_transport(ioloop, &t, max_buffer_size);
 	stream->fd = fd;
 	return stream;
+}
+
+void i_stream_set_bytes_counter(struct istream *stream, uint64_t *counter)
+{
+	stream->bytes_counter = counter;
+}
+
+void o_stream_set_bytes_counter(struct ostream *stream, uint64_t *counter)
+{
+	stream->bytes_counter = counter;
 }
 
 void o_stream_set_io_fd(struct ostream *stream, int fd)
@@ -215,6 +229,8 @@ static int o_stream_write_buffer(struct ostream *stream)
 						      stream->buf.data, stream->buf.used);
 		if (ret > 0) {
 			buffer_delete_head(&stream->buf, (size_t)ret);
+			if (stream->bytes_counter != NULL)
+				*stream->bytes_counter += (uint64_t)ret;
 			continue;
 		}
 		if (ret < 0 && errno == EINTR)

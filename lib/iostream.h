@@ -40,6 +40,11 @@ bool i_stream_is_eof(struct istream *stream);
 /* "EOF", or strerror of the failure. */
 const char *i_stream_get_error(struct istream *stream);
 
+/* Each byte the stream reads from its transport from now on is added to
+   *counter (metrics: a process's bytes in). counter must outlive the
+   stream; several streams may share one. NULL stops counting. */
+void i_stream_set_bytes_counter(struct istream *stream, uint64_t *counter);
+
 /* ---- output ---- */
 struct ostream;
 typedef void o_stream_flush_callback_t(void *context);
@@ -55,6 +60,9 @@ struct ostream *o_stream_create_transport(struct ioloop *ioloop,
    transport stream must never see EAGAIN. */
 void o_stream_set_io_fd(struct ostream *stream, int fd);
 void o_stream_destroy(struct ostream **stream);
+/* Each byte the transport took from now on is added to *counter, as
+   i_stream_set_bytes_counter() does for input. */
+void o_stream_set_bytes_counter(struct ostream *stream, uint64_t *counter);
 
 /* Buffer data; tries to write at once unless corked. Returns 0, or -1 if
    the stream failed or the buffer would exceed its maximum (nothing is

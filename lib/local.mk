@@ -8,6 +8,7 @@ lib_libmoat_a_SOURCES = \
 	lib/log.c lib/log.h \
 	lib/ioloop.c lib/ioloop.h \
 	lib/iostream.c lib/iostream.h \
+	lib/latency-histogram.c lib/latency-histogram.h \
 	lib/ktls.c lib/ktls.h \
 	lib/ipc.c lib/ipc.h \
 	lib/restrict.c lib/restrict.h \

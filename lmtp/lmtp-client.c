@@ -194,6 +194,7 @@ static void rcpt_answer(struct lmtp_recipient *rcpt, const char *code,
 {
 	snprintf(rcpt->reply, sizeof(rcpt->reply), "%s %s <%s> %s", code,
 		 enhanced, rcpt->address, text);
+	lmtp_master_count_delivery(rcpt->client->proc, code);
 	rcpt->answered = true;
 	rcpt->waiting = false;
 }

@@ -47,6 +47,10 @@ struct lmtp_listener {
 
 struct sock_linger_set;
 
+/* A recipient's answer to DATA: delivered (2xx), tempfail (4xx),
+   permfail (5xx). */
+#define LMTP_DELIVERY_RESULTS 3
+
 struct lmtp_process {
 	struct master_service *service;
 	struct ioloop *ioloop;
@@ -71,6 +75,10 @@ struct lmtp_process {
 	struct sock_linger_set *lingers;
 	int reported_accepting, reported_idle;
 	bool shutting_down;             /* master's SHUTDOWN: no new clients */
+	/* metrics: recipients' DATA answers by class (2xx 4xx 5xx), not yet
+	   sent to master (lmtp-master.h) */
+	uint64_t deliveries[LMTP_DELIVERY_RESULTS];
+	struct timeout *to_stats;
 };
 
 /* main.c: a client went away (listen, load and shutdown bookkeeping). */

@@ -99,15 +99,54 @@ static void master_input(void *context, const char *const *args, int fd)
 	i_fatal("master sent a malformed %s record", args[0]);
 }
 
+static void stats_flush(struct lmtp_process *proc)
+{
+	char nums[LMTP_DELIVERY_RESULTS][24];
+	uint64_t sum = 0;
+
+	for (unsigned int i = 0; i < LMTP_DELIVERY_RESULTS; i++) {
+		sum += proc->deliveries[i];
+		snprintf(nums[i], sizeof(nums[i]), "%llu",
+			 (unsigned long long)proc->deliveries[i]);
+	}
+	if (sum == 0 || proc->master == NULL)
+		return;
+	(void)ipc_sendv(proc->master, -1, "DELIVERY-STATS", nums[0], nums[1],
+			nums[2], NULL);
+	memset(proc->deliveries, 0, sizeof(proc->deliveries));
+}
+
+static void stats_timeout(void *context)
+{
+	struct lmtp_process *proc = context;
+
+	stats_flush(proc);
+	proc->to_stats = timeout_add(proc->ioloop, LMTP_STATS_FLUSH_MSECS,
+				     stats_timeout, proc);
+}
+
+void lmtp_master_count_delivery(struct lmtp_process *proc, const char *code)
+{
+	unsigned int idx = code[0] == '2' ? 0 : code[0] == '4' ? 1 : 2;
+
+	proc->deliveries[idx]++;
+}
+
 void lmtp_master_connect(struct lmtp_process *proc)
 {
 	proc->master = master_service_connect_master(proc->service,
 						     IPC_PROTO_LMTP_MASTER,
 						     master_input, proc);
+	proc->to_stats = timeout_add(proc->ioloop, LMTP_STATS_FLUSH_MSECS,
+				     stats_timeout, proc);
 }
 
 void lmtp_master_deinit(struct lmtp_process *proc)
 {
+	/* the last deliveries' counts, before the channel closes */
+	stats_flush(proc);
+	if (proc->to_stats != NULL)
+		timeout_remove(&proc->to_stats);
 	while (proc->rcpt_waits != NULL) {
 		struct lmtp_rcpt_wait *wait = proc->rcpt_waits;
 		wait_unlink(wait);

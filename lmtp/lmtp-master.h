@@ -31,4 +31,11 @@ void lmtp_master_rcpt_abort(struct lmtp_rcpt_wait **wait);
 void lmtp_master_load(struct lmtp_process *proc, unsigned int clients,
 		      bool accepting);
 
+/* Metrics: a recipient got its DATA answer with reply code (its first
+   digit decides the class). The counts go to master as deltas in one
+   DELIVERY-STATS <delivered> <tempfail> <permfail> record every
+   LMTP_STATS_FLUSH_MSECS when something changed, and at exit. */
+#define LMTP_STATS_FLUSH_MSECS 5000
+void lmtp_master_count_delivery(struct lmtp_process *proc, const char *code);
+
 #endif

@@ -276,46 +276,105 @@ static void admin_count_service(struct master *master, enum service_kind kind,
 	}
 }
 
+/* One "key", "value" pair of a stats row; pair i's value text is v[i]. */
+static void admin_stats_field(const char **fields, unsigned int *n,
+			      char v[][32], const char *key, uint64_t value)
+{
+	unsigned int pair = *n / 2;
+
+	snprintf(v[pair], sizeof(v[pair]), "%llu", (unsigned long long)value);
+	fields[*n] = key;
+	fields[*n + 1] = v[pair];
+	*n += 2;
+}
+
+/* Keys of the pre-auth disconnects, as master_metrics_disconnect_reasons. */
+static const char *const admin_stats_disconnect_keys[METRICS_DISCONNECT_REASONS] = {
+	"preauth_disconnects_logout", "preauth_disconnects_closed",
+	"preauth_disconnects_timeout", "preauth_disconnects_tls",
+	"preauth_disconnects_limit", "preauth_disconnects_bad_commands",
+	"preauth_disconnects_shutdown", "preauth_disconnects_other",
+};
+
+/* The same values as the OpenMetrics exposition's scalar families
+   (master-metrics.c); per mechanism and per command are STATS AUTH and
+   the exposition. 30 pairs: within IPC_MAX_ARGS. */
+#define ADMIN_STATS_FIELDS 30
 static void admin_stats_send(struct admin_request *req)
 {
 	struct master_admin *admin = req->client->admin;
+	struct master *master = admin->master;
 	const struct admin_stats *st = &admin->stats;
-	char v[12][32];
+	const struct master_metrics_totals *t = master_metrics_get_totals(master);
+	char v[ADMIN_STATS_FIELDS][32];
+	const char *fields[ADMIN_STATS_FIELDS * 2 + 1];
+	unsigned int n = 0;
 	unsigned int login_procs, login_clients, imap_procs, unused;
 	unsigned int lmtp_procs, lmtp_clients;
 
-	admin_count_service(admin->master, SERVICE_LOGIN, &login_procs,
-			    &login_clients);
-	admin_count_service(admin->master, SERVICE_IMAP, &imap_procs, &unused);
-	admin_count_service(admin->master, SERVICE_LMTP, &lmtp_procs,
-			    &lmtp_clients);
+	admin_count_service(master, SERVICE_LOGIN, &login_procs, &login_clients);
+	admin_count_service(master, SERVICE_IMAP, &imap_procs, &unused);
+	admin_count_service(master, SERVICE_LMTP, &lmtp_procs, &lmtp_clients);
 	uint64_t now = (uint64_t)time(NULL) * 1000;
-	snprintf(v[0], sizeof(v[0]), "%llu", (unsigned long long)
-		 ((now - MIN(now, st->started_ms)) / 1000));
-	snprintf(v[1], sizeof(v[1]), "%llu", (unsigned long long)st->logins_ok);
-	snprintf(v[2], sizeof(v[2]), "%llu", (unsigned long long)st->logins_failed);
-	snprintf(v[3], sizeof(v[3]), "%u", login_procs);
-	snprintf(v[4], sizeof(v[4]), "%u", login_clients);
-	snprintf(v[5], sizeof(v[5]), "%u", imap_procs);
-	snprintf(v[6], sizeof(v[6]), "%u", req->sessions);
-	snprintf(v[7], sizeof(v[7]), "%llu",
-		 (unsigned long long)st->imap_sessions_total);
-	snprintf(v[8], sizeof(v[8]), "%u", lmtp_procs);
-	snprintf(v[9], sizeof(v[9]), "%llu",
-		 (unsigned long long)st->lmtp_recipients_total);
-	snprintf(v[10], sizeof(v[10]), "%llu", (unsigned long long)
-		 master_metrics_rss_bytes(admin->master, SERVICE_LOGIN));
-	snprintf(v[11], sizeof(v[11]), "%llu", (unsigned long long)
-		 master_metrics_rss_bytes(admin->master, SERVICE_IMAP));
-	const char *fields[] = {
-		"uptime_secs", v[0], "logins_ok", v[1], "logins_failed", v[2],
-		"imap_login_processes", v[3], "imap_login_clients", v[4],
-		"imap_processes", v[5], "imap_sessions", v[6],
-		"imap_sessions_total", v[7], "lmtp_processes", v[8],
-		"lmtp_recipients_total", v[9],
-		"imap_login_rss_bytes", v[10], "imap_rss_bytes", v[11], NULL
-	};
+	admin_stats_field(fields, &n, v, "uptime_secs",
+			  (now - MIN(now, st->started_ms)) / 1000);
+	admin_stats_field(fields, &n, v, "logins_ok", st->logins_ok);
+	admin_stats_field(fields, &n, v, "logins_failed", st->logins_failed);
+	admin_stats_field(fields, &n, v, "imap_login_processes", login_procs);
+	admin_stats_field(fields, &n, v, "imap_login_clients", login_clients);
+	admin_stats_field(fields, &n, v, "imap_processes", imap_procs);
+	admin_stats_field(fields, &n, v, "imap_sessions", req->sessions);
+	admin_stats_field(fields, &n, v, "imap_sessions_total",
+			  st->imap_sessions_total);
+	admin_stats_field(fields, &n, v, "lmtp_processes", lmtp_procs);
+	admin_stats_field(fields, &n, v, "lmtp_recipients_total",
+			  st->lmtp_recipients_total);
+	admin_stats_field(fields, &n, v, "imap_login_rss_bytes",
+			  master_metrics_rss_bytes(master, SERVICE_LOGIN));
+	admin_stats_field(fields, &n, v, "imap_rss_bytes",
+			  master_metrics_rss_bytes(master, SERVICE_IMAP));
+	admin_stats_field(fields, &n, v, "imap_login_connections_total",
+			  t->login_connections);
+	admin_stats_field(fields, &n, v, "tls_handshakes_ok", t->tls_ok);
+	admin_stats_field(fields, &n, v, "tls_handshakes_failed", t->tls_failed);
+	admin_stats_field(fields, &n, v, "imap_login_received_bytes",
+			  t->login_bytes_in);
+	admin_stats_field(fields, &n, v, "imap_login_sent_bytes",
+			  t->login_bytes_out);
+	admin_stats_field(fields, &n, v, "imap_received_bytes", t->imap_bytes_in);
+	admin_stats_field(fields, &n, v, "imap_sent_bytes", t->imap_bytes_out);
+	for (unsigned int i = 0; i < METRICS_DISCONNECT_REASONS; i++)
+		admin_stats_field(fields, &n, v, admin_stats_disconnect_keys[i],
+				  t->disconnects[i]);
+	admin_stats_field(fields, &n, v, "lmtp_delivered", t->deliveries[0]);
+	admin_stats_field(fields, &n, v, "lmtp_tempfail", t->deliveries[1]);
+	admin_stats_field(fields, &n, v, "lmtp_permfail", t->deliveries[2]);
+	i_assert(n == ADMIN_STATS_FIELDS * 2);
+	fields[n] = NULL;
 	admin_send_row(req->client, fields);
+}
+
+static void admin_stats_auth_row(void *context, const char *mech,
+				 uint64_t ok, uint64_t failed, uint64_t usecs)
+{
+	struct admin_request *req = context;
+	char v[3][24], secs[32];
+
+	snprintf(v[0], sizeof(v[0]), "%llu", (unsigned long long)ok);
+	snprintf(v[1], sizeof(v[1]), "%llu", (unsigned long long)failed);
+	snprintf(secs, sizeof(secs), "%llu.%06llu",
+		 (unsigned long long)(usecs / 1000000),
+		 (unsigned long long)(usecs % 1000000));
+	admin_send_rowv(req->client, "mechanism", mech, "ok", v[0],
+			"failed", v[1], "duration_seconds_sum", secs, NULL);
+}
+
+/* STATS-AUTH: one row per SASL mechanism used since master started. */
+static void admin_cmd_stats_auth(struct admin_request *req)
+{
+	master_metrics_auth_foreach(req->client->admin->master,
+				    admin_stats_auth_row, req);
+	admin_request_done(req);
 }
 
 static void admin_cmd_reload(struct admin_request *req)
@@ -351,6 +410,7 @@ struct admin_cmd_def {
 static const struct admin_cmd_def admin_cmds[] = {
 	{ "WHO", 0, ADMIN_REQ_WHO, false },
 	{ "STATS", 0, ADMIN_REQ_STATS, false },
+	{ "STATS-AUTH", 0, ADMIN_REQ_STATS_AUTH, false },
 	{ "KICK", 2, ADMIN_REQ_KICK, true },
 	{ "USER", 1, ADMIN_REQ_USER, true },
 	{ "MAIL", 1, ADMIN_REQ_MAIL, true },
@@ -383,6 +443,9 @@ static void admin_cmd_start(struct admin_conn *client,
 		break;
 	case ADMIN_REQ_STATS:
 		admin_imap_ask(req, "WHO");
+		break;
+	case ADMIN_REQ_STATS_AUTH:
+		admin_cmd_stats_auth(req);
 		break;
 	case ADMIN_REQ_KICK:
 		if (!admin_field_ok(args[2], ADMIN_REASON_MAX)) {

@@ -36,12 +36,17 @@
 #define METRICS_IMAP_COMMANDS_MAX 64
 #define METRICS_COMMAND_NAME_MAX 32
 /* The latency histogram of imap/imap-stats.h (IMAP_STATS_BUCKETS and
-   IMAP_STATS_BUCKET_BOUNDS_US): the CMD-STATS record has one count per
-   bound, and the exposition writes the bounds as seconds. */
+   IMAP_STATS_BUCKET_BOUNDS_US) and of lib/latency-histogram.h (auth's):
+   the CMD-STATS and AUTH-STATS records have one count per bound, and the
+   exposition writes the bounds as seconds. */
 #define METRICS_BUCKETS 9
 static const char *const metrics_bucket_le[METRICS_BUCKETS] = {
 	"0.001", "0.005", "0.01", "0.05", "0.1", "0.5", "1", "5", "30"
 };
+/* SASL mechanisms counted: auth's table has 10; names past this are
+   not counted. */
+#define METRICS_AUTH_MECHS_MAX 16
+#define METRICS_MECH_NAME_MAX 32
 #define METRICS_LISTEN_BACKLOG 16
 #define METRICS_CONTENT_TYPE \
 	"application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -69,11 +74,31 @@ struct metrics_imap_cmd {
 	uint64_t le[METRICS_BUCKETS];   /* cumulative, as "le" */
 };
 
+struct metrics_auth_mech {
+	char name[METRICS_MECH_NAME_MAX + 1];
+	uint64_t ok, failed, usecs;
+	uint64_t le[METRICS_BUCKETS];   /* cumulative, as "le" */
+};
+
+/* imap-login/login-stats.h's enum login_disconnect_reason, in order. */
+const char *const master_metrics_disconnect_reasons[METRICS_DISCONNECT_REASONS] = {
+	"logout", "closed", "timeout", "tls", "limit", "bad_commands",
+	"shutdown", "other"
+};
+
+/* lmtp/lmtp-master.h's DELIVERY-STATS order. */
+const char *const master_metrics_delivery_results[METRICS_DELIVERY_RESULTS] = {
+	"delivered", "tempfail", "permfail"
+};
+
 struct master_metrics {
 	struct master *master;
 	struct metrics_imap_cmd cmds[METRICS_IMAP_COMMANDS_MAX];
 	unsigned int cmd_count;
 	bool cmds_full_warned;
+	struct metrics_auth_mech mechs[METRICS_AUTH_MECHS_MAX];
+	unsigned int mech_count;
+	struct master_metrics_totals totals;
 	struct metrics_listener unix_l, inet_l;
 	char *unix_path;
 	struct metrics_conn *conns;
@@ -233,6 +258,226 @@ bool master_metrics_imap_stats(struct master *master,
 	return true;
 }
 
+/* A SASL mechanism name as sasl-mech.c writes them: A-Z 0-9 - _. */
+static bool mech_name_valid(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > METRICS_MECH_NAME_MAX)
+		return false;
+	return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == len;
+}
+
+static struct metrics_auth_mech *
+metrics_auth_mech_get(struct master_metrics *metrics, const char *name)
+{
+	for (unsigned int i = 0; i < metrics->mech_count; i++) {
+		if (strcmp(metrics->mechs[i].name, name) == 0)
+			return &metrics->mechs[i];
+	}
+	if (metrics->mech_count == METRICS_AUTH_MECHS_MAX)
+		return NULL;
+	struct metrics_auth_mech *m = &metrics->mechs[metrics->mech_count++];
+	memcpy(m->name, name, strlen(name) + 1);
+	return m;
+}
+
+bool master_metrics_auth_stats(struct master *master,
+			       const char *const *args)
+{
+	uint64_t ok, failed, usecs, le[METRICS_BUCKETS];
+
+	/* AUTH-STATS <mech> <ok> <failed> <usecs> <le>... */
+	if (str_array_length(args) != 5 + METRICS_BUCKETS ||
+	    !mech_name_valid(args[1]) || str_to_uint64(args[2], &ok) < 0 ||
+	    str_to_uint64(args[3], &failed) < 0 ||
+	    str_to_uint64(args[4], &usecs) < 0 || ok > UINT64_MAX - failed)
+		return false;
+	for (unsigned int b = 0; b < METRICS_BUCKETS; b++) {
+		if (str_to_uint64(args[5 + b], &le[b]) < 0 ||
+		    le[b] > ok + failed || (b > 0 && le[b] < le[b - 1]))
+			return false;
+	}
+	struct metrics_auth_mech *m =
+		metrics_auth_mech_get(master->metrics, args[1]);
+	if (m == NULL)
+		return true;
+	m->ok += ok;
+	m->failed += failed;
+	m->usecs += usecs;
+	for (unsigned int b = 0; b < METRICS_BUCKETS; b++)
+		m->le[b] += le[b];
+	return true;
+}
+
+bool master_metrics_login_stats(struct master *master,
+				const char *const *args)
+{
+	struct master_metrics_totals *t = &master->metrics->totals;
+	uint64_t *const fixed[] = {
+		&t->login_connections, &t->tls_ok, &t->tls_failed,
+		&t->login_bytes_in, &t->login_bytes_out
+	};
+	uint64_t v[N_ELEMENTS(fixed) + METRICS_DISCONNECT_REASONS];
+
+	/* LOGIN-STATS <connections> <tls_ok> <tls_failed> <bytes_in>
+	   <bytes_out> <disconnects by reason>...; all checked first */
+	if (str_array_length(args) != 1 + N_ELEMENTS(v))
+		return false;
+	for (unsigned int i = 0; i < N_ELEMENTS(v); i++) {
+		if (str_to_uint64(args[1 + i], &v[i]) < 0)
+			return false;
+	}
+	for (unsigned int i = 0; i < N_ELEMENTS(fixed); i++)
+		*fixed[i] += v[i];
+	for (unsigned int i = 0; i < METRICS_DISCONNECT_REASONS; i++)
+		t->disconnects[i] += v[N_ELEMENTS(fixed) + i];
+	return true;
+}
+
+bool master_metrics_imap_io(struct master *master, const char *const *args)
+{
+	struct master_metrics_totals *t = &master->metrics->totals;
+	uint64_t in, out;
+
+	/* IO-STATS <bytes_in> <bytes_out> */
+	if (str_array_length(args) != 3 || str_to_uint64(args[1], &in) < 0 ||
+	    str_to_uint64(args[2], &out) < 0)
+		return false;
+	t->imap_bytes_in += in;
+	t->imap_bytes_out += out;
+	return true;
+}
+
+bool master_metrics_lmtp_stats(struct master *master,
+			       const char *const *args)
+{
+	struct master_metrics_totals *t = &master->metrics->totals;
+	uint64_t v[METRICS_DELIVERY_RESULTS];
+
+	/* DELIVERY-STATS <delivered> <tempfail> <permfail> */
+	if (str_array_length(args) != 1 + METRICS_DELIVERY_RESULTS)
+		return false;
+	for (unsigned int i = 0; i < METRICS_DELIVERY_RESULTS; i++) {
+		if (str_to_uint64(args[1 + i], &v[i]) < 0)
+			return false;
+	}
+	for (unsigned int i = 0; i < METRICS_DELIVERY_RESULTS; i++)
+		t->deliveries[i] += v[i];
+	return true;
+}
+
+const struct master_metrics_totals *
+master_metrics_get_totals(struct master *master)
+{
+	return &master->metrics->totals;
+}
+
+void master_metrics_auth_foreach(struct master *master,
+				 master_metrics_auth_cb_t *cb, void *context)
+{
+	const struct master_metrics *metrics = master->metrics;
+
+	for (unsigned int i = 0; i < metrics->mech_count; i++) {
+		const struct metrics_auth_mech *m = &metrics->mechs[i];
+		cb(context, m->name, m->ok, m->failed, m->usecs);
+	}
+}
+
+/* A histogram's _bucket, _count and _sum lines for one label set
+   (labels: 'name="value"'). */
+static int metrics_histogram(buffer_t *out, const char *family,
+			     const char *labels, const uint64_t *le,
+			     uint64_t count, uint64_t usecs)
+{
+	int ret = 0;
+
+	for (unsigned int b = 0; b < METRICS_BUCKETS; b++)
+		ret |= buffer_printf(out, "%s_bucket{%s,le=\"%s\"} %llu\n",
+				     family, labels, metrics_bucket_le[b],
+				     (unsigned long long)le[b]);
+	ret |= buffer_printf(out, "%s_bucket{%s,le=\"+Inf\"} %llu\n"
+			     "%s_count{%s} %llu\n%s_sum{%s} %llu.%06llu\n",
+			     family, labels, (unsigned long long)count,
+			     family, labels, (unsigned long long)count,
+			     family, labels,
+			     (unsigned long long)(usecs / 1000000),
+			     (unsigned long long)(usecs % 1000000));
+	return ret;
+}
+
+static int metrics_auth_text(const struct master_metrics *metrics,
+			     buffer_t *out)
+{
+	char labels[64];
+	int ret = 0;
+
+	ret |= metrics_family(out, "moat_auth_requests", "counter",
+		"Authentications auth decided, by SASL mechanism and result.");
+	for (unsigned int i = 0; i < metrics->mech_count; i++) {
+		const struct metrics_auth_mech *m = &metrics->mechs[i];
+		ret |= buffer_printf(out, "moat_auth_requests_total"
+			"{mechanism=\"%s\",result=\"ok\"} %llu\n"
+			"moat_auth_requests_total"
+			"{mechanism=\"%s\",result=\"failed\"} %llu\n",
+			m->name, (unsigned long long)m->ok,
+			m->name, (unsigned long long)m->failed);
+	}
+	ret |= metrics_family(out, "moat_auth_duration_seconds", "histogram",
+		"Time from an AUTH request's arrival in auth to its decision.");
+	for (unsigned int i = 0; i < metrics->mech_count; i++) {
+		const struct metrics_auth_mech *m = &metrics->mechs[i];
+		snprintf(labels, sizeof(labels), "mechanism=\"%s\"", m->name);
+		ret |= metrics_histogram(out, "moat_auth_duration_seconds",
+					 labels, m->le, m->ok + m->failed,
+					 m->usecs);
+	}
+	return ret;
+}
+
+static int metrics_login_text(const struct master_metrics_totals *t,
+			      buffer_t *out)
+{
+	int ret = 0;
+
+	ret |= metrics_family(out, "moat_connections_accepted", "counter",
+		"Connections accepted, per service.");
+	ret |= buffer_printf(out, "moat_connections_accepted_total"
+		"{service=\"imap-login\"} %llu\n",
+		(unsigned long long)t->login_connections);
+	ret |= metrics_family(out, "moat_tls_handshakes", "counter",
+		"TLS handshakes of imap-login (implicit TLS and STARTTLS).");
+	ret |= buffer_printf(out,
+		"moat_tls_handshakes_total{result=\"ok\"} %llu\n"
+		"moat_tls_handshakes_total{result=\"failed\"} %llu\n",
+		(unsigned long long)t->tls_ok, (unsigned long long)t->tls_failed);
+	ret |= metrics_family(out, "moat_preauth_disconnects", "counter",
+		"Clients imap-login disconnected before they logged in, by "
+		"reason.");
+	for (unsigned int i = 0; i < METRICS_DISCONNECT_REASONS; i++)
+		ret |= buffer_printf(out, "moat_preauth_disconnects_total"
+			"{reason=\"%s\"} %llu\n",
+			master_metrics_disconnect_reasons[i],
+			(unsigned long long)t->disconnects[i]);
+	ret |= metrics_family(out, "moat_received_bytes", "counter",
+		"IMAP bytes read from clients (after TLS and COMPRESS), per "
+		"service.");
+	ret |= buffer_printf(out,
+		"moat_received_bytes_total{service=\"imap-login\"} %llu\n"
+		"moat_received_bytes_total{service=\"imap\"} %llu\n",
+		(unsigned long long)t->login_bytes_in,
+		(unsigned long long)t->imap_bytes_in);
+	ret |= metrics_family(out, "moat_sent_bytes", "counter",
+		"IMAP bytes written to clients (before TLS and COMPRESS), per "
+		"service.");
+	ret |= buffer_printf(out,
+		"moat_sent_bytes_total{service=\"imap-login\"} %llu\n"
+		"moat_sent_bytes_total{service=\"imap\"} %llu\n",
+		(unsigned long long)t->login_bytes_out,
+		(unsigned long long)t->imap_bytes_out);
+	return ret;
+}
+
 /* The exposition; every family is written even when zero, so a scraper
    sees the same set each time. Returns -1 if out is too small. */
 static int metrics_text(struct master *master, buffer_t *out)
@@ -268,6 +513,14 @@ static int metrics_text(struct master *master, buffer_t *out)
 		"LMTP recipients accepted and routed to an imap process.");
 	ret |= buffer_printf(out, "moat_lmtp_recipients_total %llu\n",
 			     (unsigned long long)st->lmtp_recipients_total);
+	ret |= metrics_family(out, "moat_lmtp_deliveries", "counter",
+		"LMTP recipients' answers to DATA (2xx delivered, 4xx "
+		"tempfail, 5xx permfail).");
+	for (unsigned int i = 0; i < METRICS_DELIVERY_RESULTS; i++)
+		ret |= buffer_printf(out, "moat_lmtp_deliveries_total"
+			"{result=\"%s\"} %llu\n",
+			master_metrics_delivery_results[i],
+			(unsigned long long)master->metrics->totals.deliveries[i]);
 	ret |= metrics_family(out, "moat_processes", "gauge",
 			      "Running processes per service.");
 	for (unsigned int k = 0; k < SERVICE_KIND_COUNT; k++)
@@ -287,6 +540,8 @@ static int metrics_text(struct master *master, buffer_t *out)
 				     "{service=\"%s\"} %llu\n",
 				     master->services[k].name,
 				     (unsigned long long)rss[k]);
+	ret |= metrics_login_text(&master->metrics->totals, out);
+	ret |= metrics_auth_text(master->metrics, out);
 	ret |= metrics_imap_commands_text(master->metrics, out);
 	ret |= buffer_append_str(out, "# EOF\n");
 	return ret < 0 ? -1 : 0;

@@ -1,6 +1,7 @@
 /* The auth process: spawning it and its channel (moat-auth-master). */
 #include "master-common.h"
 #include "master-admin.h"
+#include "master-metrics.h"
 
 #include <signal.h>
 
@@ -65,8 +66,13 @@ void auth_input(void *context, const char *const *args, int fd)
 	else if (strncmp(args[0], "USERDB-", 7) == 0) {
 		if (!master_admin_auth_reply(master, args))
 			lmtp_rcpt_auth_reply(master, args);
-	}
-	else {
+	} else if (strcmp(args[0], "AUTH-STATS") == 0) {
+		if (!master_metrics_auth_stats(master, args)) {
+			i_error("auth sent a malformed AUTH-STATS record, "
+				"restarting it");
+			child_kill(child, SIGKILL);
+		}
+	} else {
 		i_error("auth sent an unknown record %s, restarting it", args[0]);
 		child_kill(child, SIGKILL);
 	}

@@ -150,6 +150,12 @@ void imap_input(void *context, const char *const *args, int fd)
 				"record, killing it", (int)child->pid);
 			child_kill(child, SIGKILL);
 		}
+	} else if (strcmp(args[0], "IO-STATS") == 0) {
+		if (!master_metrics_imap_io(child->master, args)) {
+			i_error("imap process %d sent a malformed IO-STATS "
+				"record, killing it", (int)child->pid);
+			child_kill(child, SIGKILL);
+		}
 	} else if (master_admin_imap_reply(child, args)) {
 		/* WHO-REPLY, KICK-REPLY */
 	} else {

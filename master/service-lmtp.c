@@ -5,6 +5,7 @@
    serves as a delivery connection (doc/architecture.md). */
 #include "master-common.h"
 #include "master-admin.h"
+#include "master-metrics.h"
 
 #include "strfuncs.h"
 
@@ -318,6 +319,9 @@ void lmtp_input(void *context, const char *const *args, int fd)
 	else if (strcmp(args[0], "LISTEN-DONE") == 0) {
 		child->listening = false;
 		lmtp_ensure_available(child->master);
+	} else if (strcmp(args[0], "DELIVERY-STATS") == 0) {
+		if (!master_metrics_lmtp_stats(child->master, args))
+			lmtp_kill(child, "sent a malformed DELIVERY-STATS record");
 	} else {
 		/* lmtp parses the MTA's bytes: a protocol violation ends it. */
 		lmtp_kill(child, "sent an unknown record");

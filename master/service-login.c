@@ -1,6 +1,7 @@
 /* imap-login processes: spawning with the listeners and an auth socket,
    and their channel (moat-login-master). */
 #include "master-common.h"
+#include "master-metrics.h"
 
 #include "strfuncs.h"
 
@@ -199,6 +200,12 @@ void login_input(void *context, const char *const *args, int fd)
 		login_ensure_available(child->master);
 	} else if (strcmp(args[0], "LOAD") == 0) {
 		login_handle_load(child, args);
+	} else if (strcmp(args[0], "LOGIN-STATS") == 0) {
+		if (!master_metrics_login_stats(child->master, args)) {
+			i_error("imap-login %d sent a malformed LOGIN-STATS "
+				"record, killing it", (int)child->pid);
+			child_kill(child, SIGKILL);
+		}
 	} else if (login_limits_input(child, args)) {
 		/* CONNECT, DISCONNECT */
 	} else {

@@ -258,3 +258,147 @@ def test_moatadm_stats_shows_the_same(moat_server):
                                          'service="imap"') == 1
     assert st["imap_rss_bytes"] > 0
     assert st["imap_login_rss_bytes"] > 0
+
+
+def samples(families, family):
+    return families[family]["samples"]
+
+
+def counter(families, family, labels=""):
+    """A counter family's _total sample (0 when the label set is absent:
+    per-mechanism series appear with the first use)."""
+    return samples(families, family).get((family + "_total", labels), 0)
+
+
+NEW_COUNTERS = [
+    ("moat_connections_accepted", 'service="imap-login"'),
+    ("moat_tls_handshakes", 'result="ok"'),
+    ("moat_tls_handshakes", 'result="failed"'),
+    ("moat_preauth_disconnects", 'reason="logout"'),
+    ("moat_preauth_disconnects", 'reason="closed"'),
+    ("moat_preauth_disconnects", 'reason="tls"'),
+    ("moat_received_bytes", 'service="imap-login"'),
+    ("moat_received_bytes", 'service="imap"'),
+    ("moat_sent_bytes", 'service="imap-login"'),
+    ("moat_sent_bytes", 'service="imap"'),
+    ("moat_auth_requests", 'mechanism="PLAIN",result="ok"'),
+    ("moat_auth_requests", 'mechanism="PLAIN",result="failed"'),
+    ("moat_lmtp_deliveries", 'result="delivered"'),
+    ("moat_lmtp_deliveries", 'result="permfail"'),
+]
+
+
+@pytest.mark.moat_settings(tls=True, lmtp=True, message_size_limit="4k")
+def test_login_auth_bytes_and_delivery_counters_move(moat_server):
+    """Each counter that imap-login, auth, imap and lmtp send batched
+    (LOGIN-STATS, AUTH-STATS, IO-STATS, DELIVERY-STATS) is seen moving,
+    and moatadm stats reports the same totals."""
+    from test_tls import connect_tls
+    before = scrape(moat_server)
+    for fam in ("moat_connections_accepted", "moat_tls_handshakes",
+                "moat_preauth_disconnects", "moat_received_bytes",
+                "moat_sent_bytes", "moat_auth_requests",
+                "moat_auth_duration_seconds", "moat_lmtp_deliveries"):
+        assert fam in before, fam
+    # a TLS session relayed by imap-login, and a plain one
+    c = connect_tls(moat_server)
+    assert c.command("LOGIN testuser1 " +
+                     moat_server.users["testuser1"]["password"]).ok
+    assert c.command("SELECT INBOX").ok
+    assert c.command("LOGOUT").ok
+    c = moat_server.login("testuser2")
+    assert c.command("LIST \"\" *").ok
+    assert c.command("LOGOUT").ok
+    # a failed login, a pre-auth LOGOUT, a client that just goes away
+    bad = moat_server.connect()
+    assert bad.command("LOGIN testuser1 wrong").status == "NO"
+    assert bad.command("LOGOUT").ok
+    gone = moat_server.connect()
+    gone.sock.close()
+    # a handshake that fails: not a ClientHello
+    s = socket.create_connection(("127.0.0.1", moat_server.tls_port), timeout=30)
+    s.sendall(b"a1 LOGIN not tls\r\n" * 8)
+    try:
+        while s.recv(4096):
+            pass
+    except OSError:
+        pass
+    s.close()
+    # LMTP: one delivered, one refused as too big (5xx)
+    lm = Lmtp(moat_server)
+    assert [r[0] for r in start(lm, ["testuser1"])] == [250]
+    assert data(lm, MSG, 1)[0][0] == 250
+    assert lm.cmd("MAIL FROM:<a@b>")[0] == 250
+    assert lm.cmd("RCPT TO:<testuser1>")[0] == 250
+    big = b"Subject: big\r\n\r\n" + (b"x" * 70 + b"\r\n") * 80
+    assert data(lm, big, 1)[0][0] == 552
+    lm.close()
+
+    def moved():
+        after = scrape(moat_server)
+        still = [(f, lab) for f, lab in NEW_COUNTERS
+                 if counter(after, f, lab) <= counter(before, f, lab)]
+        return after if not still else None
+    after = wait_for(moved, 40)
+    if not after:
+        last = scrape(moat_server)
+        pytest.fail("not moving: " + repr(
+            [(f, lab, counter(last, f, lab)) for f, lab in NEW_COUNTERS
+             if counter(last, f, lab) <= counter(before, f, lab)]))
+    assert counter(after, "moat_connections_accepted",
+                   'service="imap-login"') >= 5
+    assert counter(after, "moat_auth_requests",
+                   'mechanism="PLAIN",result="ok"') >= 2
+    hist = samples(after, "moat_auth_duration_seconds")
+    assert hist[("moat_auth_duration_seconds_count",
+                 'mechanism="PLAIN"')] >= 3
+    # the IMAP session sent at least its greeting-less responses
+    assert counter(after, "moat_sent_bytes", 'service="imap"') > 100
+
+    # moatadm stats: the same totals (nothing runs any more, but a
+    # process's last batch may still be on its way: wait for equality)
+    keys = {
+        "imap_login_connections_total": ("moat_connections_accepted",
+                                         'service="imap-login"'),
+        "tls_handshakes_ok": ("moat_tls_handshakes", 'result="ok"'),
+        "tls_handshakes_failed": ("moat_tls_handshakes", 'result="failed"'),
+        "imap_login_received_bytes": ("moat_received_bytes",
+                                      'service="imap-login"'),
+        "imap_login_sent_bytes": ("moat_sent_bytes", 'service="imap-login"'),
+        "imap_received_bytes": ("moat_received_bytes", 'service="imap"'),
+        "imap_sent_bytes": ("moat_sent_bytes", 'service="imap"'),
+        "preauth_disconnects_logout": ("moat_preauth_disconnects",
+                                       'reason="logout"'),
+        "preauth_disconnects_closed": ("moat_preauth_disconnects",
+                                       'reason="closed"'),
+        "preauth_disconnects_tls": ("moat_preauth_disconnects",
+                                    'reason="tls"'),
+        "lmtp_delivered": ("moat_lmtp_deliveries", 'result="delivered"'),
+        "lmtp_permfail": ("moat_lmtp_deliveries", 'result="permfail"'),
+    }
+
+    def same():
+        st = as_json(moatadm(moat_server, "stats", json_out=True))
+        m = scrape(moat_server)
+        diff = {k: (st[k], counter(m, f, lab)) for k, (f, lab) in keys.items()
+                if st[k] != counter(m, f, lab)}
+        return (st, m) if not diff else None
+    got = wait_for(same, 30)
+    assert got, as_json(moatadm(moat_server, "stats", json_out=True))
+    st, m = got
+    assert st["lmtp_delivered"] >= 1 and st["lmtp_permfail"] >= 1
+    rows = as_json(moatadm(moat_server, "stats", "auth", json_out=True))
+    plain = [r for r in rows if r["mechanism"] == "PLAIN"]
+    assert plain and plain[0]["ok"] == counter(
+        m, "moat_auth_requests", 'mechanism="PLAIN",result="ok"'), rows
+    assert plain[0]["failed"] >= 1
+
+
+def test_moatadm_stats_text(moat_server):
+    """The text form lists the new keys too; a bad argument is a usage
+    error."""
+    out = moatadm(moat_server, "stats")
+    for key in ("tls_handshakes_ok", "imap_received_bytes",
+                "preauth_disconnects_timeout", "lmtp_tempfail"):
+        assert key in out.stdout, out.stdout
+    assert moatadm(moat_server, "stats", "bogus").returncode == 64

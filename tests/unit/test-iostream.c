@@ -447,7 +447,57 @@ static void test_ostream_peer_closes_while_waiting(void)
 	io_loop_destroy(&ioloop);
 }
 
+/* The byte counters (metrics): bytes from and to the transport only,
+   shared by two streams, and nothing once unset. */
+static void test_stream_bytes_counters(void)
+{
+	int sv[2];
+	uint64_t in = 0, out = 0;
+	char buf[64];
+
+	alarm(TEST_ALARM_SECS);
+	make_socketpair(sv);
+	struct ioloop *ioloop = io_loop_create();
+	struct istream *input = i_stream_create_fd(sv[0], 1024);
+	struct ostream *output = o_stream_create_fd(ioloop, sv[0], 1024);
+	i_stream_set_bytes_counter(input, &in);
+	o_stream_set_bytes_counter(output, &out);
+
+	write_str(sv[1], "a1 NOOP\r\n");
+	test_assert_int(i_stream_read(input), 9);
+	test_assert_int(in, 9);
+	/* prepended bytes did not come from the transport */
+	test_assert(i_stream_prepend(input, "xy", 2) == 0);
+	test_assert_int(in, 9);
+	/* corked: buffered, not yet written, not counted */
+	o_stream_cork(output);
+	test_assert(o_stream_send_str(output, "a1 OK\r\n") == 0);
+	test_assert_int(out, 0);
+	o_stream_uncork(output);
+	test_assert_int(out, 7);
+	test_assert(read(sv[1], buf, sizeof(buf)) == 7);
+
+	/* a second stream adds to the same counter */
+	struct istream *input2 = i_stream_create_fd(sv[0], 1024);
+	i_stream_set_bytes_counter(input2, &in);
+	write_str(sv[1], "abc");
+	test_assert_int(i_stream_read(input2), 3);
+	test_assert_int(in, 12);
+	i_stream_set_bytes_counter(input2, NULL);
+	write_str(sv[1], "def");
+	test_assert_int(i_stream_read(input2), 3);
+	test_assert_int(in, 12);
+
+	i_stream_destroy(&input2);
+	i_stream_destroy(&input);
+	o_stream_destroy(&output);
+	io_loop_destroy(&ioloop);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 TEST_MAIN(
+	TEST(test_stream_bytes_counters),
 	TEST(test_istream_lines),
 	TEST(test_istream_full_eof),
 	TEST(test_istream_prepend),

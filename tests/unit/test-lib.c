@@ -1,6 +1,7 @@
-/* Unit tests for lib/lib.c (allocation, fd and secret helpers) and
-   lib/log.c (line format, context, limits). */
+/* Unit tests for lib/lib.c (allocation, fd and secret helpers),
+   lib/log.c (line format, context, limits) and lib/latency-histogram.c. */
 #include "test-common.h"
+#include "latency-histogram.h"
 #include "log.h"
 
 #include <fcntl.h>
@@ -252,7 +253,32 @@ static void test_log_long_line(void)
 	close(fds[1]);
 }
 
+/* Cumulative "le" buckets: an event at a bound is in that bucket, one
+   past the last bound only in the count (+Inf). */
+static void test_latency_histogram(void)
+{
+	struct latency_histogram h;
+	static const uint64_t bounds[LATENCY_BUCKETS] = LATENCY_BUCKET_BOUNDS_US;
+
+	memset(&h, 0, sizeof(h));
+	latency_histogram_add(&h, 0);
+	latency_histogram_add(&h, 1000);
+	latency_histogram_add(&h, 1001);
+	latency_histogram_add(&h, 30000001);
+	test_assert_int(h.count, 4);
+	test_assert_int(h.usecs, 0 + 1000 + 1001 + 30000001);
+	test_assert_int(h.le[0], 2);
+	for (unsigned int i = 1; i < LATENCY_BUCKETS; i++) {
+		test_assert(bounds[i] > bounds[i - 1]);
+		test_assert_int(h.le[i], 3);
+	}
+	uint64_t t1 = time_monotonic_us();
+	uint64_t t2 = time_monotonic_us();
+	test_assert(t2 >= t1 && t1 > 0);
+}
+
 TEST_MAIN(
+	TEST(test_latency_histogram),
 	TEST(test_lib_strdup),
 	TEST(test_lib_size_checks),
 	TEST(test_lib_fds),
