@@ -98,6 +98,10 @@ struct client {
 	   EXPUNGE; QRESYNC select parameter, UID FETCH VANISHED) */
 	bool condstore;
 	bool qresync;
+	/* ENABLE UTF8=ACCEPT (RFC 6855): mailbox names are UTF-8 both ways
+	   (imap-mailbox.h), quoted strings are checked UTF-8 (also in
+	   IMAP4rev2 mode), APPEND takes UTF8 (~{n}), SEARCH no CHARSET */
+	bool utf8;
 	/* ENABLE UIDONLY (RFC 9586, imap-uidonly.h) */
 	bool uidonly;
 	/* a MODSEQ went out since the last tagged reply */
