@@ -32,7 +32,7 @@ struct imap_list_request {
 	/* Extended syntax was used: \NonExistent and CHILDINFO may be sent. */
 	bool extended;
 	bool lsub;
-	/* The patterns are UTF-8 on the wire (ENABLE UTF8=ACCEPT), not
+	/* The patterns are UTF-8 on the wire (client_utf8_names()), not
 	   modified UTF-7; set before imap_list_add_pattern(). */
 	bool utf8;
 	/* UTF-8 canonical patterns (reference + pattern); a pattern that was

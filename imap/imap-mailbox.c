@@ -4,12 +4,13 @@
 
 #include <strings.h>
 
-/* The wire form to UTF-8: as it is after ENABLE UTF8=ACCEPT (checked by
-   mailbox_name_normalize() later), else decoded from modified UTF-7. */
+/* The wire form to UTF-8: as it is in UTF-8 mode (client_utf8_names();
+   checked by mailbox_name_normalize() later), else decoded from
+   modified UTF-7. */
 static int wire_to_utf8(const struct client *client, const char *wire,
 			buffer_t *dest)
 {
-	if (!client->utf8)
+	if (!client_utf8_names(client))
 		return mailbox_name_mutf7_to_utf8(wire, dest);
 	return buffer_append_str(dest, wire);
 }
@@ -78,9 +79,9 @@ const char *imap_mailbox_name_to_wire(const struct client *client,
 
 	buffer_init(&buf, MAILBOX_NAME_WIRE_MAX);
 	/* names come from mailbox-list (valid UTF-8): this can't fail.
-	   After UTF8=ACCEPT they go as they are: 8-bit bytes make a quoted
-	   string, which RFC 6855 section 3 allows the client then. */
-	if (client->utf8 ? buffer_append_str(&buf, name) < 0 :
+	   In UTF-8 mode they go as they are: 8-bit bytes make a quoted
+	   string, which RFC 6855 section 3 and RFC 9051 allow then. */
+	if (client_utf8_names(client) ? buffer_append_str(&buf, name) < 0 :
 	    mailbox_name_utf8_to_mutf7(name, &buf) < 0)
 		i_panic("mailbox name not encodable: %s", name);
 	if (!wire_needs_quotes(buf.data)) {

@@ -2,10 +2,10 @@
 #define IMAP_MAILBOX_H
 /* Mailbox names between the wire and moat (UTF-8, mailbox-name.h), and
    the NO answers of the mailbox list operations. On the wire a name is
-   modified UTF-7 (RFC 3501 5.1.3, also in IMAP4rev2 mode: RFC 9051
-   Appendix A), or UTF-8 as it is once the client sent ENABLE
-   UTF8=ACCEPT (client->utf8, RFC 6855 section 3): then "&" is just a
-   character, so "&-" and "&AOk-" are names of their own. */
+   modified UTF-7 (RFC 3501 5.1.3), or UTF-8 as it is once the client
+   sent ENABLE UTF8=ACCEPT or ENABLE IMAP4rev2 (client_utf8_names(), RFC
+   6855 section 3, RFC 9051 5.1): then "&" is just a character, so "&-"
+   and "&AOk-" are names of their own. */
 
 #include "imap-client.h"
 #include "mailbox-list.h"

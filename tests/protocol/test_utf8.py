@@ -228,15 +228,23 @@ def test_rev2_select_list_and_notify_names(moat_server):
     assert line is not None and line.endswith('"/" "\u00fc"'.encode()), line
 
 
-def test_rev2_alone_keeps_mutf7_names(moat_server):
-    """ENABLE IMAP4rev2 without UTF8=ACCEPT: names stay modified UTF-7
-    (RFC 9051 Appendix A), but quoted strings are checked UTF-8."""
+def test_rev2_alone_has_utf8_names(moat_server):
+    """ENABLE IMAP4rev2 without UTF8=ACCEPT: names are UTF-8 too (RFC 9051
+    5.1, Net-Unicode; modified UTF-7 stays for IMAP4rev1 sessions,
+    Appendix A) and quoted strings are checked UTF-8; the UTF8 APPEND
+    item and the SEARCH CHARSET rule stay RFC 6855's."""
     c = moat_server.login()
     assert c.command("ENABLE IMAP4rev2").ok
-    assert c.command("CREATE &APw-").ok
-    assert b"&APw-" in list_names(c.command('LIST "" "*"'))
+    assert c.command('CREATE "\u00fc&"'.encode()).ok
+    assert '"\u00fc&"'.encode() in list_names(c.command('LIST "" "*"'))
+    legacy = moat_server.login()
+    assert b"&APw-&-" in list_names(legacy.command('LIST "" "*"'))
     r = c.command(b'SEARCH SUBJECT "\xff"')
     assert r.status == "BAD" and b"UTF-8" in r.text, r
+    r = send_literal8_append(c, "INBOX", UTF8_MSG)
+    assert r.status == "BAD", r
+    assert c.command("SELECT INBOX").ok
+    assert c.command("SEARCH CHARSET UTF-8 ALL").ok
 
 
 # -- section 3: SEARCH
