@@ -353,6 +353,9 @@ def test_utf8_headers_unchanged_for_both_modes(moat_server):
         line = r.untagged[0]
         assert "\u00dcberweisung f\u00fcr M\u00e4rz".encode() in line, line
         assert "j\u00f6rg".encode() in line, line
+        # 8-bit text goes as a literal, never as an 8-bit quoted string
+        subject = "\u00dcberweisung f\u00fcr M\u00e4rz".encode()
+        assert b"(NIL {%d}\r\n%s (" % (len(subject), subject) in line, line
         f = r.fetches()[1]
         assert f["BODY[HEADER.FIELDS (SUBJECT)]"] == (
             "Subject: \u00dcberweisung f\u00fcr M\u00e4rz\r\n\r\n".encode())
