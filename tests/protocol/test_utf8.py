@@ -226,6 +226,11 @@ def test_rev2_select_list_and_notify_names(moat_server):
     assert other.command("CREATE &APw-").ok
     line = u.read_line_within(30)
     assert line is not None and line.endswith('"/" "\u00fc"'.encode()), line
+    # RENAME's LIST carries OLDNAME (RFC 5465 5.4), in UTF-8 too
+    assert other.command("RENAME &APw- &APY-").ok
+    line = u.read_line_within(30)
+    assert line is not None and line.endswith(
+        '"/" "\u00f6" ("OLDNAME" ("\u00fc"))'.encode()), line
 
 
 def test_rev2_alone_has_utf8_names(moat_server):
