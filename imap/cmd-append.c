@@ -30,6 +30,10 @@ struct append_ctx {
 	unsigned int next_idx;    /* first arg of the next message */
 	bool failed;              /* a write failed: answer NO at the end */
 	bool in_literal;
+	/* the args index of the last message's UTF8 "(" literal8 ")" list
+	   (RFC 6855 section 4), 0 if it had none: checked to hold just the
+	   literal once the parser has seen its ")" */
+	unsigned int utf8_list_idx;
 	/* queued for the group commit; committed once result is set */
 	struct imap_commit_req commit;
 	bool committed;
@@ -150,6 +154,51 @@ static bool append_commit(struct client_command *cmd, struct append_ctx *ctx)
 	return false;
 }
 
+/* "UTF8" SP "(" literal8 ")" at args[*idx] (RFC 6855 section 4): only
+   after ENABLE UTF8=ACCEPT. Sets ctx->utf8_list_idx and *idx to the
+   list. Returns 0, or -1 after answering BAD. While the literal streams
+   the list is still open (its only element so far is the literal); the
+   ")" is checked by append_utf8_list_check(). */
+static int append_parse_utf8(struct client_command *cmd,
+			     struct append_ctx *ctx,
+			     const struct imap_arg *args, unsigned int *idx)
+{
+	const struct imap_arg *list = &args[*idx + 1];
+
+	if (!cmd->client->utf8) {
+		append_fail(cmd, ctx, true, "UTF8 APPEND data needs "
+			    "ENABLE UTF8=ACCEPT first.");
+		return -1;
+	}
+	if (list->type != IMAP_ARG_LIST || list->list_count == 0 ||
+	    (list->list[0].type != IMAP_ARG_LITERAL_SIZE &&
+	     list->list[0].type != IMAP_ARG_LITERAL) ||
+	    !list->list[0].literal8) {
+		append_fail(cmd, ctx, true, "UTF8 needs (~{n} message).");
+		return -1;
+	}
+	*idx += 1;
+	ctx->utf8_list_idx = *idx;
+	return 0;
+}
+
+/* The UTF8 list of the message before ctx->next_idx, now that the
+   parser is past it: nothing but the literal8. Returns false after
+   answering BAD. */
+static bool append_utf8_list_check(struct client_command *cmd,
+				   struct append_ctx *ctx,
+				   const struct imap_arg *args)
+{
+	if (ctx->utf8_list_idx == 0)
+		return true;
+	if (args[ctx->utf8_list_idx].list_count != 1) {
+		append_fail(cmd, ctx, true, "UTF8 needs (~{n} message).");
+		return false;
+	}
+	ctx->utf8_list_idx = 0;
+	return true;
+}
+
 /* Flags and date of the message at args[*idx], then its literal. Returns
    the literal arg, or NULL after answering (and aborting). */
 static const struct imap_arg *
@@ -175,17 +224,23 @@ append_parse_message(struct client_command *cmd, struct append_ctx *ctx,
 			return NULL;
 		}
 	}
-	if (args[idx].type != IMAP_ARG_LITERAL_SIZE &&
-	    args[idx].type != IMAP_ARG_LITERAL) {
+	ctx->utf8_list_idx = 0;
+	if (imap_arg_atom_equals(&args[idx], "UTF8")) {
+		if (append_parse_utf8(cmd, ctx, args, &idx) < 0)
+			return NULL;
+	} else if (args[idx].type != IMAP_ARG_LITERAL_SIZE &&
+		   args[idx].type != IMAP_ARG_LITERAL) {
 		append_fail(cmd, ctx, true, "Missing message literal.");
 		return NULL;
 	}
-	if (args[idx].literal_size == 0) {
+	const struct imap_arg *lit = ctx->utf8_list_idx != 0 ?
+		&args[idx].list[0] : &args[idx];
+	if (lit->literal_size == 0) {
 		/* RFC 3502: an empty message cancels the APPEND */
 		append_fail(cmd, ctx, false, "NO Empty message: append cancelled.");
 		return NULL;
 	}
-	if (args[idx].literal_size > cmd->client->user->set->imap_max_append_size) {
+	if (lit->literal_size > cmd->client->user->set->imap_max_append_size) {
 		append_fail(cmd, ctx, false, "NO [TOOBIG] Message too large.");
 		return NULL;
 	}
@@ -203,7 +258,7 @@ append_parse_message(struct client_command *cmd, struct append_ctx *ctx,
 		return NULL;
 	}
 	ctx->next_idx = idx + 1;
-	return &args[idx];
+	return lit;
 }
 
 /* Start staging the message whose arguments begin at args[idx]. Returns
@@ -272,6 +327,8 @@ static bool append_messages(struct client_command *cmd, struct append_ctx *ctx,
 			    const struct imap_arg *args, bool line_done)
 {
 	for (;;) {
+		if (!append_utf8_list_check(cmd, ctx, args))
+			return true;
 		if (line_done && imap_arg_is_eol(&args[ctx->next_idx])) {
 			if (mailbox_append_multi_count(ctx->save) == 0)
 				return append_fail(cmd, ctx, true,
@@ -365,7 +422,7 @@ bool cmd_append(struct client_command *cmd)
 	   {n+} the parser reset skips its data (RFC 7888 4) */
 	if (!imap_arg_get_astring(&cmd->args[0], &name))
 		return append_fail(cmd, ctx, true, "Invalid mailbox name.");
-	int ret = !imap_mailbox_name_decode(name, ctx->boxname) ? 0 :
+	int ret = !imap_mailbox_name_decode(client, name, ctx->boxname) ? 0 :
 		append_get_box(client, ctx->boxname, &ctx->box, &error);
 	if (ret == 0)
 		return append_fail(cmd, ctx, false,

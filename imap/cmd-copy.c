@@ -168,8 +168,9 @@ static bool copy_to_target(struct client_command *cmd, struct copy_ctx *ctx)
 	if (client->user->set->mail_fsync == MOAT_FSYNC_NEVER)
 		flags |= MAILBOX_OPEN_NO_FSYNC;
 	char boxname[MAILBOX_NAME_MAX + 1];
-	/* The wire name is modified UTF-7; an invalid one can't exist. */
-	int ret = !imap_mailbox_name_decode(ctx->dest_name, boxname) ? 0 :
+	/* An invalid wire name (in the client's mode) can't exist. */
+	int ret = !imap_mailbox_name_decode(client, ctx->dest_name,
+					    boxname) ? 0 :
 		mailbox_open(client->user->mail_root, boxname, flags, &dest, &error);
 	if (ret == 0) {
 		client_send_tagline(cmd, "NO [TRYCREATE] Mailbox doesn't exist.");

@@ -22,7 +22,7 @@ bool cmd_getquotaroot(struct client_command *cmd)
 		client_send_command_error(cmd, "Usage: GETQUOTAROOT mailbox");
 		return true;
 	}
-	if (!imap_mailbox_name_decode(wire, name) ||
+	if (!imap_mailbox_name_decode(client, wire, name) ||
 	    mailbox_list_find_folder(client->user->mail_root, name, norm,
 				     path) <= 0) {
 		client_send_tagline(cmd, "NO [NONEXISTENT] Mailbox doesn't exist.");

@@ -142,6 +142,7 @@ bool cmd_list(struct client_command *cmd)
 	bool empty;
 
 	memset(&req, 0, sizeof(req));
+	req.utf8 = client_utf8_names(cmd->client);
 	if (!list_parse(cmd, &req, &empty)) {
 		client_send_command_error(cmd, "Invalid LIST arguments.");
 		return true;

@@ -11,6 +11,7 @@ bool cmd_lsub(struct client_command *cmd)
 	const char *ref, *pattern;
 
 	memset(&req, 0, sizeof(req));
+	req.utf8 = client_utf8_names(cmd->client);
 	req.lsub = true;
 	if (!imap_arg_get_astring(&cmd->args[0], &ref) ||
 	    !imap_arg_get_astring(&cmd->args[1], &pattern) ||

@@ -437,6 +437,11 @@ bool cmd_search(struct client_command *cmd)
 		ctx->esearch = true;
 		ctx->ret = IMAP_SEARCH_RETURN_ALL;
 	}
+	/* RFC 6855 section 3: after ENABLE UTF8=ACCEPT strings are UTF-8,
+	   and a CHARSET conflicts with that */
+	if (cmd->client->utf8 && imap_arg_atom_equals(args, "CHARSET"))
+		return search_parse_error(cmd, ctx, MAIL_SEARCH_PARSE_BAD,
+			"SEARCH CHARSET is not allowed after ENABLE UTF8=ACCEPT.");
 	/* an updated search outlives the command: its own pool */
 	if ((ctx->ret & IMAP_SEARCH_RETURN_UPDATE) != 0)
 		ctx->update_pool = pool_create("search update", 1024);

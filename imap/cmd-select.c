@@ -199,7 +199,7 @@ static bool cmd_select_full(struct client_command *cmd, bool readonly)
 		flags |= MAILBOX_OPEN_NO_FSYNC;
 	char boxname[MAILBOX_NAME_MAX + 1];
 	/* an invalid name can't exist */
-	int ret = !imap_mailbox_name_decode(name, boxname) ? 0 :
+	int ret = !imap_mailbox_name_decode(client, name, boxname) ? 0 :
 		mailbox_open(client->user->mail_root, boxname, flags, &box,
 			       &error);
 	if (ret == 0) {

@@ -326,6 +326,9 @@ client_parse_input(struct client *client, enum imap_parser_flags flags,
 	*args_r = NULL;
 	if (size == 0)
 		return IMAP_PARSE_MORE;
+	/* RFC 6855 section 3 and RFC 9051's quoted: UTF-8, checked */
+	if (client->utf8 || client->imap4rev2)
+		flags |= IMAP_PARSE_FLAG_UTF8_QUOTED;
 	enum imap_parse_result ret =
 		imap_parser_feed(client->parser, flags, data, size, &consumed,
 				 args_r);

@@ -98,6 +98,11 @@ struct client {
 	   EXPUNGE; QRESYNC select parameter, UID FETCH VANISHED) */
 	bool condstore;
 	bool qresync;
+	/* ENABLE UTF8=ACCEPT (RFC 6855): mailbox names are UTF-8 both ways
+	   (imap-mailbox.h; IMAP4rev2 mode too: client_utf8_names()),
+	   quoted strings are checked UTF-8 (also in IMAP4rev2 mode), APPEND
+	   takes UTF8 (~{n}), SEARCH no CHARSET */
+	bool utf8;
 	/* ENABLE UIDONLY (RFC 9586, imap-uidonly.h) */
 	bool uidonly;
 	/* a MODSEQ went out since the last tagged reply */
@@ -167,6 +172,14 @@ void client_command_parse_error(struct client_command *cmd);
    without a tagged reply (NOTIFY's MessageNew FETCH, imap-notify.h). */
 void client_command_run_internal(struct client *client,
 				 struct client_command *cmd);
+
+/* Mailbox names go UTF-8 on the wire, not modified UTF-7: after ENABLE
+   UTF8=ACCEPT (RFC 6855 3) or ENABLE IMAP4rev2 (RFC 9051 5.1: names are
+   Net-Unicode; modified UTF-7 is for IMAP4rev1 sessions, Appendix A). */
+static inline bool client_utf8_names(const struct client *client)
+{
+	return client->utf8 || client->imap4rev2;
+}
 
 /* Close the selected mailbox (no expunge). */
 void client_unselect(struct client *client);

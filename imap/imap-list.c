@@ -83,7 +83,10 @@ bool imap_list_add_pattern(struct imap_list_request *req, pool_t pool,
 	memcpy(canon, ref, ref_len);
 	memcpy(canon + ref_len, pattern, pat_len + 1);
 	buffer_init(&buf, MAILBOX_NAME_WIRE_MAX);
-	if (mailbox_name_mutf7_to_utf8(canon, &buf) == 0) {
+	/* after UTF8=ACCEPT the pattern is UTF-8 as sent (a pattern that
+	   is not valid UTF-8 simply matches no name) */
+	if (req->utf8 ? buffer_append_str(&buf, canon) == 0 :
+	    mailbox_name_mutf7_to_utf8(canon, &buf) == 0) {
 		size_t first = strcspn(buf.data, MAILBOX_NAME_SEP_STR);
 		if (first == 5 && strncasecmp(buf.data, "INBOX", 5) == 0)
 			memcpy(buf.data, "INBOX", 5);
@@ -262,7 +265,8 @@ static void list_send_node(struct client_command *cmd,
 	len = line_add(line, len, sizeof(line), attrs);
 	len = line_add(line, len, sizeof(line), ") \"/\" ");
 	len = line_add(line, len, sizeof(line),
-		       imap_mailbox_name_to_wire(cmd->pool, node->name));
+		       imap_mailbox_name_to_wire(cmd->client, cmd->pool,
+						 node->name));
 	if (childinfo && !req->lsub) {
 		(void)line_add(line, len, sizeof(line),
 			       " (\"CHILDINFO\" (\"SUBSCRIBED\"))");
@@ -357,14 +361,14 @@ void imap_list_send_notify(struct client *client, pool_t pool,
 	if (node != NULL)
 		list_attrs(&req, node, true, attrs, sizeof(attrs));
 	mailbox_list_free(&list);
+	const char *wire = imap_mailbox_name_to_wire(client, pool, name);
 	if (oldname == NULL) {
-		client_send_linef(client, "* LIST (%s) \"/\" %s", attrs,
-				  imap_mailbox_name_to_wire(pool, name));
+		client_send_linef(client, "* LIST (%s) \"/\" %s", attrs, wire);
 	} else {
 		client_send_linef(client, "* LIST (%s) \"/\" %s "
-				  "(\"OLDNAME\" (%s))", attrs,
-				  imap_mailbox_name_to_wire(pool, name),
-				  imap_mailbox_name_to_wire(pool, oldname));
+				  "(\"OLDNAME\" (%s))", attrs, wire,
+				  imap_mailbox_name_to_wire(client, pool,
+							    oldname));
 	}
 }
 
@@ -390,5 +394,5 @@ void imap_list_send_mailbox(struct client *client, pool_t pool,
 		mailbox_list_free(&list);
 	}
 	client_send_linef(client, "* LIST (%s) \"/\" %s", attrs,
-			  imap_mailbox_name_to_wire(pool, name));
+			  imap_mailbox_name_to_wire(client, pool, name));
 }

@@ -32,6 +32,9 @@ struct imap_list_request {
 	/* Extended syntax was used: \NonExistent and CHILDINFO may be sent. */
 	bool extended;
 	bool lsub;
+	/* The patterns are UTF-8 on the wire (client_utf8_names()), not
+	   modified UTF-7; set before imap_list_add_pattern(). */
+	bool utf8;
 	/* UTF-8 canonical patterns (reference + pattern); a pattern that was
 	   not valid modified UTF-7 is left out (it matches nothing). */
 	const char *patterns[IMAP_LIST_PATTERNS_MAX];

@@ -4,15 +4,28 @@
 
 #include <strings.h>
 
-bool imap_mailbox_name_decode(const char *wire,
+/* The wire form to UTF-8: as it is in UTF-8 mode (client_utf8_names();
+   checked by mailbox_name_normalize() later), else decoded from
+   modified UTF-7. */
+static int wire_to_utf8(const struct client *client, const char *wire,
+			buffer_t *dest)
+{
+	if (!client_utf8_names(client))
+		return mailbox_name_mutf7_to_utf8(wire, dest);
+	return buffer_append_str(dest, wire);
+}
+
+bool imap_mailbox_name_decode(const struct client *client, const char *wire,
 			      char name_r[MAILBOX_NAME_MAX + 1])
 {
 	const char *error;
 	buffer_t buf;
 	bool ret;
 
-	buffer_init(&buf, MAILBOX_NAME_MAX);
-	ret = mailbox_name_mutf7_to_utf8(wire, &buf) == 0 &&
+	if (strlen(wire) > MAILBOX_NAME_WIRE_MAX)
+		return false;
+	buffer_init(&buf, MAILBOX_NAME_WIRE_MAX);
+	ret = wire_to_utf8(client, wire, &buf) == 0 &&
 		mailbox_name_normalize(buf.data, name_r, &error) ==
 		MAILBOX_NAME_OK;
 	buffer_free(&buf);
@@ -30,7 +43,7 @@ bool imap_mailbox_name_get(struct client_command *cmd, const char *wire,
 		return false;
 	}
 	buffer_init(&buf, MAILBOX_NAME_WIRE_MAX);
-	if (mailbox_name_mutf7_to_utf8(wire, &buf) < 0) {
+	if (wire_to_utf8(cmd->client, wire, &buf) < 0) {
 		buffer_free(&buf);
 		client_send_tagline(cmd, "NO [CANNOT] Mailbox name is not valid "
 				    "modified UTF-7");
@@ -59,13 +72,17 @@ static bool wire_needs_quotes(const char *str)
 	return false;
 }
 
-const char *imap_mailbox_name_to_wire(pool_t pool, const char *name)
+const char *imap_mailbox_name_to_wire(const struct client *client,
+				      pool_t pool, const char *name)
 {
 	buffer_t buf;
 
 	buffer_init(&buf, MAILBOX_NAME_WIRE_MAX);
-	/* names come from mailbox-list (valid UTF-8): this can't fail */
-	if (mailbox_name_utf8_to_mutf7(name, &buf) < 0)
+	/* names come from mailbox-list (valid UTF-8): this can't fail.
+	   In UTF-8 mode they go as they are: 8-bit bytes make a quoted
+	   string, which RFC 6855 section 3 and RFC 9051 allow then. */
+	if (client_utf8_names(client) ? buffer_append_str(&buf, name) < 0 :
+	    mailbox_name_utf8_to_mutf7(name, &buf) < 0)
 		i_panic("mailbox name not encodable: %s", name);
 	if (!wire_needs_quotes(buf.data)) {
 		const char *ret = p_strdup(pool, buf.data);

@@ -1,21 +1,26 @@
 #ifndef IMAP_MAILBOX_H
 #define IMAP_MAILBOX_H
-/* Mailbox names between the wire (modified UTF-7, RFC 3501 5.1.3) and
-   moat (UTF-8, mailbox-name.h), and the NO answers of the mailbox list
-   operations. */
+/* Mailbox names between the wire and moat (UTF-8, mailbox-name.h), and
+   the NO answers of the mailbox list operations. On the wire a name is
+   modified UTF-7 (RFC 3501 5.1.3), or UTF-8 as it is once the client
+   sent ENABLE UTF8=ACCEPT or ENABLE IMAP4rev2 (client_utf8_names(), RFC
+   6855 section 3, RFC 9051 5.1): then "&" is just a character, so "&-"
+   and "&AOk-" are names of their own. */
 
 #include "imap-client.h"
 #include "mailbox-list.h"
 
-/* Decode and normalize a wire name. On failure answers the command with
-   NO [CANNOT] or NO [LIMIT] and returns false. */
+/* Decode and normalize a wire name in the client's mode. On failure
+   answers the command with NO [CANNOT] or NO [LIMIT] and returns false. */
 bool imap_mailbox_name_get(struct client_command *cmd, const char *wire,
 			   char name_r[MAILBOX_NAME_MAX + 1]);
 /* As above without answering: false if the name can't exist. */
-bool imap_mailbox_name_decode(const char *wire,
+bool imap_mailbox_name_decode(const struct client *client, const char *wire,
 			      char name_r[MAILBOX_NAME_MAX + 1]);
-/* The name as an IMAP astring (atom or quoted mUTF-7), from pool. */
-const char *imap_mailbox_name_to_wire(pool_t pool, const char *name);
+/* The name as an IMAP astring in the client's mode (atom or quoted
+   string, mUTF-7 or UTF-8), from pool. */
+const char *imap_mailbox_name_to_wire(const struct client *client,
+				      pool_t pool, const char *name);
 /* Answer a failed mailbox_list_*() call with the right response code. */
 void imap_mailbox_list_error(struct client_command *cmd,
 			     enum mailbox_list_error code, const char *error);

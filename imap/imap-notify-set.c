@@ -168,7 +168,7 @@ static bool parse_name(struct notify_parse *p, struct imap_notify_group *g,
 	}
 	/* not valid modified UTF-7: a name that cannot exist, kept as
 	   sent so that it matches nothing */
-	g->names[idx] = imap_mailbox_name_decode(wire, name) ?
+	g->names[idx] = imap_mailbox_name_decode(p->cmd->client, wire, name) ?
 		p_strdup(p->set->pool, name) :
 		p_strdup_printf(p->set->pool, "\x01%s", wire);
 	return true;

@@ -55,7 +55,7 @@ static void status_send_line(struct client *client, const char *name,
 	char line[CLIENT_REPLY_LINE_MAX];
 	pool_t pool = pool_create("status", 1024);
 	int len = snprintf(line, sizeof(line), "* STATUS %s (",
-			   imap_mailbox_name_to_wire(pool, name));
+			   imap_mailbox_name_to_wire(client, pool, name));
 	size_t pos = len < 0 ? 0 : MIN((size_t)len, sizeof(line) - 1);
 	const char *sep = "";
 

@@ -265,10 +265,12 @@ bool mailbox_name_is_inbox_name(const char *name)
 }
 
 /* Characters refused anywhere in a name. */
+/* RFC 6855 section 3: no C0, DEL, C1, U+2028 LINE SEPARATOR or U+2029
+   PARAGRAPH SEPARATOR in a name; "*" and "%" are LIST wildcards. */
 static bool name_char_is_bad(uint32_t cp)
 {
 	return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ||
-		cp == '*' || cp == '%';
+		cp == 0x2028 || cp == 0x2029 || cp == '*' || cp == '%';
 }
 
 static enum mailbox_name_status

@@ -54,7 +54,8 @@ bool mailbox_name_is_utf8(const char *str);
 /* Check a UTF-8 name and write its canonical form (INBOX upper-cased)
    to dest (MAILBOX_NAME_MAX + 1 bytes). Refused: empty names and empty
    components (leading, trailing or double "/"), "." and ".." components,
-   control characters (C0, DEL, C1), "*" and "%" (LIST wildcards), invalid
+   control characters (C0, DEL, C1), U+2028 and U+2029 (RFC 6855 3),
+   "*" and "%" (LIST wildcards), invalid
    UTF-8, and names whose disk form would not fit NAME_MAX. On failure
    *error_r is a static sentence fit for a NO. */
 enum mailbox_name_status

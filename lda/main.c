@@ -15,6 +15,7 @@
 #include "lib.h"
 #include "log.h"
 #include "strfuncs.h"
+#include "utf8.h"
 #include "moat-settings.h"
 #include "mailbox.h"
 #include "mailbox-quota.h"
@@ -75,7 +76,8 @@ static bool address_ok(const char *value)
 		if (c < 0x20 || c == 0x7f || c == '<' || c == '>')
 			return false;
 	}
-	return true;
+	/* RFC 6531 addresses are UTF-8; other 8-bit bytes are not one */
+	return utf8_is_valid(value, len);
 }
 
 static void args_parse(int argc, char *argv[], struct lda_args *args)
@@ -100,8 +102,9 @@ static void args_parse(int argc, char *argv[], struct lda_args *args)
 				    !address_ok(args->user))) ||
 	    (args->sender != NULL && !address_ok(args->sender)) ||
 	    (args->address != NULL && !address_ok(args->address)))
-		lda_fail(EX_USAGE, "-d, -f and -a take an address without "
-			 "control characters or <>, at most %u bytes",
+		lda_fail(EX_USAGE, "-d, -f and -a take an address (ASCII or "
+			 "UTF-8) without control characters or <>, at most "
+			 "%u bytes",
 			 LDA_ADDRESS_MAX);
 }
 

@@ -6,6 +6,7 @@
 #include "lib.h"
 #include "buffer.h"
 #include "imap-parser.h"
+#include "utf8.h"
 
 #include <strings.h>
 
@@ -479,15 +480,20 @@ static void parser_finish_atom(struct imap_parser *parser)
 	parser->tok_len = 0;
 }
 
-static void parser_finish_quoted(struct imap_parser *parser)
+static enum imap_parse_result
+parser_finish_quoted(struct imap_parser *parser)
 {
 	struct parser_arg *arg;
 
+	if ((parser->flags & IMAP_PARSE_FLAG_UTF8_QUOTED) != 0 &&
+	    !utf8_is_valid(parser->tok, parser->tok_len))
+		return parser_error(parser, "Invalid UTF-8 in quoted string");
 	arg = parser_add_arg(parser, IMAP_ARG_STRING);
 	arg->str = p_strndup(parser->pool, parser->tok, parser->tok_len);
 	arg->str_len = parser->tok_len;
 	parser->tok_len = 0;
 	parser->state = PS_ARG_END;
+	return IMAP_PARSE_MORE;
 }
 
 /* ---- line structure ---- */
@@ -694,8 +700,7 @@ parser_quoted(struct imap_parser *parser, unsigned char c)
 {
 	switch (c) {
 	case '"':
-		parser_finish_quoted(parser);
-		return IMAP_PARSE_MORE;
+		return parser_finish_quoted(parser);
 	case '\\':
 		parser->state = PS_QUOTED_ESC;
 		return IMAP_PARSE_MORE;

@@ -26,7 +26,9 @@
                                   the atom (a mailbox name such as a[b).
      "quoted"                  -> IMAP_ARG_STRING (\" and \\ unescaped;
                                   any other escape, CR, LF or NUL is an
-                                  error; 8-bit bytes are kept)
+                                  error; 8-bit bytes are kept, and must
+                                  be UTF-8 with
+                                  IMAP_PARSE_FLAG_UTF8_QUOTED)
      {n}CRLF / {n+}CRLF data   -> IMAP_ARG_LITERAL (n bytes, may hold NULs
      ~{n}CRLF / ~{n+}CRLF data    except where the caller forbids them;
                                   literal8 sets arg->literal8, {n+} sets
@@ -131,6 +133,11 @@ enum imap_parser_flags {
 	/* A literal may not contain NUL bytes (RFC 3501: NUL is not allowed
 	   in literals except literal8). */
 	IMAP_PARSE_FLAG_NO_NUL_IN_LITERAL = 0x02,
+	/* A "quoted" string must be valid UTF-8 (RFC 6855 section 3, after
+	   ENABLE UTF8=ACCEPT; RFC 9051 quoted): other 8-bit bytes are an
+	   error ("Invalid UTF-8 in quoted string") at its closing quote.
+	   Without the flag 8-bit bytes are kept unchecked. */
+	IMAP_PARSE_FLAG_UTF8_QUOTED = 0x04,
 };
 
 enum imap_parse_result {

@@ -25,7 +25,8 @@ lib_libmoat_a_SOURCES = \
 	lib/moat-settings.c lib/moat-settings.h \
 	lib/master-service.c lib/master-service.h \
 	lib/haproxy-header.c lib/haproxy-header.h \
-	lib/unicode-casemap.c lib/unicode-casemap.h
+	lib/unicode-casemap.c lib/unicode-casemap.h \
+	lib/utf8.c lib/utf8.h
 
 # i;unicode-casemap's tables, generated from UnicodeData.txt (configure
 # finds it: --with-unicode-data) by a build-time tool that links nothing.

@@ -5,6 +5,7 @@
 #include "lmtp-master.h"
 #include "sock-linger.h"
 #include "lmtp-proto.h"
+#include "utf8.h"
 
 #include <sys/socket.h>
 
@@ -301,6 +302,7 @@ static void cmd_lhlo(struct lmtp_client *client, const char *args)
 	client_send(client, "250-PIPELINING");
 	client_send(client, "250-ENHANCEDSTATUSCODES");
 	client_send(client, "250-8BITMIME");
+	client_send(client, "250-SMTPUTF8");
 	client_send(client, "250-CHUNKING");
 	if (limit != 0)
 		client_sendf(client, "250 SIZE %llu", (unsigned long long)limit);
@@ -417,6 +419,19 @@ static bool userdb_key_ok(const char *key)
 	return true;
 }
 
+/* Whether a userdb can hold a key with 8-bit bytes: passwd-file keys
+   are bytes (a UTF-8 name is found as written), the "passwd" driver's
+   system user names are ASCII (useradd's rules), so a UTF-8 recipient
+   can never be found there. */
+static bool userdb_holds_utf8(const struct moat_settings *set)
+{
+	for (unsigned int i = 0; i < set->userdb_count; i++) {
+		if (strcmp(set->userdbs[i].driver, "passwd") != 0)
+			return true;
+	}
+	return set->userdb_count == 0;
+}
+
 static void cmd_rcpt(struct lmtp_client *client, const char *args)
 {
 	const struct moat_settings *set = client->proc->set;
@@ -436,11 +451,23 @@ static void cmd_rcpt(struct lmtp_client *client, const char *args)
 		client_bad(client, error.reply);
 		return;
 	}
+	if (lmtp_address_check(client->pending_rcpt.path,
+			       client->mail.smtputf8, false, &error) < 0) {
+		client_send(client, error.reply);
+		return;
+	}
 	lmtp_address_split(client->pending_rcpt.path, set->recipient_delimiter,
 			   local, detail, domain);
 	if (lmtp_username_format(set->lmtp_username_format, local, domain,
 				 key, sizeof(key)) < 0 || !userdb_key_ok(key)) {
 		client_sendf(client, "550 5.1.1 <%s> User doesn't exist",
+			     client->pending_rcpt.path);
+		return;
+	}
+	if (utf8_has_8bit(key, strlen(key)) && !userdb_holds_utf8(set)) {
+		/* RFC 6531 with RFC 5248's X.6.7 */
+		client_sendf(client, "553 5.6.7 <%s> Non-ASCII addresses not "
+			     "permitted for that recipient",
 			     client->pending_rcpt.path);
 		return;
 	}

@@ -2,6 +2,7 @@
 #include "lib.h"
 #include "strfuncs.h"
 #include "lmtp-proto.h"
+#include "utf8.h"
 
 #include <ctype.h>
 #include <strings.h>
@@ -143,6 +144,26 @@ static int parse_prefix(const char **pp, const char *prefix)
 	return 0;
 }
 
+int lmtp_address_check(const char *path, bool smtputf8, bool sender,
+		       struct lmtp_error *error_r)
+{
+	size_t len = strlen(path);
+
+	if (!utf8_has_8bit(path, len))
+		return 0;
+	if (!smtputf8) {
+		error_r->reply = "553 5.6.7 Must declare SMTPUTF8 to send "
+			"unicode address";
+		return -1;
+	}
+	if (!utf8_is_valid(path, len)) {
+		error_r->reply = sender ? "501 5.1.7 Bad sender address syntax" :
+			"501 5.1.3 Bad recipient address syntax";
+		return -1;
+	}
+	return 0;
+}
+
 int lmtp_parse_mail(const char *args, struct lmtp_mail *mail_r,
 		    struct lmtp_error *error_r)
 {
@@ -182,6 +203,13 @@ int lmtp_parse_mail(const char *args, struct lmtp_mail *mail_r,
 				error_r->reply = "501 5.5.4 Invalid BODY parameter";
 				return -1;
 			}
+		} else if (strcasecmp(key, "SMTPUTF8") == 0) {
+			/* RFC 6531 3.4: a keyword without a value */
+			if (has_value) {
+				error_r->reply = "501 5.5.4 SMTPUTF8 takes no value";
+				return -1;
+			}
+			mail_r->smtputf8 = true;
 		} else if (strcasecmp(key, "RET") == 0 ||
 			   strcasecmp(key, "ENVID") == 0 ||
 			   strcasecmp(key, "AUTH") == 0) {
@@ -196,7 +224,8 @@ int lmtp_parse_mail(const char *args, struct lmtp_mail *mail_r,
 		error_r->reply = "501 5.5.4 Invalid parameters";
 		return -1;
 	}
-	return 0;
+	return lmtp_address_check(mail_r->path, mail_r->smtputf8, true,
+				  error_r);
 }
 
 int lmtp_parse_rcpt(const char *args, struct lmtp_rcpt_addr *rcpt_r,

@@ -2,7 +2,7 @@
 #define LMTP_PROTO_H
 /* LMTP command syntax (RFC 2033, which is SMTP's, RFC 5321 4.1, with the
    ESMTP parameters of SIZE RFC 1870, 8BITMIME RFC 6152, CHUNKING RFC
-   3030, DSN RFC 3461): verbs, paths and parameters. Pure functions over
+   3030, DSN RFC 3461, SMTPUTF8 RFC 6531): verbs, paths and parameters. Pure functions over
    one line; knows nothing of sockets or delivery (fuzzed). */
 
 #include "lib.h"
@@ -48,6 +48,8 @@ struct lmtp_mail {
 	uint64_t size;                  /* SIZE=, 0 if not given */
 	bool size_set;
 	enum lmtp_body body;
+	/* SMTPUTF8 (RFC 6531 3.4): the envelope may hold UTF-8 addresses */
+	bool smtputf8;
 };
 
 struct lmtp_rcpt_addr {
@@ -59,7 +61,14 @@ struct lmtp_error {
 	const char *reply;   /* "501 5.1.7 Bad sender address syntax" */
 };
 
-/* "FROM:<path> [params]" of MAIL. Returns 0, or -1 with *error_r. */
+/* RFC 6531 for one envelope address: a non-ASCII one needs SMTPUTF8 on
+   MAIL ("553 5.6.7") and must be valid UTF-8 (a syntax error, 501
+   5.1.7 for the sender, 5.1.3 for a recipient). Returns 0, or -1 with
+   *error_r. */
+int lmtp_address_check(const char *path, bool smtputf8, bool sender,
+		       struct lmtp_error *error_r);
+/* "FROM:<path> [params]" of MAIL, the path checked by
+   lmtp_address_check(). Returns 0, or -1 with *error_r. */
 int lmtp_parse_mail(const char *args, struct lmtp_mail *mail_r,
 		    struct lmtp_error *error_r);
 /* "TO:<path> [params]" of RCPT (ORCPT and NOTIFY are accepted and not

@@ -8,6 +8,7 @@ UNIT_TESTS = \
 	tests/unit/test-mempool \
 	tests/unit/test-buffer \
 	tests/unit/test-strfuncs \
+	tests/unit/test-utf8 \
 	tests/unit/test-ioloop \
 	tests/unit/test-iostream \
 	tests/unit/test-ipc \
@@ -30,6 +31,7 @@ tests_unit_test_lib_LDADD = $(UNIT_LDADD)
 tests_unit_test_mempool_LDADD = $(UNIT_LDADD)
 tests_unit_test_buffer_LDADD = $(UNIT_LDADD)
 tests_unit_test_strfuncs_LDADD = $(UNIT_LDADD)
+tests_unit_test_utf8_LDADD = $(UNIT_LDADD)
 tests_unit_test_ioloop_LDADD = $(UNIT_LDADD)
 tests_unit_test_iostream_LDADD = $(UNIT_LDADD)
 tests_unit_test_ipc_LDADD = $(UNIT_LDADD)

@@ -2,7 +2,7 @@
    with config.h from any configured build directory BUILD):
      clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
        -I BUILD -I lib tests/fuzz/fuzz-imap-parser.c lib/imap-parser.c \
-       lib/mempool.c lib/buffer.c lib/lib.c lib/log.c lib/strfuncs.c \
+       lib/mempool.c lib/buffer.c lib/lib.c lib/log.c lib/strfuncs.c lib/utf8.c \
        -o fuzz-imap-parser
    Run: ./fuzz-imap-parser -max_total_time=30 [corpus-dir]
 
@@ -10,11 +10,13 @@
    and caller behaviour, byte 2 the limits; the rest is fed to the parser
    in chunks. Every DONE line is checked for a consistent tree, and its
    string arguments are quoted with imap_append_astring() and parsed back,
-   which must give the same string. */
+   which must give the same string; with IMAP_PARSE_FLAG_UTF8_QUOTED every
+   quoted string must be valid UTF-8. */
 
 #include "lib.h"
 #include "buffer.h"
 #include "imap-parser.h"
+#include "utf8.h"
 
 #define FUZZ_QUOTE_BUF_MAX 8192
 
@@ -68,6 +70,8 @@ static void check_quote(const char *str)
 	buffer_free(&buf);
 }
 
+static bool utf8_quoted;
+
 static void check_args(const struct imap_arg *args,
 		       const struct imap_arg *parent, unsigned int depth)
 {
@@ -91,6 +95,9 @@ static void check_args(const struct imap_arg *args,
 			continue;
 		if (arg->str == NULL || arg->str[arg->str_len] != '\0')
 			check_fail("string");
+		if (utf8_quoted && arg->type == IMAP_ARG_STRING &&
+		    !utf8_is_valid(arg->str, arg->str_len))
+			check_fail("quoted string not UTF-8");
 		if (imap_arg_get_astring(arg, &str) && strlen(str) < 2000)
 			check_quote(str);
 		(void)imap_arg_atom_equals(arg, "NIL");
@@ -127,6 +134,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	rnd = data[0];
 	flags = data[1] & 3;
+	utf8_quoted = (data[1] & 16) != 0;
+	if (utf8_quoted)
+		flags |= IMAP_PARSE_FLAG_UTF8_QUOTED;
 	reset_on_error = (data[1] & 4) != 0;
 	memset(&set, 0, sizeof(set));
 	set.literal_minus = (data[1] & 8) != 0;

@@ -5,13 +5,15 @@
    Input layout: byte 0 picks the chunk size DATA bytes are fed in; the
    rest up to the first LF is one command line, run through every parser;
    everything after it is DATA input. Checked: parsers never write past
-   their bounds (ASan), the DATA reader consumes exactly up to the end
+   their bounds (ASan), an accepted 8-bit address is valid UTF-8 and came
+   with SMTPUTF8 (RFC 6531), the DATA reader consumes exactly up to the end
    line and, without the end line, everything; the undone transparency
    gives back at most the bytes fed. */
 
 #include "lib.h"
 #include "lmtp-proto.h"
 #include "lmtp-data.h"
+#include "utf8.h"
 
 #include <sys/stat.h>
 
@@ -35,9 +37,22 @@ static void fuzz_line(const char *line)
 	bool last;
 
 	(void)lmtp_verb_parse(line, &args);
-	if (lmtp_parse_mail(args, &mail, &error) == 0)
-		check(strlen(mail.path) <= LMTP_PATH_MAX, "mail path bound");
+	if (lmtp_parse_mail(args, &mail, &error) == 0) {
+		size_t len = strlen(mail.path);
+		check(len <= LMTP_PATH_MAX, "mail path bound");
+		check(!utf8_has_8bit(mail.path, len) ||
+		      (mail.smtputf8 && utf8_is_valid(mail.path, len)),
+		      "8-bit sender only with SMTPUTF8, as UTF-8");
+	}
 	if (lmtp_parse_rcpt(args, &rcpt, &error) == 0) {
+		size_t len = strlen(rcpt.path);
+		bool eightbit = utf8_has_8bit(rcpt.path, len);
+		int plain = lmtp_address_check(rcpt.path, false, false, &error);
+		int utf8 = lmtp_address_check(rcpt.path, true, false, &error);
+		check((plain == 0) == !eightbit,
+		      "8-bit recipient refused without SMTPUTF8");
+		check((utf8 == 0) == (!eightbit || utf8_is_valid(rcpt.path, len)),
+		      "with SMTPUTF8 a recipient must be UTF-8");
 		char user[LMTP_PATH_MAX + 1], detail[LMTP_PATH_MAX + 1];
 		char domain[LMTP_PATH_MAX + 1], key[257];
 		lmtp_address_split(rcpt.path, "+", user, detail, domain);

@@ -22,7 +22,7 @@ srcs() {
 # Sources and flags each target needs besides its own file. The sources are
 # compiled once into BUILD/fuzz/obj/ (in parallel, rebuilt when they or a
 # header they include change) and shared by the targets.
-LIB="lib/mempool.c lib/buffer.c lib/lib.c lib/log.c lib/strfuncs.c"
+LIB="lib/mempool.c lib/buffer.c lib/lib.c lib/log.c lib/strfuncs.c lib/utf8.c"
 # lib/ without master-service.c: the session targets stand in for master;
 # and without unicode-gen.c (a build tool, lib/local.mk).
 LIB_ALL=$(srcs lib -e '/master-service\.c$' -e '/unicode-gen\.c$')

@@ -205,7 +205,10 @@ class MoatServer:
         self.users = {}
         self.proc = None
         self.clients = []
-        for i, (name, password) in enumerate(USERS.items()):
+        # extra_users={name: password}: more users in the passwd-file
+        # (e.g. a UTF-8 name, test_lmtp.py)
+        users = {**USERS, **self.settings.pop("extra_users", {})}
+        for i, (name, password) in enumerate(users.items()):
             uid = USER_UID_BASE + i if IS_ROOT else os.getuid()
             gid = USER_GID if IS_ROOT else os.getgid()
             self.users[name] = {"password": password, "uid": uid, "gid": gid,

@@ -114,3 +114,27 @@ def test_imapflow_objectid(moat_server):
     assert got["byEmail"] == [1] and got["byThread"] == [1, 2]
     assert [(m["emailId"], m["threadId"]) for m in got["movedMessages"]] \
         == [(got["messages"][0]["emailId"], got["messages"][0]["threadId"])]
+
+
+def test_imapflow_utf8_accept(moat_server):
+    """RFC 6855 through imapflow, which ENABLEs UTF8=ACCEPT (and
+    IMAP4rev2) when offered: a UTF-8 folder name it creates is the
+    modified UTF-7 one a legacy session lists, and a message with raw
+    UTF-8 headers comes back unchanged (clients/imapflow-utf8.js)."""
+    node, modules = need_imapflow()
+    env = dict(os.environ, NODE_PATH=str(modules))
+    p = subprocess.run([node, str(HERE / "clients" / "imapflow-utf8.js"),
+                        str(moat_server.port), "testuser1",
+                        moat_server.users["testuser1"]["password"]],
+                       env=env, capture_output=True, timeout=NODE_TIMEOUT)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    got = json.loads(p.stdout)
+    assert "UTF8=ACCEPT" in got["enabled"], got
+    assert "Entw\u00fcrfe/\u65e5\u672c" in got["paths"], got
+    assert got["subject"] == "\u00dcberweisung f\u00fcr M\u00e4rz", got
+    assert got["from"] == ["j\u00f6rg@b\u00fccher.example"], got
+    assert got["sourceEqual"] and got["search"] == [1], got
+    o = moat_server.login("testuser1")
+    r = o.command('LIST "" "Entw*"')
+    assert b'* LIST (\\HasNoChildren) "/" Entw&APw-rfe/&ZeVnLA-' in \
+        r.untagged, r

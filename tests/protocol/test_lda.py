@@ -185,3 +185,17 @@ def test_lda_seccomp_no(moat_server):
     """seccomp = no: no filter, delivery as before."""
     assert lda_seccomp_while_reading(moat_server, "testuser1") == "0"
     assert messages(moat_server, "testuser1")[0].endswith(MSG)
+
+
+def test_utf8_sender(moat_server):
+    """-f with a UTF-8 address (RFC 6531) goes into Return-Path as it is;
+    8-bit bytes that are not UTF-8 are a usage error."""
+    sender = "j\u00f6rg@b\u00fccher.example"
+    r = run_lda(moat_server, "testuser1", ["-f", sender])
+    assert r.returncode == EX_OK, r.stderr
+    assert messages(moat_server, "testuser1") == [
+        f"Return-Path: <{sender}>\r\nDelivered-To: testuser1\r\n".encode()
+        + MSG]
+    r = run_lda(moat_server, "testuser1", [b"-f", b"j\xf6rg@example.org"])
+    assert r.returncode == EX_USAGE, r.stderr
+    assert b"UTF-8" in r.stderr

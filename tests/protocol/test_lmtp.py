@@ -472,3 +472,82 @@ def test_delivery_only_process_creates_no_special_folders(moat_server):
     assert data(c, MSG, 1)[0][0] == 250
     assert len(list((md2 / ".Junk" / "cur").iterdir())) == 1
     assert not list((md2 / "cur").iterdir())
+
+
+# -- SMTPUTF8 (RFC 6531, RFC 6532): doc/mail-storage.md "Delivery"
+
+UTF8_SENDER = "j\u00f6rg@b\u00fccher.example"
+UTF8_MSG = ("From: J\u00f6rg <j\u00f6rg@b\u00fccher.example>\r\n"
+            "To: \u7528\u6237 <testuser1@example.org>\r\n"
+            "Subject: \u00dcberweisung \u2014 \u4f8b\u5b50\r\n\r\n"
+            "K\u00f6rper\r\n").encode()
+
+
+def test_lhlo_offers_smtputf8(moat_server):
+    c = Lmtp(moat_server)
+    code, lines = c.cmd("LHLO client.example")
+    assert code == 250 and "SMTPUTF8" in lines, lines
+
+
+def test_smtputf8_sender_and_headers_stored_byte_for_byte(moat_server):
+    c = Lmtp(moat_server)
+    assert c.cmd("LHLO x")[0] == 250
+    code, lines = c.cmd(f"MAIL FROM:<{UTF8_SENDER}> SMTPUTF8 BODY=8BITMIME")
+    assert code == 250, lines
+    assert c.cmd("RCPT TO:<testuser1>")[0] == 250
+    assert data(c, UTF8_MSG, 1)[0][0] == 250
+    assert fetch_all(moat_server, "testuser1") == [
+        f"Return-Path: <{UTF8_SENDER}>\r\nDelivered-To: testuser1\r\n"
+        .encode() + UTF8_MSG]
+
+
+def test_utf8_address_needs_smtputf8(moat_server):
+    """RFC 6531: a non-ASCII envelope address without SMTPUTF8 on MAIL
+    is refused with 553 5.6.7; 8-bit headers without it are accepted as
+    before (test_null_sender_and_8bit)."""
+    c = Lmtp(moat_server)
+    assert c.cmd("LHLO x")[0] == 250
+    code, lines = c.cmd(f"MAIL FROM:<{UTF8_SENDER}>")
+    assert code == 553 and lines[0].startswith("5.6.7"), lines
+    assert c.cmd("MAIL FROM:<a@example.org>")[0] == 250
+    code, lines = c.cmd("RCPT TO:<t\u00e9st@example.org>")
+    assert code == 553 and lines[0].startswith("5.6.7"), lines
+    assert c.cmd("RCPT TO:<testuser1>")[0] == 250
+    assert data(c, UTF8_MSG, 1)[0][0] == 250
+
+
+def test_smtputf8_syntax_errors(moat_server):
+    c = Lmtp(moat_server)
+    assert c.cmd("LHLO x")[0] == 250
+    # RFC 6531 3.4: SMTPUTF8 has no value
+    code, lines = c.cmd("MAIL FROM:<a@example.org> SMTPUTF8=yes")
+    assert code == 501, lines
+    # the address must be UTF-8 (RFC 6531 3.3), not any 8-bit bytes
+    c.send(b"MAIL FROM:<j\xf6rg@example.org> SMTPUTF8\r\n")
+    code, lines = c.reply()
+    assert code == 501 and lines[0].startswith("5.1.7"), lines
+    assert c.cmd("MAIL FROM:<a@example.org> smtputf8")[0] == 250
+    c.send(b"RCPT TO:<t\xe9st@example.org>\r\n")
+    code, lines = c.reply()
+    assert code == 501 and lines[0].startswith("5.1.3"), lines
+    code, lines = c.cmd("RCPT TO:<n\u00f6body@example.org>")
+    assert code == 550 and lines[0].startswith("5.1.1"), lines
+
+
+@pytest.mark.moat_settings(lmtp=True, extra_users={"j\u00f6rg": "pw"})
+def test_utf8_recipient_resolved(moat_server):
+    """A UTF-8 local part is the userdb key as written (passwd-file keys
+    are bytes; %L lowercases ASCII only)."""
+    c = Lmtp(moat_server)
+    assert c.cmd("LHLO x")[0] == 250
+    assert c.cmd(f"MAIL FROM:<{UTF8_SENDER}> SMTPUTF8")[0] == 250
+    code, lines = c.cmd("RCPT TO:<J\u00f6rg>")
+    assert code == 250, lines
+    assert data(c, UTF8_MSG, 1)[0][0] == 250
+    new = moat_server.maildir("j\u00f6rg") / "new"
+    cur = moat_server.maildir("j\u00f6rg") / "cur"
+    files = list(new.iterdir()) + list(cur.iterdir())
+    assert len(files) == 1
+    assert files[0].read_bytes() == (
+        f"Return-Path: <{UTF8_SENDER}>\r\nDelivered-To: J\u00f6rg\r\n"
+        .encode() + UTF8_MSG)

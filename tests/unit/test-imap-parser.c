@@ -646,6 +646,36 @@ static void test_quoted_errors(void)
 	check_script("t X \"a\tb\"\r\n", "DONE t X \"a\tb\"\n");
 }
 
+/* IMAP_PARSE_FLAG_UTF8_QUOTED (RFC 6855 section 3): only quoted strings
+   are checked, at their closing quote; atoms and literals keep bytes. */
+static void test_utf8_quoted(void)
+{
+	check_script_flags(IMAP_PARSE_FLAG_UTF8_QUOTED,
+			   "t X \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"\r\n",
+			   "DONE t X \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"\n");
+	static const char *const bad[] = {
+		"\xff", "caf\xe9", "\xc3", "\xe2\x82", "\xc0\xaf",
+		"\xed\xa0\x80", "\xf4\x90\x80\x80", "\x80",
+	};
+	for (unsigned int i = 0; i < N_ELEMENTS(bad); i++) {
+		char input[64], expected[128];
+		int len = snprintf(input, sizeof(input),
+				   "t X \"%s\"\r\nu OK\r\n", bad[i]);
+		snprintf(expected, sizeof(expected),
+			 "ERROR Invalid UTF-8 in quoted string tag=t\n"
+			 "DONE <NULL>\nDONE u OK\n");
+		check_script_set(&default_set, IMAP_PARSE_FLAG_UTF8_QUOTED,
+				 input, (size_t)len, expected,
+				 __FILE__, __LINE__);
+	}
+	/* without the flag 8-bit bytes are kept as they are */
+	check_script("t X \"caf\xe9\"\r\n", "DONE t X \"caf\xe9\"\n");
+	/* atoms and literals are not quoted strings */
+	check_script_flags(IMAP_PARSE_FLAG_UTF8_QUOTED,
+			   "t X caf\xe9 {1+}\r\n\xff\r\n",
+			   "DONE t X caf\xe9 {+}\xff\n");
+}
+
 static void test_nul_handling(void)
 {
 	check_script("t X a\0b\r\nu OK\r\n",
@@ -1218,6 +1248,7 @@ TEST_MAIN(TEST(test_simple), TEST(test_arg_types), TEST(test_nested_lists),
 	  TEST(test_literal_size_mode), TEST(test_too_long_line),
 	  TEST(test_reset_on_error), TEST(test_literal_limits),
 	  TEST(test_literal_minus), TEST(test_quoted_errors),
+	  TEST(test_utf8_quoted),
 	  TEST(test_nul_handling), TEST(test_tag), TEST(test_spaces),
 	  TEST(test_max_args), TEST(test_command_size),
 	  TEST(test_command_size_default), TEST(test_max_args_setting),

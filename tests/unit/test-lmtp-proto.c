@@ -107,6 +107,57 @@ static void test_rcpt(void)
 	test_assert(lmtp_parse_rcpt("FROM:<u@d>", &rcpt, &error) < 0);
 }
 
+/* RFC 6531: the SMTPUTF8 MAIL parameter and UTF-8 envelope addresses */
+static void test_smtputf8(void)
+{
+	struct lmtp_mail mail;
+	struct lmtp_error error;
+
+	test_assert(lmtp_parse_mail("FROM:<a@b>", &mail, &error) == 0);
+	test_assert(!mail.smtputf8);
+	test_assert(lmtp_parse_mail("FROM:<j\xc3\xb6rg@b\xc3\xbc" "cher.example> "
+				    "SMTPUTF8 BODY=8BITMIME", &mail,
+				    &error) == 0);
+	test_assert(mail.smtputf8);
+	test_assert_str(mail.path, "j\xc3\xb6rg@b\xc3\xbc" "cher.example");
+	test_assert(lmtp_parse_mail("FROM:<> smtputf8", &mail, &error) == 0);
+	test_assert(mail.smtputf8);
+
+	static const struct {
+		const char *args, *code;
+	} bad[] = {
+		/* UTF-8 without SMTPUTF8 */
+		{ "FROM:<j\xc3\xb6rg@example.org>", "553 5.6.7" },
+		{ "FROM:<a@\xe4\xbe\x8b.example> BODY=8BITMIME", "553 5.6.7" },
+		/* 8-bit that is not UTF-8 */
+		{ "FROM:<j\xf6rg@example.org> SMTPUTF8", "501 5.1.7" },
+		{ "FROM:<a@\xed\xa0\x80> SMTPUTF8", "501 5.1.7" },
+		/* a keyword without a value */
+		{ "FROM:<a@b> SMTPUTF8=yes", "501 5.5.4" },
+		{ "FROM:<a@b> SMTPUTF8=", "501 5.5.4" },
+	};
+	for (unsigned int i = 0; i < N_ELEMENTS(bad); i++) {
+		error.reply = NULL;
+		test_assert(lmtp_parse_mail(bad[i].args, &mail, &error) < 0);
+		test_assert(error.reply != NULL &&
+			    strncmp(error.reply, bad[i].code,
+				    strlen(bad[i].code)) == 0);
+	}
+
+	test_assert(lmtp_address_check("u@d", false, false, &error) == 0);
+	test_assert(lmtp_address_check("\xc3\xbc@d", true, false, &error) == 0);
+	test_assert(lmtp_address_check("\xc3\xbc@d", false, false, &error) < 0);
+	test_assert(strncmp(error.reply, "553 5.6.7", 9) == 0);
+	test_assert(lmtp_address_check("\xfc@d", true, false, &error) < 0);
+	test_assert(strncmp(error.reply, "501 5.1.3", 9) == 0);
+
+	/* %L lowercases ASCII only: UTF-8 bytes pass unchanged */
+	char key[64];
+	test_assert(lmtp_username_format("%Lu", "J\xc3\x96rg", "B\xc3\x9c.X",
+					 key, sizeof(key)) == 0);
+	test_assert_str(key, "j\xc3\x96rg@b\xc3\x9c.x");
+}
+
 static void test_bdat(void)
 {
 	uint64_t size;
@@ -167,4 +218,4 @@ static void test_address(void)
 }
 
 TEST_MAIN(TEST(test_verbs), TEST(test_mail), TEST(test_rcpt), TEST(test_bdat),
-	  TEST(test_address))
+	  TEST(test_address), TEST(test_smtputf8))
