@@ -5,7 +5,8 @@ any of their replies leaves the corked output. An OK must still mean the
 change is on disk: traced with strace, every write that carries a STORE's
 OK comes after an fdatasync that follows the last rename before it; a
 killed process loses none of them; closing the mailbox (SELECT of
-another) or a LOGOUT in the same batch syncs before the OK goes out too."""
+another) or a LOGOUT in the same batch syncs before the OK goes out too;
+a STORE that changes nothing writes and syncs nothing."""
 
 import os
 import re
@@ -72,7 +73,7 @@ def stores(n=PIPELINE, first=1):
 
 class Strace:
     """strace -f of the user's imap process: fdatasync, rename and the
-    socket writes, in order."""
+    writes (files and socket), in order."""
 
     def __init__(self, pid, path):
         if shutil.which("strace") is None:
@@ -81,7 +82,7 @@ class Strace:
         self.proc = subprocess.Popen(
             ["strace", "-f", "-qq", "-y", "-s", "4096", "-o", str(path),
              "-e", "trace=fdatasync,fsync,rename,renameat,renameat2,"
-                   "write,writev,sendto,sendmsg", "-p", str(pid)],
+                   "write,writev,pwrite64,sendto,sendmsg", "-p", str(pid)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         attached = wait_for(
             lambda: self.proc.poll() is not None or
@@ -226,3 +227,22 @@ def test_store_then_logout_in_one_batch(moat_server, tmp_path):
     ok(c, "SELECT INBOX")
     got = flags_of(ok(c, "FETCH 1:* FLAGS"))
     assert got == {1: set(), 2: {"$Gone"}, 3: {"$Gone"}, 4: set()}, got
+
+
+def test_store_that_changes_nothing_writes_nothing(moat_server, tmp_path):
+    """Flags a message has already: no rename, no log append, no sync
+    (index/mailbox-keywords.c rolls the empty transaction back)."""
+    c = fill(moat_server, 3)
+    ok(c, "STORE 1:3 +FLAGS.SILENT (\\Seen)")
+    [pid] = moat_server.wait_children("imap", 1)
+    trace = Strace(pid, tmp_path / "strace.out")
+    try:
+        replies = pipeline(c, ["STORE 1:3 +FLAGS.SILENT (\\Seen)",
+                               "STORE 2 -FLAGS.SILENT (\\Draft)"])
+    finally:
+        calls = trace.stop()
+    assert all(r.ok for r in replies), replies
+    touched = [line for name, line in calls
+               if name.startswith("rename") or name in ("fdatasync", "fsync") or
+               (name in ("write", "pwrite64") and "moat." in line)]
+    assert touched == [], "\n".join(touched)
