@@ -3,8 +3,11 @@
    UNCHANGEDSINCE modifier (RFC 7162 3.1.3: each message is tested and
    changed atomically; those that fail are listed in [MODIFIED]). Each
    message is one rename of its file; the messages of a command are
-   committed to the index together (one log append and one fdatasync
-   per MAILBOX_CHANGE_BATCH_MAX messages) before the reply. Other
+   committed to the index together (one log append per
+   MAILBOX_CHANGE_BATCH_MAX messages). The log's fdatasync is left to
+   the end of the batch of pipelined commands (client_batch_end()): one
+   sync for all the STOREs of the batch, before any of their replies
+   leaves the corked output, so an OK still means on disk. Other
    sessions see the change at their next sync. */
 #include "imap-common.h"
 #include "imap-commands.h"
@@ -225,6 +228,9 @@ static bool store_flush(struct client_command *cmd, struct store_ctx *ctx,
 		.keywords = ctx->keywords,
 		.conditional = ctx->conditional,
 		.unchanged_since = ctx->unchanged_since,
+		/* the batch syncs once before its replies leave
+		   (client_batch_end()), so pipelined STOREs share it */
+		.defer_sync = cmd->client->batch_corked,
 	};
 	const char *error;
 	unsigned int count = b->count;

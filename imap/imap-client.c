@@ -469,11 +469,30 @@ static bool client_pipeline_full(struct client *client)
 		used >= CLIENT_OUTPUT_PIPELINE_MAX;
 }
 
+/* The STOREs of a batch commit without the log's fdatasync
+   (cmd-store.c): their OKs wait in the corked output, and this one sync
+   makes all of them true before any byte of the batch leaves. Also run
+   before what would send or lose them otherwise: closing the mailbox, a
+   disconnect. Returns false if a sync failed, now or earlier. */
+static bool client_flags_sync(struct client *client)
+{
+	const char *error;
+
+	if (client->mailbox != NULL &&
+	    mailbox_flags_sync(client->mailbox, &error) < 0) {
+		i_error("STORE: %s", error);
+		client->flags_sync_failed = true;
+	}
+	return !client->flags_sync_failed;
+}
+
 /* After a batch of pipelined commands ran under one cork: the uncork
    wrote their replies, maybe all of them, and then no flush callback
    comes, so what waited for the output to drain goes on here. */
 static void client_batch_end(struct client *client)
 {
+	if (!client->disconnected && !client_flags_sync(client))
+		client_disconnect(client, NULL, "Flag changes not synced");
 	client->batch_corked = false;
 	o_stream_uncork(client->output);
 	if (client->compress_start && !client->disconnected) {
@@ -502,6 +521,7 @@ static void client_batch_end(struct client *client)
    command (the pipeline limits still bound what is buffered). */
 static void client_handle_input(struct client *client)
 {
+	client->batch_clean = o_stream_get_buffer_used(client->output) == 0;
 	o_stream_cork(client->output);
 	client->batch_corked = true;
 	while (!client->disconnected && !client->compress_start) {
@@ -640,8 +660,11 @@ struct client *client_create(struct imap_user *user, int fd, const char *tag,
 
 void client_unselect(struct client *client)
 {
-	if (client->mailbox != NULL)
+	if (client->mailbox != NULL) {
+		/* a failure here is the batch's to answer (client_batch_end) */
+		(void)client_flags_sync(client);
 		mailbox_close(&client->mailbox);
+	}
 	imap_search_saved_clear(client);
 	imap_context_clear(client);
 	imap_preview_lazy_clear(client);
@@ -708,6 +731,13 @@ void client_disconnect(struct client *client, const char *bye,
 {
 	if (client->disconnected)
 		return;
+	if (!client_flags_sync(client)) {
+		/* the OKs of STOREs that are not on disk must not go out;
+		   a BYE only where the buffer held whole lines of this batch */
+		o_stream_clear(client->output);
+		bye = client->batch_clean ?
+			"Internal error: flag changes could not be saved." : NULL;
+	}
 	client->disconnected = true;
 	if (bye != NULL) {
 		/* best effort: the socket buffer normally takes it */

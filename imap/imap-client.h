@@ -120,6 +120,12 @@ struct client {
 	/* client_handle_input() holds a cork over a batch of commands:
 	   COMPRESS waits for its end to switch streams */
 	bool batch_corked;
+	/* the buffer was empty when the batch began: it holds whole
+	   lines of this batch only */
+	bool batch_clean;
+	/* a deferred flag sync of this batch's STOREs failed (logged):
+	   their OKs must not go out (client_flags_sync()) */
+	bool flags_sync_failed;
 	/* reads again when inflate holds input the fd will not signal */
 	struct timeout *to_input;
 

@@ -226,3 +226,15 @@ int mail_index_transaction_commit(struct mail_index_transaction **_t,
 		i_warning("index %s: checkpoint: %s", index->dir, cp_error);
 	return ret;
 }
+
+int mail_index_sync_log(struct mail_index *index, const char **error_r)
+{
+	struct mail_transaction_log_file *file = index->tail_cursor.file;
+
+	/* a handle that never committed has nothing of its own there */
+	if (file == NULL || fdatasync(file->fd) == 0)
+		return 0;
+	*error_r = mail_index_set_error(index, "fdatasync(%s): %s",
+					file->path, strerror(errno));
+	return -1;
+}

@@ -242,6 +242,11 @@ int mail_index_transaction_commit(struct mail_index_transaction **t,
 				  struct mail_index_commit_result *result_r,
 				  const char **error_r);
 void mail_index_transaction_rollback(struct mail_index_transaction **t);
+/* fdatasync the log this handle appends to: every commit made through it
+   with MAIL_INDEX_FSYNC_NEVER is durable after it. (A log rotated out
+   since then needs nothing: the checkpoint that rotated it wrote and
+   synced moat.index, which holds every record of it.) Returns 0 or -1. */
+int mail_index_sync_log(struct mail_index *index, const char **error_r);
 
 /* Full O(n) consistency check of the view (ascending uids, flag bits,
    counts). For tests, fuzzing and the admin tool. */

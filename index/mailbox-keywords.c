@@ -200,8 +200,9 @@ static bool kw_index_has(struct mailbox *box, uint32_t seq,
 }
 
 /* Locked: rename each message's file, then commit every change as one
-   transaction (one log append, one fdatasync) and bring the view up to
-   it. On an I/O error the changes made so far are still committed. */
+   transaction (one log append, one fdatasync unless batch->defer_sync)
+   and bring the view up to it. On an I/O error the changes made so far
+   are still committed. */
 static int kw_store_batch_locked(struct mailbox *box,
 				 const struct mailbox_flags_batch *batch,
 				 const uint32_t *seqs, unsigned int count,
@@ -252,7 +253,9 @@ static int kw_store_batch_locked(struct mailbox *box,
 	maildir_watch_settle(box->watch);
 	if (changes == 0) {
 		mail_index_transaction_rollback(&t);
-	} else if (mailbox_index_commit(box, &t, &commit_error) < 0 ||
+	} else if ((batch->defer_sync ?
+		    mailbox_index_commit_unsynced(box, &t, &commit_error) :
+		    mailbox_index_commit(box, &t, &commit_error)) < 0 ||
 		   /* the session sees its own changes at once, as STORE
 		      answers them */
 		   mailbox_view_refresh_own(box, 0, &commit_error) < 0) {

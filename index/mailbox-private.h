@@ -121,6 +121,7 @@ struct mailbox {
 	bool stamp_saved;        /* MAILBOX_DIRSTAMP_NAME holds the mtimes */
 	bool unlinks_unsynced;   /* expunges since mailbox_expunge_sync() */
 	bool fsync_deferred;     /* mailbox_fsync_defer() */
+	bool flags_unsynced;     /* defer_sync commits since mailbox_flags_sync() */
 	time_t stamp_checked_at; /* last sync_stamp_refresh() look */
 	/* Set by mailbox_import_foreign(): the first index commit makes
 	   the messages below this uid not \Recent (0 = nothing to do). */
@@ -173,6 +174,11 @@ int mailbox_index_open(struct mailbox *box, const char **error_r);
 int mailbox_index_commit(struct mailbox *box,
 			 struct mail_index_transaction **t,
 			 const char **error_r);
+/* mailbox_index_commit() without the log's fdatasync: box->flags_unsynced
+   says a mailbox_flags_sync() is owed (a defer_sync flag batch). */
+int mailbox_index_commit_unsynced(struct mailbox *box,
+				  struct mail_index_transaction **t,
+				  const char **error_r);
 /* After committing a flag change of uid: bring the view up to date so
    the session sees it, without reporting it back. Returns 0 or -1. */
 int mailbox_view_refresh_own(struct mailbox *box, uint32_t uid,

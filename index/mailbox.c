@@ -287,17 +287,50 @@ int mailbox_index_open(struct mailbox *box, const char **error_r)
 	return 0;
 }
 
+static int mailbox_index_commit_mode(struct mailbox *box,
+				     struct mail_index_transaction **t,
+				     enum mail_index_fsync_mode mode,
+				     const char **error_r)
+{
+	struct mail_index_commit_result result;
+
+	if (mail_index_transaction_commit(t, mode, &result, error_r) < 0) {
+		*error_r = mailbox_set_error(box, "index %s: commit failed: %s",
+					     box->path, *error_r);
+		i_error("%s", *error_r);
+		return -1;
+	}
+	return 0;
+}
+
 int mailbox_index_commit(struct mailbox *box,
 			 struct mail_index_transaction **t,
 			 const char **error_r)
 {
-	struct mail_index_commit_result result;
+	return mailbox_index_commit_mode(box, t, box->fsync_mode, error_r);
+}
 
-	if (mail_index_transaction_commit(t, box->fsync_mode, &result,
-					  error_r) < 0) {
-		*error_r = mailbox_set_error(box, "index %s: commit failed: %s",
-					     box->path, *error_r);
-		i_error("%s", *error_r);
+int mailbox_index_commit_unsynced(struct mailbox *box,
+				  struct mail_index_transaction **t,
+				  const char **error_r)
+{
+	/* a handle that never syncs owes nothing */
+	if (box->fsync_mode == MAIL_INDEX_FSYNC_ALWAYS)
+		box->flags_unsynced = true;
+	return mailbox_index_commit_mode(box, t, MAIL_INDEX_FSYNC_NEVER,
+					 error_r);
+}
+
+int mailbox_flags_sync(struct mailbox *box, const char **error_r)
+{
+	const char *error;
+
+	if (!box->flags_unsynced)
+		return 0;
+	box->flags_unsynced = false;
+	if (mail_index_sync_log(box->index, &error) < 0) {
+		*error_r = mailbox_set_error(box, "index %s: %s", box->path,
+					     error);
 		return -1;
 	}
 	return 0;
@@ -352,6 +385,9 @@ void mailbox_close(struct mailbox **_box)
 	const char *error;
 
 	*_box = NULL;
+	/* the callers that answer for a change synced it already */
+	if (mailbox_flags_sync(box, &error) < 0)
+		i_error("%s", error);
 	i_free(box->quota_root);
 	if (box->cache_trans != NULL)
 		(void)mailbox_cache_flush(box, &error);

@@ -232,6 +232,10 @@ struct mailbox_flags_batch {
 	/* UNCHANGEDSINCE: only messages whose modseq is at most this */
 	bool conditional;
 	uint64_t unchanged_since;
+	/* Commit without the log's fdatasync: the caller makes the change
+	   durable with mailbox_flags_sync() before it tells anyone it is
+	   done (pipelined STOREs share one sync: imap/cmd-store.c). */
+	bool defer_sync;
 };
 enum mailbox_change_result {
 	MAILBOX_CHANGE_DONE,		/* changed, in the view already */
@@ -255,6 +259,12 @@ int mailbox_msgs_change_flags(struct mailbox *box,
 			      const uint32_t *seqs, unsigned int count,
 			      enum mailbox_change_result *results,
 			      const char **error_r);
+/* fdatasync the index log if a defer_sync batch committed since the
+   last call: their changes are durable at return. A no-op otherwise (and
+   for a MAILBOX_OPEN_NO_FSYNC handle, whose commits never sync).
+   mailbox_close() does it too, but can only log a failure. Returns 0 or
+   -1 (the changes are then in the log, not known to be on disk). */
+int mailbox_flags_sync(struct mailbox *box, const char **error_r);
 /* Replace both the permanent flags and the keywords of seq (one rename).
    Returns 0 or -1 (errno ENOENT if the message vanished). */
 int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,

@@ -336,6 +336,12 @@ size_t o_stream_get_buffer_used(struct ostream *stream)
 	return stream->buf.used;
 }
 
+void o_stream_clear(struct ostream *stream)
+{
+	buffer_reset(&stream->buf);
+	io_remove(&stream->io);
+}
+
 size_t o_stream_get_buffer_avail(struct ostream *stream)
 {
 	return stream->buf.max_size - stream->buf.used;

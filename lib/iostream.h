@@ -88,6 +88,9 @@ void o_stream_uncork(struct ostream *stream);
 int o_stream_flush(struct ostream *stream);
 size_t o_stream_get_buffer_used(struct ostream *stream);
 size_t o_stream_get_buffer_avail(struct ostream *stream);
+/* Drop what is buffered and not written yet (a reply that must not go
+   out, before a disconnect); the write io, if armed, stops. */
+void o_stream_clear(struct ostream *stream);
 /* Called from the loop each time the buffer drained completely after
    being non-empty, or on a write error; used to continue sending a big
    answer in slices. */

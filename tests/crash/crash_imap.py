@@ -3,7 +3,8 @@
 
 A private moat (tests/protocol/moatserver.py) serves testuser1. Each round,
 one or more clients run random loops of APPEND (a few MULTIAPPEND), UID
-STORE +FLAGS/-FLAGS (system flags and keywords), UID EXPUNGE (or EXPUNGE)
+STORE +FLAGS/-FLAGS (system flags and keywords; now and then 2-4 of them
+pipelined in one write, which share one sync), UID EXPUNGE (or EXPUNGE)
 of messages they marked \\Deleted, UID COPY and UID MOVE from INBOX to a
 second folder. Every command whose tagged OK arrived is acknowledged: the
 model takes its effect (UIDs from APPENDUID/COPYUID, flags). At a random
@@ -320,7 +321,10 @@ class Worker(threading.Thread):
         elif r < 0.31:
             self.big_append(fire=False)
         elif r < 0.55:
-            self.store(own)
+            if self.rng.random() < 0.3 and len(own) >= 2:
+                self.store_pipelined(own)
+            else:
+                self.store(own)
         elif r < 0.75:
             self.expunge(own)
         elif r < 0.87:
@@ -445,6 +449,41 @@ class Worker(threading.Thread):
         if not silent:
             self.check_store_fetch(r, targets)
         self.runner.stats.add(self.runner.stats.acked, "STORE")
+
+    def store_pipelined(self, own):
+        """2-4 UID STOREs of disjoint messages in one write: the server
+        runs them as one batch with one sync of the index log before the
+        OKs (doc/durability.md). Each OK acknowledges its own command;
+        the ones not answered at the kill may or may not have happened."""
+        targets = self.rng.sample(own, min(len(own), self.rng.randint(2, 12)))
+        k = min(len(targets), self.rng.randint(2, 4))
+        groups = [targets[i::k] for i in range(k)]
+        cmds = []
+        with self.model.lock:
+            for group in groups:
+                changing = [f for f in SYSTEM_FLAGS + KEYWORDS
+                            if self.rng.random() < 0.3] or \
+                    [self.rng.choice(SYSTEM_FLAGS + KEYWORDS)]
+                add = self.rng.random() < 0.6
+                delta = norm_flags(changing)
+                for m in group:
+                    old = m.flags
+                    m.flag_options = [old, (old | delta) if add else (old - delta)]
+                uids = uid_set_text(sorted(m.uid for m in group))
+                cmds.append((self.conn.next_tag(),
+                             f"UID STORE {uids} {'+' if add else '-'}FLAGS.SILENT "
+                             f"({' '.join(changing)})"))
+        self.inflight = ("STORE", targets)
+        self.send(b"".join(f"{tag} {text}\r\n".encode() for tag, text in cmds))
+        for (tag, text), group in zip(cmds, groups):
+            r = self.tagged(tag)
+            if not r.ok:
+                raise CheckFailed(f"client {self.idx}: {text[:200]!r} -> {r.line!r}")
+            with self.model.lock:
+                for m in group:
+                    m.flag_options = [m.flag_options[1]]
+            self.runner.stats.add(self.runner.stats.acked, "STORE")
+        self.inflight = None
 
     def check_store_fetch(self, r, targets):
         """The untagged FETCH FLAGS of a STORE match what the model says."""
