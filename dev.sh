@@ -28,6 +28,7 @@ PACKAGES=(build-essential autoconf automake pkg-config libssl-dev libcap-dev
 	postfix  # a private instance delivers to moat in tests/protocol/test_postfix.py
 	dovecot-imapd  # reference for tests/protocol/test_mime_dovecot.py (private instance only)
 	haproxy  # a private instance sends PROXY headers in tests/protocol/test_haproxy.py
+	strace  # tests/protocol/test_store_pipelined.py: the order of the imap process's syncs and writes
 	debhelper lintian iproute2)  # tests/pkg/run.sh: builds, checks and installs the Debian package
 # node and npm for imapflow (tests/protocol/test_imapflow.py), from Debian
 # only where no node is installed: a node that bundles its own npm (such

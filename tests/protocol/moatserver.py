@@ -531,6 +531,21 @@ class MoatServer:
         assert r.ok, f"LOGIN {user} failed: {r}\n" + self.logs()
         return c
 
+    def login_after_reload(self, user="testuser1", client=None, timeout=30):
+        """LOGIN (on client, or a new connection each try) until it is not
+        a temporary failure: after a reload auth restarts with the new
+        settings, and until imap-login has its socket to the new one a
+        login gets NO [UNAVAILABLE]. Returns the last response."""
+        password = self.users[user]["password"]
+
+        def once():
+            c = client if client is not None else self.connect()
+            r = c.command(f"LOGIN {user} {password}")
+            return (c, r) if r.ok or b"[UNAVAILABLE]" not in r.line else None
+        found = wait_for(once, timeout, interval=0.5)
+        assert found and found[1].ok, (found, self.logs())
+        return found[0]
+
     def close_clients(self):
         for c in self.clients:
             c.close()

@@ -191,14 +191,8 @@ def test_reload_rereads_config(moat_server, tmp_path):
     assert bad.returncode == EX_TEMPFAIL, bad
     assert "no_such_setting" in as_json(bad)["error"]["message"]
     moat_server.conf_path.write_text(original)
-    # as after SIGHUP (test_signals.py): until imap-login has its socket
-    # to the auth the first reload started, a login is a temporary failure
-    def login_once():
-        c = moat_server.connect()
-        r = c.command("LOGIN testuser1 %s" % USERS["testuser1"])
-        return r if r.ok or b"[UNAVAILABLE]" not in r.line else None
-    r = wait_for(login_once, 30, interval=0.5)
-    assert r and r.ok, r
+    # as after SIGHUP: auth restarts (moatserver's login_after_reload)
+    moat_server.login_after_reload("testuser1")
     # moatadm itself refuses to use a broken file, with file:line
     original = break_config(moat_server)
     own = moatadm(moat_server, "reload")

@@ -48,12 +48,8 @@ def test_sighup_keeps_sessions(moat_server):
     # The logged-in session and a pre-auth one both survive the reload.
     assert c.command("NOOP").ok
     assert pre.command("NOOP").ok
-    # auth restarts with the new settings: until the old imap-login has
-    # its socket to the new one, a login is a temporary failure
-    r = wait_for(lambda: (lambda r: r if r.ok or b"[UNAVAILABLE]" not in r.line
-                          else None)(pre.command("LOGIN testuser2 secret2")), 30,
-                 interval=1)
-    assert r and r.ok, r
+    # auth restarts with the new settings (login_after_reload)
+    moat_server.login_after_reload("testuser2", client=pre)
     assert pre.command("NOOP").ok
     # New connections log in.
     c2 = moat_server.login("testuser1")

@@ -45,7 +45,7 @@ def test_imap_and_lmtp_on_activated_sockets(moat_server):
     # a reload keeps every socket (the listener keys are unchanged)
     moat_server.proc.send_signal(signal.SIGHUP)
     assert wait_for(lambda: "SIGHUP: reloading" in moat_server.logs(), 10)
-    c2 = moat_server.login("testuser1")
+    c2 = moat_server.login_after_reload("testuser1")
     assert c2.command("NOOP").ok
     lmtp = Lmtp(path=moat_server.lmtp_socket)
     assert lmtp.cmd("LHLO x")[0] == 250

@@ -90,13 +90,8 @@ def test_notify_ready_reload_stop(notify, moat_server):
     fields, _ = notify.receive()
     assert fields.get("READY") == "1", fields
     assert fields.get("STATUS") == "running (reloaded)", fields
-    # auth restarts with the reload: until the new one answers, a login is
-    # a temporary failure (as in test_signals.py).
-    c = moat_server.connect()
-    r = wait_for(lambda: (lambda r: r if r.ok or b"[UNAVAILABLE]" not in r.line
-                          else None)(c.command("LOGIN testuser1 pass")), 30,
-                 interval=0.5)
-    assert r and r.ok, r
+    # auth restarts with the reload (moatserver's login_after_reload)
+    moat_server.login_after_reload("testuser1", client=moat_server.connect())
 
     moat_server.close_clients()
     os.kill(moat_server.pid, signal.SIGTERM)

@@ -358,7 +358,8 @@ def test_reload_keeps_tls_sessions_and_loads_new_cert(moat_server):
     c2 = connect_tls(moat_server)
     new_cert = ssl.DER_cert_to_PEM_cert(c2.sock.getpeercert(binary_form=True))
     assert new_cert != old_cert
-    assert c2.command("LOGIN testuser2 secret2").ok
+    # auth restarts with the reload (moatserver's login_after_reload)
+    moat_server.login_after_reload("testuser2", client=c2)
     assert c.command("LOGOUT").ok
     # The old process exits once its last (proxied) session ended.
     assert wait_for(lambda: old_login not in moat_server.child_pids("imap-login"), 30)
