@@ -8,6 +8,23 @@
 
 struct imap_notify_state;
 
+/* This process's own CREATE, DELETE and RENAME are remembered this
+   long (and this many), so that their inotify events on the root are
+   not reported again as another writer's. */
+#define IMAP_NOTIFY_OWN_MAX 16
+#define IMAP_NOTIFY_OWN_SECS 2
+
+/* Per user: the root watch while a NOTIFY set asks for MailboxName. */
+struct imap_notify_user {
+	struct maildir_root_watch *root;
+	unsigned int refs;
+	struct {
+		char *name;
+		time_t when;
+	} own[IMAP_NOTIFY_OWN_MAX];
+	unsigned int own_next;
+};
+
 /* A folder's watch for other writers' changes. */
 struct imap_notify_watch {
 	struct imap_notify_state *state;
@@ -48,6 +65,8 @@ struct imap_notify_state {
 	struct imap_notify_watch selected;
 	struct imap_notify_watch watches[IMAP_NOTIFY_WATCH_MAX];
 	unsigned int watch_count;
+	/* holds a reference of the user's root watch */
+	bool root_ref;
 };
 
 /* imap-notify-send.c */
@@ -58,5 +77,10 @@ void imap_notify_watch_folder(struct imap_notify_state *st, const char *name);
 void imap_notify_watch_selected(struct imap_notify_state *st);
 void imap_notify_watch_remove(struct imap_notify_state *st,
 			      struct imap_notify_watch *w);
+/* Folders made, removed or renamed by other writers (MailboxName): the
+   set asks for MailboxName somewhere: ref the root watch (unref when
+   the state goes). */
+void imap_notify_root_ref(struct imap_notify_state *st);
+void imap_notify_root_unref(struct imap_notify_state *st);
 
 #endif

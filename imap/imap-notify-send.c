@@ -36,6 +36,7 @@ static void notify_state_free(struct imap_notify_state **_st)
 	imap_notify_watch_remove(st, &st->selected);
 	for (unsigned int i = 0; i < st->watch_count; i++)
 		imap_notify_watch_remove(st, &st->watches[i]);
+	imap_notify_root_unref(st);
 	imap_notify_set_free(&st->set);
 	if (st->fetch_parser != NULL)
 		imap_parser_destroy(&st->fetch_parser);
@@ -299,4 +300,9 @@ void imap_notify_set_client(struct client *client, struct imap_notify_set *set)
 	notify_fetch_reset(st);
 	imap_notify_watch_selected(st);
 	notify_scan_folders(st);
+	/* other writers' folders: one watch of the root (Maildir++) */
+	for (unsigned int i = 0; i < set->group_count; i++) {
+		if ((set->groups[i].events & IMAP_NOTIFY_MAILBOX_NAME) != 0)
+			imap_notify_root_ref(st);
+	}
 }

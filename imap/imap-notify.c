@@ -5,7 +5,10 @@
 #include "imap-notify-private.h"
 #include "imap-commands.h"
 #include "mailbox-list.h"
+#include "mailbox-name.h"
 #include "maildir-watch.h"
+
+#include <time.h>
 
 static void notify_schedule(struct imap_notify_state *st)
 {
@@ -136,10 +139,11 @@ static bool name_parent(const char *name, char parent[MAILBOX_NAME_MAX + 1])
 	return true;
 }
 
-static void notify_list_event(struct client *origin, const char *name,
-			      const char *oldname, enum imap_notify_event event)
+/* origin: the session that made the change, NULL for another writer */
+static void notify_list_event(struct imap_user *user, struct client *origin,
+			      const char *name, const char *oldname,
+			      enum imap_notify_event event)
 {
-	struct imap_user *user = origin->user;
 	char parent[MAILBOX_NAME_MAX + 1];
 	bool has_parent = oldname == NULL &&
 		event == IMAP_NOTIFY_MAILBOX_NAME && name_parent(name, parent);
@@ -166,19 +170,115 @@ static void notify_list_event(struct client *origin, const char *name,
 	}
 }
 
+/* Remember our own change of name, for the root watch's event of it. */
+static void notify_own_add(struct imap_user *user, const char *name)
+{
+	struct imap_notify_user *nu = user->notify;
+
+	if (nu == NULL || nu->root == NULL)
+		return;
+	unsigned int i = nu->own_next++ % IMAP_NOTIFY_OWN_MAX;
+	i_free(nu->own[i].name);
+	nu->own[i].name = i_strdup(name);
+	nu->own[i].when = time(NULL);
+}
+
+/* Whether name (or a parent of it: RENAME moves the children too) was
+   changed by this process a moment ago. */
+static bool notify_own_seen(struct imap_user *user, const char *name)
+{
+	struct imap_notify_user *nu = user->notify;
+	time_t now = time(NULL);
+
+	for (unsigned int i = 0; i < IMAP_NOTIFY_OWN_MAX; i++) {
+		const char *own = nu->own[i].name;
+		size_t len = own == NULL ? 0 : strlen(own);
+		if (own == NULL || now - nu->own[i].when > IMAP_NOTIFY_OWN_SECS)
+			continue;
+		if (strncmp(name, own, len) == 0 &&
+		    (name[len] == '\0' || name[len] == MAILBOX_NAME_SEP))
+			return true;
+	}
+	return false;
+}
+
 void imap_notify_mailbox_name(struct client *origin, const char *name,
 			      const char *oldname)
 {
+	notify_own_add(origin->user, name);
+	if (oldname != NULL)
+		notify_own_add(origin->user, oldname);
 	/* RFC 5465 5.4: renaming INBOX creates a new INBOX, reported as
 	   the new mailbox only */
 	if (oldname != NULL && strcmp(oldname, "INBOX") == 0)
 		oldname = NULL;
-	notify_list_event(origin, name, oldname, IMAP_NOTIFY_MAILBOX_NAME);
+	notify_list_event(origin->user, origin, name, oldname,
+			  IMAP_NOTIFY_MAILBOX_NAME);
 }
 
 void imap_notify_subscription(struct client *origin, const char *name)
 {
-	notify_list_event(origin, name, NULL, IMAP_NOTIFY_SUBSCRIPTION_CHANGE);
+	notify_list_event(origin->user, origin, name, NULL,
+			  IMAP_NOTIFY_SUBSCRIPTION_CHANGE);
+}
+
+/* ---- folders made, removed and renamed by other writers ---- */
+
+static void notify_root_changed(void *context, enum maildir_root_event event,
+				const char *dir, const char *olddir)
+{
+	struct imap_user *user = context;
+	char name[MAILBOX_NAME_MAX + 1], oldname[MAILBOX_NAME_MAX + 1];
+
+	if (mailbox_name_from_dir(dir, name) < 0)
+		return;   /* not a folder (moat's own temporary names too) */
+	bool renamed = event == MAILDIR_ROOT_RENAMED &&
+		mailbox_name_from_dir(olddir, oldname) == 0;
+	/* ours were reported when made, without the session that made
+	   them */
+	if (notify_own_seen(user, name) ||
+	    (renamed && notify_own_seen(user, oldname)))
+		return;
+	notify_list_event(user, NULL, name, renamed ? oldname : NULL,
+			  IMAP_NOTIFY_MAILBOX_NAME);
+}
+
+void imap_notify_root_ref(struct imap_notify_state *st)
+{
+	struct imap_user *user = st->client->user;
+
+	if (st->root_ref)
+		return;
+	if (user->notify == NULL)
+		user->notify = i_malloc(sizeof(*user->notify));
+	struct imap_notify_user *nu = user->notify;
+	if (nu->refs++ == 0) {
+		nu->root = maildir_root_watch_add(user->mail_root,
+						  notify_root_changed, user);
+		if (nu->root != NULL)
+			imap_notify_watch_ref(user);
+	}
+	st->root_ref = true;
+}
+
+void imap_notify_root_unref(struct imap_notify_state *st)
+{
+	struct imap_user *user = st->client->user;
+	struct imap_notify_user *nu = user->notify;
+
+	if (!st->root_ref)
+		return;
+	st->root_ref = false;
+	i_assert(nu != NULL && nu->refs > 0);
+	if (--nu->refs > 0)
+		return;
+	if (nu->root != NULL) {
+		maildir_root_watch_remove(&nu->root);
+		imap_notify_watch_unref(user);
+	}
+	for (unsigned int i = 0; i < IMAP_NOTIFY_OWN_MAX; i++)
+		i_free(nu->own[i].name);
+	i_free(user->notify);
 }
 
 void imap_notify_output_drained(struct client *client)
