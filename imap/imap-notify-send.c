@@ -34,10 +34,11 @@ static void notify_state_free(struct imap_notify_state **_st)
 	notify_pending_clear(st);
 	timeout_remove(&st->to_flush);
 	imap_notify_watch_remove(st, &st->selected);
-	for (unsigned int i = 0; i < st->watch_count; i++)
-		imap_notify_watch_remove(st, &st->watches[i]);
 	imap_notify_root_unref(st);
+	struct imap_user *user = st->client->user;
 	imap_notify_set_free(&st->set);
+	/* client->notify is NULL now: the folders only st covered go */
+	imap_notify_user_unref(user);
 	if (st->fetch_parser != NULL)
 		imap_parser_destroy(&st->fetch_parser);
 	i_free(st->fetch_path);
@@ -297,6 +298,7 @@ void imap_notify_set_client(struct client *client, struct imap_notify_set *set)
 	st->client = client;
 	st->set = set;
 	client->notify = st;
+	imap_notify_user_ref(st);
 	notify_fetch_reset(st);
 	imap_notify_watch_selected(st);
 	notify_scan_folders(st);

@@ -651,6 +651,54 @@ def test_mailbox_name_own_not_twice(two):
     assert not any(b"Own" in l for l in seen), seen
 
 
+# ---- other writers in many folders: one shared watch per folder
+
+def test_many_folders_other_writers(two):
+    """More folders than a session could hold watches for (120): other
+    writers' changes in any covered folder are reported, to every
+    session whose set covers it; a watch one session drops (NOTIFY NONE)
+    stays for another that still covers the folder."""
+    server, c, c2 = two
+    for i in range(120):
+        writer_folder(server, f"F{i:03d}")
+    notify(c, "SET (personal (MessageNew MessageExpunge))")
+    notify(c2, "SET (mailboxes (F110 F002) (MessageNew MessageExpunge))")
+    md = server.maildir("testuser1")
+    drop_file(server, md / ".F105", 1)
+    seen = wait_line(c, rb'^\* STATUS "?F105"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    drop_file(server, md / ".F002", 2)
+    seen = wait_line(c, rb'^\* STATUS "?F002"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    seen = wait_line(c2, rb'^\* STATUS "?F002"? ')
+    # c2's set does not cover F105
+    assert not any(b"F105" in l for l in seen), seen
+    notify(c, "NONE")
+    drop_file(server, md / ".F110", 3)
+    seen = wait_line(c2, rb'^\* STATUS "?F110"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    # and c, with a new set, again
+    notify(c, "SET (subtree F119 (MessageNew MessageExpunge))")
+    drop_file(server, md / ".F119", 4)
+    seen = wait_line(c, rb'^\* STATUS "?F119"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+
+
+@pytest.mark.moat_settings(imap_notify_max_watches="3")
+def test_watch_limit_logged(two):
+    """Past imap_notify_max_watches folders a clear line is logged."""
+    server, c, c2 = two
+    for i in range(6):
+        writer_folder(server, f"G{i}")
+    notify(c, "SET (personal (MessageNew MessageExpunge))")
+    deadline = time.monotonic() + WAKE_TIMEOUT
+    while "imap_notify_max_watches" not in server.logs():
+        assert time.monotonic() < deadline, server.logs()
+        time.sleep(0.05)
+    assert "other programs' changes in further folders are not " \
+        "reported" in server.logs()
+
+
 # ---- 5.8: overflow
 
 def small_window_login(server):
