@@ -73,12 +73,9 @@ bool imap_context_can_add(struct client *client)
 const char *imap_context_refusal(struct client *client,
 				 const struct mail_search_program *program)
 {
+	(void)program;
 	if (!imap_context_can_add(client))
 		return "Too many update contexts.";
-	/* RFC 5267 4.3: sequence numbers are taken as they were when the
-	   command came; we do not keep that numbering */
-	if (mail_search_program_uses_seqset(program))
-		return "Searches by message number are not updated.";
 	return NULL;
 }
 
@@ -119,6 +116,9 @@ void imap_context_add(struct client *client, const char *tag, bool uid,
 	*pool = NULL;
 	ctx->tag = p_strdup(ctx->pool, tag);
 	ctx->uid = uid;
+	/* RFC 5267 4.3: message numbers in the program name the messages
+	   of the command's time, whatever later expunges do to them */
+	mail_search_program_seqs_to_uids(program, box);
 	ctx->program = program;
 	ctx->fetch_atts = fetch_atts == NULL ? NULL :
 		p_strdup(ctx->pool, fetch_atts);

@@ -32,8 +32,8 @@ bool imap_context_exists(struct client *client, const char *tag);
 /* Whether another context fits in imap_max_update_contexts. */
 bool imap_context_can_add(struct client *client);
 /* Why an UPDATE cannot be kept: NULL when it can, else the text of the
-   untagged NO [NOUPDATE "tag"] (the limit, or a program with message
-   sequence numbers, which name different messages after an expunge). */
+   untagged NO [NOUPDATE "tag"] (the limit; program: for other reasons
+   to come, none today). */
 const char *imap_context_refusal(struct client *client,
 				 const struct mail_search_program *program);
 /* If imap_context_refusal() refuses cmd's UPDATE: send its
@@ -41,7 +41,9 @@ const char *imap_context_refusal(struct client *client,
 bool imap_context_refuse(struct client_command *cmd,
 			 const struct mail_search_program *program);
 /* Start updates for tag (UIDs if uid) of program, which lives in *pool:
-   the context takes the pool over and sets *pool to NULL. fetch_atts:
+   the context takes the pool over and sets *pool to NULL; its message
+   sequence sets become the UIDs they name now
+   (mail_search_program_seqs_to_uids()). fetch_atts:
    NULL, or the fetch-atts of "UPDATE (...)" (RFC 5465 7) as
    imap_notify_fetch_atts() wrote them: new messages that join the
    result get "* n FETCH (...)" after their EXISTS and before the

@@ -298,21 +298,46 @@ def test_limit_noupdate(two):
     assert changes(ok(c, "NOOP").untagged, "B03") == ([3], [])
 
 
-def test_sequence_set_program_not_updated(two):
+def test_sequence_set_program_updated(two):
     """Message numbers in the program are those of the command's time
-    (RFC 5267 4.3): such a search gets NOUPDATE; UID and $ do not."""
-    _, c, _ = two
+    (RFC 5267 4.3): they keep naming those messages after an expunge
+    renumbers them, "*" is the last message then, and new messages are
+    not in the set. UID sets and $ are updated as they are."""
+    _, c, c2 = two
     r = ok(c, "SEARCH RETURN (UPDATE) 1:5 FLAGGED")
-    assert any(l.startswith(f'* NO [NOUPDATE "{r.tag}"]'.encode())
-               for l in r.untagged), r
+    tag = r.tag
+    assert not any(b"NOUPDATE" in l for l in r.untagged), r
+    star = ok(c, "UID SORT RETURN (UPDATE) (ARRIVAL) UTF-8 9:* FLAGGED").tag
+    ok(c2, "STORE 3 +FLAGS (\\Flagged)")
+    assert changes(ok(c, "NOOP").untagged, tag) == ([3], [])
+    ok(c2, "STORE 1 +FLAGS.SILENT (\\Deleted)")
+    ok(c2, "EXPUNGE")
+    ok(c, "NOOP")
+    # UID 6 is message 5 now, but was 6 when the search came
+    ok(c2, "STORE 5 +FLAGS (\\Flagged)")
+    lines = ok(c, "NOOP").untagged
+    assert changes(lines, tag) == ([], [])
+    # UID 5 (message 4 now) was message 5 then
+    ok(c2, "STORE 4 +FLAGS (\\Flagged)")
+    assert changes(ok(c, "NOOP").untagged, tag) == ([4], [])
+    # UID 10 was message 10, "*" then; UID 9 was 9
+    ok(c2, "STORE 8:9 +FLAGS (\\Flagged)")
+    lines = ok(c, "NOOP").untagged
+    assert updates(lines, star) == [(star, True, [("ADDTO", 1, [9]),
+                                                  ("ADDTO", 2, [10])])]
+    # a new message is none of them
+    assert c2.append("INBOX", msg(11), flags=["\\Flagged"]).ok
+    lines = ok(c, "NOOP").untagged
+    assert b"* 10 EXISTS" in lines
+    assert updates(lines) == [], lines
     r = ok(c, "SEARCH RETURN (UPDATE) UID 1:5 FLAGGED")
     assert not any(b"NOUPDATE" in l for l in r.untagged)
     ok(c, "SEARCH RETURN (SAVE) UID 2:3")
     r = ok(c, "UID SEARCH RETURN (UPDATE) $ FLAGGED")
     tag = r.tag
     assert not any(b"NOUPDATE" in l for l in r.untagged)
-    r = ok(c, "STORE 1:4 +FLAGS (\\Flagged)")
-    assert changes(r.untagged, tag) == ([2, 3], [])
+    r = ok(c, "STORE 1:4 -FLAGS (\\Flagged)")
+    assert changes(r.untagged, tag) == ([], [3])
 
 
 def test_partial_with_update(two):
