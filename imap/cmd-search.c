@@ -13,6 +13,7 @@
 #include "imap-search.h"
 #include "imap-condstore.h"
 #include "imap-context.h"
+#include "imap-notify-set.h"
 
 #include <strings.h>
 
@@ -34,6 +35,8 @@ struct search_cmd {
 	/* RETURN (UPDATE): the program lives in update_pool, which the
 	   update context takes over (imap-context.h) */
 	pool_t update_pool;
+	/* UPDATE (fetch-att ...): FETCH for new matches (RFC 5465 7) */
+	const char *update_fetch;
 	struct mail_search_program *program;
 	uint32_t next_seq;     /* next message to judge */
 	bool failed;
@@ -336,7 +339,8 @@ static void search_start_update(struct search_cmd *ctx)
 	if (imap_context_refuse(cmd, ctx->program))
 		return;
 	imap_context_add(cmd->client, cmd->tag, cmd->uid, &ctx->update_pool,
-			 ctx->program, ctx->matches, ctx->match_count);
+			 ctx->program, ctx->update_fetch, ctx->matches,
+			 ctx->match_count);
 }
 
 /* ---- running ---- */
@@ -420,6 +424,7 @@ bool cmd_search(struct client_command *cmd)
 {
 	struct search_cmd *ctx = p_malloc(cmd->pool, sizeof(*ctx));
 	const struct imap_arg *args = cmd->args;
+	const struct imap_arg *update_atts = NULL;
 	struct mail_search_program *program;
 	const char *error;
 
@@ -427,8 +432,14 @@ bool cmd_search(struct client_command *cmd)
 	ctx->box = cmd->client->mailbox;
 	ctx->next_seq = 1;
 	if (!imap_search_parse_return(&args, &ctx->esearch, &ctx->ret,
-				      &ctx->partial)) {
+				      &ctx->partial, &update_atts)) {
 		client_send_command_error(cmd, "Invalid RETURN options.");
+		return true;
+	}
+	if (update_atts != NULL &&
+	    !imap_notify_fetch_atts(cmd, update_atts, cmd->pool,
+				    &ctx->update_fetch)) {
+		client_send_command_error(cmd, "Invalid UPDATE fetch attributes.");
 		return true;
 	}
 	/* RFC 9051 6.4.4: IMAP4rev2 answers with ESEARCH; no RETURN is

@@ -12,6 +12,7 @@
 #include "imap-condstore.h"
 #include "imap-sort.h"
 #include "imap-context.h"
+#include "imap-notify-set.h"
 
 #include <stdlib.h>
 
@@ -40,6 +41,8 @@ struct sort_cmd {
 	/* RETURN (UPDATE): the program lives in update_pool, which the
 	   update context takes over (imap-context.h) */
 	pool_t update_pool;
+	/* UPDATE (fetch-att ...): FETCH for new matches (RFC 5465 7) */
+	const char *update_fetch;
 	struct mail_search_program *program;
 };
 
@@ -255,7 +258,8 @@ static void sort_start_update(struct sort_cmd *ctx)
 	if (imap_context_refuse(cmd, ctx->program))
 		return;
 	imap_context_add_sort(cmd->client, cmd->tag, cmd->uid,
-			      &ctx->update_pool, ctx->program, ctx->crit,
+			      &ctx->update_pool, ctx->program,
+			      ctx->update_fetch, ctx->crit,
 			      ctx->crit_count, ctx->sorted, ctx->search.count);
 }
 
@@ -321,13 +325,19 @@ static bool cmd_sort_continue(struct client_command *cmd)
 static const struct imap_arg *
 sort_parse_args(struct client_command *cmd, struct sort_cmd *ctx)
 {
-	const struct imap_arg *args = cmd->args, *list;
+	const struct imap_arg *args = cmd->args, *list, *update_atts = NULL;
 	unsigned int count;
 	const char *error, *charset;
 
 	if (!imap_search_parse_return(&args, &ctx->esort, &ctx->ret,
-				      &ctx->partial)) {
+				      &ctx->partial, &update_atts)) {
 		client_send_command_error(cmd, "Invalid RETURN options.");
+		return NULL;
+	}
+	if (update_atts != NULL &&
+	    !imap_notify_fetch_atts(cmd, update_atts, cmd->pool,
+				    &ctx->update_fetch)) {
+		client_send_command_error(cmd, "Invalid UPDATE fetch attributes.");
 		return NULL;
 	}
 	if (!imap_arg_get_list(args, &list, &count) ||

@@ -59,6 +59,8 @@ struct imap_user {
 	/* the process's inotify fd, read while an IDLE listens (imap-notify.c) */
 	struct io *io_watch;
 	unsigned int watch_listeners;
+	/* NOTIFY's watch of the folders (imap-notify.c), NULL unless used */
+	struct imap_notify_user *notify;
 	/* lmtp's delivery connections (imap-deliver.c) */
 	struct deliver_conn *deliver_conns;
 	unsigned int deliver_conn_count;

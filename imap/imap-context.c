@@ -3,6 +3,7 @@
 #include "imap-client.h"
 #include "imap-context.h"
 #include "imap-condstore.h"
+#include "imap-fetch-now.h"
 #include "imap-sort.h"
 #include "mailbox-uidset.h"
 
@@ -14,6 +15,12 @@ struct imap_context {
 	const char *tag;
 	bool uid;                 /* UID SEARCH: updates carry UIDs */
 	struct mail_search_program *program;
+	/* UPDATE (fetch-att ...): "(UID ...)" for the messages that join
+	   the result when they arrive (RFC 5465 7), or NULL */
+	const char *fetch_atts;
+	/* messages from this UID on are new to the context: judged at the
+	   next sync end */
+	uint32_t uid_next;
 	/* the result the client has been told about */
 	struct uidset result;
 	/* changes judged but not sent yet (SEARCH only: SORT's go out as
@@ -33,6 +40,8 @@ struct imap_contexts {
 	unsigned int count;
 	/* UIDs whose flags changed since the last sync end */
 	struct uidset dirty;
+	/* a sync end runs (its FETCH may sync again: that one waits) */
+	bool updating;
 };
 
 static struct imap_context *context_find(struct client *client,
@@ -64,12 +73,9 @@ bool imap_context_can_add(struct client *client)
 const char *imap_context_refusal(struct client *client,
 				 const struct mail_search_program *program)
 {
+	(void)program;
 	if (!imap_context_can_add(client))
 		return "Too many update contexts.";
-	/* RFC 5267 4.3: sequence numbers are taken as they were when the
-	   command came; we do not keep that numbering */
-	if (mail_search_program_uses_seqset(program))
-		return "Searches by message number are not updated.";
 	return NULL;
 }
 
@@ -95,10 +101,12 @@ bool imap_context_refuse(struct client_command *cmd,
 
 void imap_context_add(struct client *client, const char *tag, bool uid,
 		      pool_t *pool, struct mail_search_program *program,
-		      const struct seq_range *matches, unsigned int count)
+		      const char *fetch_atts, const struct seq_range *matches,
+		      unsigned int count)
 {
 	struct mailbox *box = client->mailbox;
 	struct imap_context *ctx = p_malloc(*pool, sizeof(*ctx));
+	uint32_t msgs = mailbox_get_count(box);
 
 	i_assert(imap_context_can_add(client) && box != NULL);
 	if (client->contexts == NULL)
@@ -108,7 +116,14 @@ void imap_context_add(struct client *client, const char *tag, bool uid,
 	*pool = NULL;
 	ctx->tag = p_strdup(ctx->pool, tag);
 	ctx->uid = uid;
+	/* RFC 5267 4.3: message numbers in the program name the messages
+	   of the command's time, whatever later expunges do to them */
+	mail_search_program_seqs_to_uids(program, box);
 	ctx->program = program;
+	ctx->fetch_atts = fetch_atts == NULL ? NULL :
+		p_strdup(ctx->pool, fetch_atts);
+	/* the search saw the messages up to the count */
+	ctx->uid_next = msgs == 0 ? 1 : mailbox_msg_uid(box, msgs) + 1;
 	for (unsigned int i = 0; i < count; i++) {
 		for (uint32_t seq = matches[i].seq1; seq <= matches[i].seq2;
 		     seq++)
@@ -121,6 +136,7 @@ void imap_context_add(struct client *client, const char *tag, bool uid,
 
 void imap_context_add_sort(struct client *client, const char *tag, bool uid,
 			   pool_t *pool, struct mail_search_program *program,
+			   const char *fetch_atts,
 			   const struct imap_sort_criterion *crit,
 			   unsigned int crit_count, const uint32_t *sorted,
 			   unsigned int count)
@@ -128,7 +144,7 @@ void imap_context_add_sort(struct client *client, const char *tag, bool uid,
 	struct mailbox *box = client->mailbox;
 	struct imap_context *ctx;
 
-	imap_context_add(client, tag, uid, pool, program, NULL, 0);
+	imap_context_add(client, tag, uid, pool, program, fetch_atts, NULL, 0);
 	ctx = client->contexts->head;
 	ctx->sort = true;
 	memcpy(ctx->crit, crit, crit_count * sizeof(*crit));
@@ -496,30 +512,16 @@ static void context_judged_sort(struct client *client,
 	out_pair(out, "ADDTO", idx + 1, num);
 }
 
-/* Judge seq for ctx and note a change of its membership. */
-static void context_judge(struct client *client, struct imap_context *ctx,
-			  struct mail_search_ctx *search,
-			  struct context_out *out, uint32_t seq)
+/* seq (uid) starts (match) or stops matching ctx: note the change. */
+static void context_set_match(struct client *client, struct imap_context *ctx,
+			      struct context_out *out, uint32_t seq,
+			      uint32_t uid, bool match)
 {
-	struct mailbox *box = client->mailbox;
-	uint32_t uid = mailbox_msg_uid(box, seq);
-	const char *error;
-
-	int ret = mail_search_match(search, seq, &error);
-	if (ret < 0) {
-		/* the client keeps the old state of this message */
-		i_error("SEARCH update in %s: %s", mailbox_get_name(box),
-			error);
-		return;
-	}
-	bool was = uidset_contains(&ctx->result, uid);
-	if ((ret > 0) == was)
-		return;
 	if (ctx->sort) {
-		context_judged_sort(client, ctx, out, seq, uid, ret > 0);
+		context_judged_sort(client, ctx, out, seq, uid, match);
 		return;
 	}
-	if (ret > 0) {
+	if (match) {
 		uidset_add(&ctx->result, uid);
 		if (uidset_contains(&ctx->removed, uid))
 			uidset_remove(&ctx->removed, uid);
@@ -534,53 +536,148 @@ static void context_judge(struct client *client, struct imap_context *ctx,
 	}
 }
 
+/* Whether seq matches ctx's program: 1, 0, or -1 on an error (logged;
+   the client keeps the old state of this message). */
+static int context_match(struct client *client, struct imap_context *ctx,
+			 struct mail_search_ctx **search, uint32_t seq,
+			 time_t now)
+{
+	struct mailbox *box = client->mailbox;
+	const char *error;
+
+	if (*search == NULL)
+		*search = mail_search_init(box, ctx->program, now);
+	int ret = mail_search_match(*search, seq, &error);
+	if (ret < 0)
+		i_error("SEARCH update in %s: %s", mailbox_get_name(box),
+			error);
+	return ret;
+}
+
+/* RFC 5465 7: the fetch-atts of the new messages that joined (UIDs,
+   each a message of the view), by sequence sets of at most
+   IMAP_FETCH_NOW_SET_MAX. Returns false if the session was ended. */
+static bool context_fetch_joined(struct client *client,
+				 struct imap_context *ctx,
+				 const struct uidset *joined)
+{
+	struct mailbox *box = client->mailbox;
+	char set[IMAP_FETCH_NOW_SET_MAX + 1];
+	size_t used = 0;
+
+	for (unsigned int i = 0; i <= joined->count; i++) {
+		char range[32] = "";
+		if (i < joined->count) {
+			uint32_t lo = mailbox_uid_to_seq_ge(box,
+				joined->ranges[i].lo);
+			uint32_t hi = mailbox_uid_to_seq_ge(box,
+				joined->ranges[i].hi);
+			i_assert(lo != 0 && lo <= hi);
+			snprintf(range, sizeof(range), lo == hi ? "%u" :
+				 "%u:%u", lo, hi);
+		}
+		size_t len = strlen(range);
+		if (used > 0 && (len == 0 || used + 1 + len > sizeof(set) - 1)) {
+			set[used] = '\0';
+			if (!imap_fetch_now(client, set, ctx->fetch_atts)) {
+				/* what was written cannot be taken back */
+				client_disconnect(client,
+					"Too many updates unread.",
+					"SEARCH UPDATE FETCH does not fit the "
+					"output buffer");
+				return false;
+			}
+			used = 0;
+		}
+		if (len == 0)
+			continue;
+		if (used > 0)
+			set[used++] = ',';
+		memcpy(set + used, range, len);
+		used += len;
+	}
+	return true;
+}
+
 static void context_update(struct client *client, struct imap_context *ctx,
-			   const struct uidset *dirty, uint32_t first_new,
-			   time_t now)
+			   const struct uidset *dirty, time_t now)
 {
 	struct mailbox *box = client->mailbox;
 	uint32_t count = mailbox_get_count(box);
 	struct mail_search_ctx *search = NULL;
 	struct context_out out;   /* SORT's changes */
+	struct uidset joined = { 0 };
 
 	out_init(&out, client, ctx);
 
+	/* flag changes of the messages the context has seen */
 	for (unsigned int i = 0; i < dirty->count; i++) {
 		uint32_t seq = mailbox_uid_to_seq_ge(box, dirty->ranges[i].lo);
-		for (; seq != 0 && seq < first_new && seq <= count &&
-		     mailbox_msg_uid(box, seq) <= dirty->ranges[i].hi; seq++) {
+		for (; seq != 0 && seq <= count; seq++) {
+			uint32_t uid = mailbox_msg_uid(box, seq);
+			if (uid > dirty->ranges[i].hi || uid >= ctx->uid_next)
+				break;
 			/* an expunge reports it (REMOVEFROM before EXPUNGE) */
 			if (mailbox_msg_is_expunged(box, seq))
 				continue;
-			if (search == NULL)
-				search = mail_search_init(box, ctx->program, now);
-			context_judge(client, ctx, search, &out, seq);
+			int ret = context_match(client, ctx, &search, seq, now);
+			if (ret >= 0 && (ret > 0) != uidset_contains(
+						&ctx->result, uid))
+				context_set_match(client, ctx, &out, seq, uid,
+						  ret > 0);
 		}
 	}
-	for (uint32_t seq = first_new; seq <= count; seq++) {
-		if (mailbox_msg_is_expunged(box, seq))
-			continue;
-		if (search == NULL)
-			search = mail_search_init(box, ctx->program, now);
-		context_judge(client, ctx, search, &out, seq);
+	/* the new messages: none was in the result */
+	uint32_t seq = mailbox_uid_to_seq_ge(box, ctx->uid_next);
+	for (; seq != 0 && seq <= count; seq++) {
+		if (!mailbox_msg_is_expunged(box, seq) &&
+		    context_match(client, ctx, &search, seq, now) > 0)
+			uidset_add(&joined, mailbox_msg_uid(box, seq));
 	}
+	if (count > 0 && mailbox_msg_uid(box, count) >= ctx->uid_next)
+		ctx->uid_next = mailbox_msg_uid(box, count) + 1;
 	if (search != NULL)
 		mail_search_deinit(&search);
+	/* RFC 5465 7: EXISTS, then the FETCHes, then the ESEARCH that adds
+	   them (what the flag changes gave may go first) */
+	if (ctx->fetch_atts != NULL && joined.count > 0) {
+		out_send(&out);
+		if (!context_fetch_joined(client, ctx, &joined)) {
+			uidset_free(&joined);
+			out_deinit(&out);
+			return;
+		}
+	}
+	for (unsigned int i = 0; i < joined.count; i++) {
+		for (uint32_t uid = joined.ranges[i].lo;
+		     uid <= joined.ranges[i].hi; uid++) {
+			seq = mailbox_uid_to_seq_ge(box, uid);
+			context_set_match(client, ctx, &out, seq, uid, true);
+			if (uid == joined.ranges[i].hi)
+				break;
+		}
+	}
+	uidset_free(&joined);
 	out_deinit(&out);
 	context_flush(client, ctx);
 }
 
-void imap_context_sync_end(struct client *client, uint32_t first_new_seq)
+void imap_context_sync_end(struct client *client)
 {
 	struct imap_contexts *list = client->contexts;
 
-	if (list == NULL || list->count == 0 || client->mailbox == NULL)
+	if (list == NULL || list->count == 0 || client->mailbox == NULL ||
+	    list->updating)
 		return;
-	if (first_new_seq == 0)
-		first_new_seq = 1;
+	/* flag changes a FETCH below reports (its own sync) wait for the
+	   next sync end */
+	struct uidset dirty = list->dirty;
+	memset(&list->dirty, 0, sizeof(list->dirty));
+	list->updating = true;
 	time_t now = time(NULL);
-	for (struct imap_context *ctx = list->head; ctx != NULL;
-	     ctx = ctx->next)
-		context_update(client, ctx, &list->dirty, first_new_seq, now);
-	uidset_clear(&list->dirty);
+	for (struct imap_context *ctx = list->head;
+	     ctx != NULL && !client->disconnected; ctx = ctx->next)
+		context_update(client, ctx, &dirty, now);
+	list->updating = false;
+	uidset_free(&dirty);
 }

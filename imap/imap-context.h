@@ -32,8 +32,8 @@ bool imap_context_exists(struct client *client, const char *tag);
 /* Whether another context fits in imap_max_update_contexts. */
 bool imap_context_can_add(struct client *client);
 /* Why an UPDATE cannot be kept: NULL when it can, else the text of the
-   untagged NO [NOUPDATE "tag"] (the limit, or a program with message
-   sequence numbers, which name different messages after an expunge). */
+   untagged NO [NOUPDATE "tag"] (the limit; program: for other reasons
+   to come, none today). */
 const char *imap_context_refusal(struct client *client,
 				 const struct mail_search_program *program);
 /* If imap_context_refusal() refuses cmd's UPDATE: send its
@@ -41,16 +41,24 @@ const char *imap_context_refusal(struct client *client,
 bool imap_context_refuse(struct client_command *cmd,
 			 const struct mail_search_program *program);
 /* Start updates for tag (UIDs if uid) of program, which lives in *pool:
-   the context takes the pool over and sets *pool to NULL. matches are
-   the current result as sorted, merged sequence ranges of the selected
-   mailbox. The caller checked imap_context_refuse(). */
+   the context takes the pool over and sets *pool to NULL; its message
+   sequence sets become the UIDs they name now
+   (mail_search_program_seqs_to_uids()). fetch_atts:
+   NULL, or the fetch-atts of "UPDATE (...)" (RFC 5465 7) as
+   imap_notify_fetch_atts() wrote them: new messages that join the
+   result get "* n FETCH (...)" after their EXISTS and before the
+   ESEARCH that adds them. matches are the current result as sorted,
+   merged sequence ranges of the selected mailbox. The caller checked
+   imap_context_refuse(). */
 void imap_context_add(struct client *client, const char *tag, bool uid,
 		      pool_t *pool, struct mail_search_program *program,
-		      const struct seq_range *matches, unsigned int count);
+		      const char *fetch_atts, const struct seq_range *matches,
+		      unsigned int count);
 /* The same for UPDATE of SORT (CONTEXT=SORT): sorted are the matches
    as sequence numbers in sort order by crit. */
 void imap_context_add_sort(struct client *client, const char *tag, bool uid,
 			   pool_t *pool, struct mail_search_program *program,
+			   const char *fetch_atts,
 			   const struct imap_sort_criterion *crit,
 			   unsigned int crit_count, const uint32_t *sorted,
 			   unsigned int count);
@@ -68,8 +76,10 @@ void imap_context_expunge(struct client *client, uint32_t seq, uint32_t uid);
    or this session's own STORE or \Seen): judged again at the next
    imap_context_sync_end(). */
 void imap_context_flags_changed(struct client *client, uint32_t seq);
-/* After EXISTS: judge the changed messages and the new ones
-   (first_new_seq up to the count) and send the updates. */
-void imap_context_sync_end(struct client *client, uint32_t first_new_seq);
+/* After EXISTS: judge the changed messages and the new ones (those each
+   context has not seen yet) and send the updates. A context with
+   fetch-atts runs its FETCH here (imap-fetch-now.h); the sync that FETCH
+   does at its end leaves what it finds to the next sync end. */
+void imap_context_sync_end(struct client *client);
 
 #endif

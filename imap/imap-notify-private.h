@@ -8,15 +8,49 @@
 
 struct imap_notify_state;
 
-/* A folder's watch for other writers' changes. */
+/* This process's own CREATE, DELETE and RENAME are remembered this
+   long (and this many), so that their inotify events on the root are
+   not reported again as another writer's. */
+#define IMAP_NOTIFY_OWN_MAX 16
+#define IMAP_NOTIFY_OWN_SECS 2
+
+/* A folder whose other writers' changes NOTIFY sessions want told (not
+   a selected one: those have their session's watch): one per folder for
+   the whole process, shared by every session whose set covers it
+   (imap-notify-folders.c). */
+struct imap_notify_folder {
+	struct imap_user *user;
+	struct maildir_watch_listener *listener;
+	struct maildir_watch *watch;    /* referenced by the listener */
+	/* the watch's generation at the last foreign change seen */
+	uint64_t gen;
+	char *name, *path;
+};
+
+/* Per user, while a session has a NOTIFY set: the folders watched (at
+   most imap_notify_max_watches) and the root watch (while a set asks
+   for MailboxName). */
+struct imap_notify_user {
+	unsigned int sessions;          /* NOTIFY states */
+	struct imap_notify_folder **folders;
+	unsigned int folder_count, folder_alloc;
+	bool folders_full_logged;
+	struct maildir_root_watch *root;
+	unsigned int root_refs;
+	struct {
+		char *name;
+		time_t when;
+	} own[IMAP_NOTIFY_OWN_MAX];
+	unsigned int own_next;
+};
+
+/* The selected mailbox's watch for other writers' changes. */
 struct imap_notify_watch {
 	struct imap_notify_state *state;
 	struct maildir_watch_listener *listener;   /* NULL: unused */
 	struct maildir_watch *watch;   /* referenced by the listener */
-	/* the watch's generation at the last foreign change seen */
 	uint64_t gen;
 	char *path;
-	char *name;                /* NULL for the selected mailbox's */
 };
 
 /* A mailbox with something to tell: its STATUS (a message event) or its
@@ -46,17 +80,38 @@ struct imap_notify_state {
 	/* holds the FETCH's args while it runs (imap-notify-send.c) */
 	struct imap_parser *fetch_parser;
 	struct imap_notify_watch selected;
-	struct imap_notify_watch watches[IMAP_NOTIFY_WATCH_MAX];
-	unsigned int watch_count;
+	/* holds a reference of the user's root watch */
+	bool root_ref;
 };
 
 /* imap-notify-send.c */
 void imap_notify_flush_timeout(void *context);
 
 /* imap-notify.c */
+/* Remember that name has something to tell (merged per name and kind);
+   only records and schedules (watch callbacks call it). */
+void imap_notify_add(struct imap_notify_state *st, const char *name,
+		     const char *oldname, enum imap_notify_event event);
+bool imap_notify_is_subscribed(struct imap_user *user, const char *name);
+/* Whether client has the mailbox at path selected. */
+bool imap_notify_is_selected(struct client *client, const char *path);
+
+/* imap-notify-folders.c */
+/* A session got a NOTIFY set (ref) or lost it (unref, after
+   client->notify was cleared: the folders no set covers any more stop
+   being watched). */
+void imap_notify_user_ref(struct imap_notify_state *st);
+void imap_notify_user_unref(struct imap_user *user);
+/* Watch folder name for other writers (st's set wants its message
+   events); a folder already watched for another session is shared. */
 void imap_notify_watch_folder(struct imap_notify_state *st, const char *name);
 void imap_notify_watch_selected(struct imap_notify_state *st);
 void imap_notify_watch_remove(struct imap_notify_state *st,
 			      struct imap_notify_watch *w);
+/* Folders made, removed or renamed by other writers (MailboxName): the
+   set asks for MailboxName somewhere: ref the root watch (unref when
+   the state goes). */
+void imap_notify_root_ref(struct imap_notify_state *st);
+void imap_notify_root_unref(struct imap_notify_state *st);
 
 #endif

@@ -4,6 +4,7 @@
 #include "imap-common.h"
 #include "imap-notify-private.h"
 #include "imap-commands.h"
+#include "imap-fetch-now.h"
 #include "imap-list.h"
 #include "imap-status.h"
 #include "imap-sync.h"
@@ -33,9 +34,11 @@ static void notify_state_free(struct imap_notify_state **_st)
 	notify_pending_clear(st);
 	timeout_remove(&st->to_flush);
 	imap_notify_watch_remove(st, &st->selected);
-	for (unsigned int i = 0; i < st->watch_count; i++)
-		imap_notify_watch_remove(st, &st->watches[i]);
+	imap_notify_root_unref(st);
+	struct imap_user *user = st->client->user;
 	imap_notify_set_free(&st->set);
+	/* client->notify is NULL now: the folders only st covered go */
+	imap_notify_user_unref(user);
 	if (st->fetch_parser != NULL)
 		imap_parser_destroy(&st->fetch_parser);
 	i_free(st->fetch_path);
@@ -54,13 +57,15 @@ static void notify_overflow(struct client *client)
    numbers, so that its end reports no expunge (SELECTED-DELAYED: RFC
    5465 6.1.2; with SELECTED the next flush does). Between
    commands it runs as the client's command, in slices as the client
-   reads; during IDLE it must be written at once. Returns false if it
-   could not be. */
+   reads; during IDLE it must be written at once (imap-fetch-now.h).
+   Returns false if it could not be. */
 static bool notify_fetch_run(struct imap_notify_state *st,
 			     const struct imap_arg *args)
 {
 	struct client *client = st->client;
-	struct client_command *idle = client->cmd;
+
+	if (client->cmd != NULL)
+		return imap_fetch_now_args(client, &args[2]);
 	pool_t pool = pool_create("notify fetch", 1024);
 	struct client_command *cmd = p_malloc(pool, sizeof(*cmd));
 
@@ -71,19 +76,8 @@ static bool notify_fetch_run(struct imap_notify_state *st,
 	cmd->def = command_find("FETCH");
 	cmd->args = &args[2];
 	cmd->func = cmd->def->func;
-	if (idle == NULL) {
-		client_command_run_internal(client, cmd);
-		return true;
-	}
-	client->cmd = cmd;
-	bool done = cmd->func(cmd);
-	while (!done && !client->disconnected && cmd->wait == CLIENT_WAIT_NONE)
-		done = cmd->func(cmd);
-	if (!done && cmd->cancel != NULL)
-		cmd->cancel(cmd);
-	client->cmd = idle;
-	pool_unref(&pool);
-	return done;
+	client_command_run_internal(client, cmd);
+	return true;
 }
 
 /* MessageNew's fetch-atts for what the client was told about since the
@@ -304,7 +298,13 @@ void imap_notify_set_client(struct client *client, struct imap_notify_set *set)
 	st->client = client;
 	st->set = set;
 	client->notify = st;
+	imap_notify_user_ref(st);
 	notify_fetch_reset(st);
 	imap_notify_watch_selected(st);
 	notify_scan_folders(st);
+	/* other writers' folders: one watch of the root (Maildir++) */
+	for (unsigned int i = 0; i < set->group_count; i++) {
+		if ((set->groups[i].events & IMAP_NOTIFY_MAILBOX_NAME) != 0)
+			imap_notify_root_ref(st);
+	}
 }

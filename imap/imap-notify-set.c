@@ -88,6 +88,25 @@ static bool parse_fetch_atts(struct notify_parse *p, const struct imap_arg *arg)
 	return ok ? true : parse_fail(p, "Invalid MessageNew fetch attributes.");
 }
 
+bool imap_notify_fetch_atts(struct client_command *cmd,
+			    const struct imap_arg *arg, pool_t pool,
+			    const char **atts_r)
+{
+	const struct imap_arg *list;
+	unsigned int count;
+	buffer_t buf;
+
+	if (!imap_arg_get_list(arg, &list, &count) || count == 0 ||
+	    !imap_fetch_items_check(cmd, arg))
+		return false;
+	buffer_init(&buf, IMAP_NOTIFY_FETCH_ATTS_MAX);
+	bool ok = fetch_atts_write(&buf, list, count, true);
+	if (ok)
+		*atts_r = p_strdup(pool, buf.data);
+	buffer_free(&buf);
+	return ok;
+}
+
 /* One event name at list[*i] (and MessageNew's fetch-atts after it). */
 static bool parse_event(struct notify_parse *p, const struct imap_arg *list,
 			unsigned int count, unsigned int *i, bool selected,

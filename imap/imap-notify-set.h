@@ -66,6 +66,13 @@ int imap_notify_set_parse(struct client_command *cmd,
 			  const struct imap_arg *args,
 			  struct imap_notify_set **set_r, const char **error_r);
 void imap_notify_set_free(struct imap_notify_set **set);
+/* A fetch-att list at arg (MessageNew's, or UPDATE's of SEARCH and SORT:
+   RFC 5465 7) checked as FETCH checks it and written as text from pool,
+   "(UID ...)" (UID first when the list lacks it; at most
+   IMAP_NOTIFY_FETCH_ATTS_MAX). Returns false for a bad list (BAD). */
+bool imap_notify_fetch_atts(struct client_command *cmd,
+			    const struct imap_arg *arg, pool_t pool,
+			    const char **atts_r);
 
 /* The events the set's groups ask for on a (normalized) name, not
    counting SELECTED. subscribed: whether the name is subscribed (only

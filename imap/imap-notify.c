@@ -5,7 +5,10 @@
 #include "imap-notify-private.h"
 #include "imap-commands.h"
 #include "mailbox-list.h"
+#include "mailbox-name.h"
 #include "maildir-watch.h"
+
+#include <time.h>
 
 static void notify_schedule(struct imap_notify_state *st)
 {
@@ -15,7 +18,7 @@ static void notify_schedule(struct imap_notify_state *st)
 					   imap_notify_flush_timeout, st);
 }
 
-static bool notify_is_subscribed(struct imap_user *user, const char *name)
+bool imap_notify_is_subscribed(struct imap_user *user, const char *name)
 {
 	struct mailbox_list *list;
 	const char *error;
@@ -34,8 +37,8 @@ static bool notify_is_subscribed(struct imap_user *user, const char *name)
 
 /* Remember that name has something to tell (merged per name and kind).
    Called from watch callbacks too: it only records and schedules. */
-static void notify_add(struct imap_notify_state *st, const char *name,
-		       const char *oldname, enum imap_notify_event event)
+void imap_notify_add(struct imap_notify_state *st, const char *name,
+		     const char *oldname, enum imap_notify_event event)
 {
 	bool is_list = (event & IMAP_NOTIFY_MESSAGE_EVENTS) == 0;
 
@@ -58,7 +61,7 @@ static void notify_add(struct imap_notify_state *st, const char *name,
 	notify_schedule(st);
 }
 
-static bool notify_is_selected(struct client *client, const char *path)
+bool imap_notify_is_selected(struct client *client, const char *path)
 {
 	return client->mailbox != NULL && path != NULL &&
 		strcmp(mailbox_get_path(client->mailbox), path) == 0;
@@ -74,7 +77,7 @@ static void notify_message_event(struct imap_user *user,
 
 		if (c->disconnected)
 			continue;
-		if (notify_is_selected(c, path)) {
+		if (imap_notify_is_selected(c, path)) {
 			if (st == NULL ||
 			    (st->set->selected_events & event) != 0)
 				imap_idle_wakeup(c);
@@ -90,10 +93,10 @@ static void notify_message_event(struct imap_user *user,
 			continue;
 		bool sub = imap_notify_set_has_filter(st->set,
 				IMAP_NOTIFY_FILTER_SUBSCRIBED) &&
-			notify_is_subscribed(user, name);
+			imap_notify_is_subscribed(user, name);
 		if ((imap_notify_set_events(st->set, user->set, name, sub) &
 		     event) != 0)
-			notify_add(st, name, NULL, event);
+			imap_notify_add(st, name, NULL, event);
 	}
 }
 
@@ -136,10 +139,11 @@ static bool name_parent(const char *name, char parent[MAILBOX_NAME_MAX + 1])
 	return true;
 }
 
-static void notify_list_event(struct client *origin, const char *name,
-			      const char *oldname, enum imap_notify_event event)
+/* origin: the session that made the change, NULL for another writer */
+static void notify_list_event(struct imap_user *user, struct client *origin,
+			      const char *name, const char *oldname,
+			      enum imap_notify_event event)
 {
-	struct imap_user *user = origin->user;
 	char parent[MAILBOX_NAME_MAX + 1];
 	bool has_parent = oldname == NULL &&
 		event == IMAP_NOTIFY_MAILBOX_NAME && name_parent(name, parent);
@@ -151,7 +155,7 @@ static void notify_list_event(struct client *origin, const char *name,
 			continue;
 		bool sub = imap_notify_set_has_filter(st->set,
 				IMAP_NOTIFY_FILTER_SUBSCRIBED) &&
-			notify_is_subscribed(user, name);
+			imap_notify_is_subscribed(user, name);
 		enum imap_notify_event events =
 			imap_notify_set_events(st->set, user->set, name, sub);
 		if (oldname != NULL)
@@ -159,26 +163,120 @@ static void notify_list_event(struct client *origin, const char *name,
 							 oldname, sub);
 		if ((events & event) == 0)
 			continue;
-		notify_add(st, name, oldname, event);
+		imap_notify_add(st, name, oldname, event);
 		/* RFC 5465 5.4: the direct parent is affected too */
 		if (has_parent)
-			notify_add(st, parent, NULL, event);
+			imap_notify_add(st, parent, NULL, event);
 	}
+}
+
+/* Remember our own change of name, for the root watch's event of it. */
+static void notify_own_add(struct imap_user *user, const char *name)
+{
+	struct imap_notify_user *nu = user->notify;
+
+	if (nu == NULL || nu->root == NULL)
+		return;
+	unsigned int i = nu->own_next++ % IMAP_NOTIFY_OWN_MAX;
+	i_free(nu->own[i].name);
+	nu->own[i].name = i_strdup(name);
+	nu->own[i].when = time(NULL);
+}
+
+/* Whether name (or a parent of it: RENAME moves the children too) was
+   changed by this process a moment ago. */
+static bool notify_own_seen(struct imap_user *user, const char *name)
+{
+	struct imap_notify_user *nu = user->notify;
+	time_t now = time(NULL);
+
+	for (unsigned int i = 0; i < IMAP_NOTIFY_OWN_MAX; i++) {
+		const char *own = nu->own[i].name;
+		size_t len = own == NULL ? 0 : strlen(own);
+		if (own == NULL || now - nu->own[i].when > IMAP_NOTIFY_OWN_SECS)
+			continue;
+		if (strncmp(name, own, len) == 0 &&
+		    (name[len] == '\0' || name[len] == MAILBOX_NAME_SEP))
+			return true;
+	}
+	return false;
 }
 
 void imap_notify_mailbox_name(struct client *origin, const char *name,
 			      const char *oldname)
 {
+	notify_own_add(origin->user, name);
+	if (oldname != NULL)
+		notify_own_add(origin->user, oldname);
 	/* RFC 5465 5.4: renaming INBOX creates a new INBOX, reported as
 	   the new mailbox only */
 	if (oldname != NULL && strcmp(oldname, "INBOX") == 0)
 		oldname = NULL;
-	notify_list_event(origin, name, oldname, IMAP_NOTIFY_MAILBOX_NAME);
+	notify_list_event(origin->user, origin, name, oldname,
+			  IMAP_NOTIFY_MAILBOX_NAME);
 }
 
 void imap_notify_subscription(struct client *origin, const char *name)
 {
-	notify_list_event(origin, name, NULL, IMAP_NOTIFY_SUBSCRIPTION_CHANGE);
+	notify_list_event(origin->user, origin, name, NULL,
+			  IMAP_NOTIFY_SUBSCRIPTION_CHANGE);
+}
+
+/* ---- folders made, removed and renamed by other writers ---- */
+
+static void notify_root_changed(void *context, enum maildir_root_event event,
+				const char *dir, const char *olddir)
+{
+	struct imap_user *user = context;
+	char name[MAILBOX_NAME_MAX + 1], oldname[MAILBOX_NAME_MAX + 1];
+
+	if (mailbox_name_from_dir(dir, name) < 0)
+		return;   /* not a folder (moat's own temporary names too) */
+	bool renamed = event == MAILDIR_ROOT_RENAMED &&
+		mailbox_name_from_dir(olddir, oldname) == 0;
+	/* ours were reported when made, without the session that made
+	   them */
+	if (notify_own_seen(user, name) ||
+	    (renamed && notify_own_seen(user, oldname)))
+		return;
+	notify_list_event(user, NULL, name, renamed ? oldname : NULL,
+			  IMAP_NOTIFY_MAILBOX_NAME);
+}
+
+void imap_notify_root_ref(struct imap_notify_state *st)
+{
+	struct imap_user *user = st->client->user;
+	struct imap_notify_user *nu = user->notify;
+
+	if (st->root_ref)
+		return;
+	i_assert(nu != NULL);
+	if (nu->root_refs++ == 0) {
+		nu->root = maildir_root_watch_add(user->mail_root,
+						  notify_root_changed, user);
+		if (nu->root != NULL)
+			imap_notify_watch_ref(user);
+	}
+	st->root_ref = true;
+}
+
+void imap_notify_root_unref(struct imap_notify_state *st)
+{
+	struct imap_user *user = st->client->user;
+	struct imap_notify_user *nu = user->notify;
+
+	if (!st->root_ref)
+		return;
+	st->root_ref = false;
+	i_assert(nu != NULL && nu->root_refs > 0);
+	if (--nu->root_refs > 0)
+		return;
+	if (nu->root != NULL) {
+		maildir_root_watch_remove(&nu->root);
+		imap_notify_watch_unref(user);
+	}
+	for (unsigned int i = 0; i < IMAP_NOTIFY_OWN_MAX; i++)
+		i_free(nu->own[i].name);
 }
 
 void imap_notify_output_drained(struct client *client)
@@ -198,25 +296,15 @@ static void notify_watch_changed(void *context)
 	struct imap_notify_watch *w = context;
 	struct imap_notify_state *st = w->state;
 
-	if (notify_is_selected(st->client, w->path)) {
-		if (st->set->selected_events != 0) {
-			st->selected_pending = true;
-			notify_schedule(st);
-		}
-	} else if (w->name != NULL &&
-		   maildir_watch_peek_gen(w->watch) != w->gen) {
-		/* another writer (this process's own changes were announced
-		   and leave the generation; they are reported by the hooks
-		   above, without the session that made them). Which change
-		   it was is not known: any message event. */
-		w->gen = maildir_watch_peek_gen(w->watch);
-		notify_add(st, w->name, NULL, IMAP_NOTIFY_MESSAGE_EVENTS);
+	if (imap_notify_is_selected(st->client, w->path) &&
+	    st->set->selected_events != 0) {
+		st->selected_pending = true;
+		notify_schedule(st);
 	}
 }
 
 static bool notify_watch_add(struct imap_notify_state *st,
-			     struct imap_notify_watch *w, const char *name,
-			     const char *path)
+			     struct imap_notify_watch *w, const char *path)
 {
 	struct maildir_watch *watch = maildir_watch_ref(path);
 
@@ -227,7 +315,6 @@ static bool notify_watch_add(struct imap_notify_state *st,
 	}
 	w->state = st;
 	w->path = i_strdup(path);
-	w->name = i_strdup(name);
 	/* the listener keeps the watch referenced */
 	w->listener = maildir_watch_listen(watch, notify_watch_changed, w);
 	w->watch = watch;
@@ -245,23 +332,6 @@ void imap_notify_watch_remove(struct imap_notify_state *st,
 	maildir_watch_unlisten(&w->listener);
 	imap_notify_watch_unref(st->client->user);
 	i_free(w->path);
-	i_free(w->name);
-	w->path = w->name = NULL;
-}
-
-/* Watch folder name for other writers if a group wants its message
-   events (called for each folder by imap_notify_set_client()). */
-void imap_notify_watch_folder(struct imap_notify_state *st, const char *name)
-{
-	char norm[MAILBOX_NAME_MAX + 1], path[PATH_MAX];
-
-	if (st->watch_count == IMAP_NOTIFY_WATCH_MAX)
-		return;
-	if (mailbox_list_find_folder(st->client->user->mail_root, name, norm,
-				     path) <= 0)
-		return;
-	if (notify_watch_add(st, &st->watches[st->watch_count], norm, path))
-		st->watch_count++;
 }
 
 /* The selected mailbox's watch follows SELECT, EXAMINE and CLOSE. */
@@ -276,7 +346,7 @@ void imap_notify_watch_selected(struct imap_notify_state *st)
 		return;
 	imap_notify_watch_remove(st, &st->selected);
 	if (path != NULL)
-		(void)notify_watch_add(st, &st->selected, NULL, path);
+		(void)notify_watch_add(st, &st->selected, path);
 }
 
 /* ---- the process's inotify fd ---- */

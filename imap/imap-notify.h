@@ -19,11 +19,6 @@
 
 /* Mailboxes with unsent events per session; one more is an overflow. */
 #define IMAP_NOTIFY_PENDING_MAX 64
-/* Folders other than the selected one whose directories a session
-   watches for other writers (inotify, one process-wide instance:
-   maildir-watch.h); folders past it are reported only for this
-   process's own changes. */
-#define IMAP_NOTIFY_WATCH_MAX 64
 /* Events within this delay go out together (as IDLE's sync delay). */
 #define IMAP_NOTIFY_FLUSH_MSECS 10
 

@@ -154,7 +154,8 @@ int imap_search_partial_head(const struct imap_search_partial *partial,
 
 bool imap_search_parse_return(const struct imap_arg **args, bool *extended_r,
 			      enum imap_search_return *ret_r,
-			      struct imap_search_partial *partial_r)
+			      struct imap_search_partial *partial_r,
+			      const struct imap_arg **update_atts_r)
 {
 	static const struct {
 		const char *name;
@@ -186,6 +187,16 @@ bool imap_search_parse_return(const struct imap_arg **args, bool *extended_r,
 			    !imap_search_partial_parse(range, partial_r))
 				return false;
 			*ret_r |= IMAP_SEARCH_RETURN_PARTIAL;
+			continue;
+		}
+		/* RFC 5465 7, 8: modifier-update = "UPDATE" ["(" fetch-att
+		   *(SP fetch-att) ")"] */
+		if (imap_arg_atom_equals(&list[i], "UPDATE") &&
+		    i + 1 < count && list[i + 1].type == IMAP_ARG_LIST) {
+			if ((*ret_r & IMAP_SEARCH_RETURN_UPDATE) != 0)
+				return false;
+			*ret_r |= IMAP_SEARCH_RETURN_UPDATE;
+			*update_atts_r = &list[++i];
 			continue;
 		}
 		unsigned int j;

@@ -61,11 +61,15 @@ int imap_search_partial_head(const struct imap_search_partial *partial,
 /* Parse "RETURN (options)" at *args, if there, and step past it: sets
    *extended_r (the answer is ESEARCH) and *ret_r (and *partial_r for
    PARTIAL); "RETURN ()" is RETURN (ALL), and so is "RETURN (CONTEXT)".
-   Without RETURN nothing changes. Returns false for a bad option list (answer BAD): an
-   unknown option, PARTIAL twice or with ALL (RFC 9394 3.1). */
+   "UPDATE (fetch-att ...)" (RFC 5465 7) sets *update_atts_r to the list,
+   for the caller to check (imap_notify_fetch_atts()); else it is left
+   alone. Without RETURN nothing changes. Returns false for a bad option
+   list (answer BAD): an unknown option, PARTIAL twice or with ALL (RFC
+   9394 3.1), UPDATE with a list after another UPDATE. */
 bool imap_search_parse_return(const struct imap_arg **args, bool *extended_r,
 			      enum imap_search_return *ret_r,
-			      struct imap_search_partial *partial_r);
+			      struct imap_search_partial *partial_r,
+			      const struct imap_arg **update_atts_r);
 
 /* A command's sequence-set argument ("$" included) as sorted, merged
    sequence ranges of the selected mailbox (from cmd->pool): numbers

@@ -150,7 +150,6 @@ void imap_sync_send(struct client *client, bool allow_expunge)
 		return;
 	}
 	uint32_t count = mailbox_get_count(box);
-	uint32_t first_new = client->exists_sent + 1;
 	if (count != client->exists_sent) {
 		client_send_linef(client, "* %u EXISTS", count);
 		client->exists_sent = count;
@@ -162,5 +161,5 @@ void imap_sync_send(struct client *client, bool allow_expunge)
 		client->recent_sent = recent;
 	}
 	/* RFC 5267 4.3.3: ADDTO after the EXISTS */
-	imap_context_sync_end(client, first_new);
+	imap_context_sync_end(client);
 }

@@ -50,7 +50,8 @@ imap_imap_SOURCES += imap/cmd-compress.c imap/imap-compress.c \
 # NOTIFY (RFC 5465): events of the selected and other mailboxes
 imap_imap_SOURCES += imap/cmd-notify.c imap/imap-notify-set.c \
 	imap/imap-notify-set.h imap/imap-notify-send.c \
-	imap/imap-notify-private.h
+	imap/imap-notify-private.h imap/imap-notify-folders.c \
+	imap/imap-fetch-now.c imap/imap-fetch-now.h
 # UIDONLY (RFC 9586): UIDFETCH responses
 imap_imap_SOURCES += imap/imap-uidonly.c imap/imap-uidonly.h
 check_PROGRAMS += tests/unit/test-imap-compress

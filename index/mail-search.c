@@ -722,3 +722,71 @@ int mail_search_match(struct mail_search_ctx *ctx, uint32_t seq,
 	i_close_fd(&ctx->fd);
 	return r;
 }
+
+/* The UID runs of arg's sequence ranges in box: counted (ranges NULL),
+   or written. */
+static unsigned int seqs_to_uid_runs(const struct mail_search_arg *arg,
+				     struct mailbox *box,
+				     struct mail_search_range *ranges)
+{
+	uint32_t count = mailbox_get_count(box);
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < arg->range_count; i++) {
+		uint32_t lo = arg->ranges[i].lo, hi = arg->ranges[i].hi;
+		if (lo == MAIL_SEARCH_STAR)
+			lo = count;
+		if (hi == MAIL_SEARCH_STAR)
+			hi = count;
+		uint32_t first = MAX(MIN(lo, hi), 1), last = MIN(MAX(lo, hi),
+								   count);
+		for (uint32_t seq = first; seq != 0 && seq <= last; seq++) {
+			uint32_t uid = mailbox_msg_uid(box, seq);
+			if (n > 0 && ranges != NULL &&
+			    ranges[n - 1].hi + 1 == uid) {
+				ranges[n - 1].hi = uid;
+				continue;
+			}
+			if (n > 0 && ranges == NULL && seq > first) {
+				/* counting: consecutive UIDs of consecutive
+				   messages stay one run */
+				if (mailbox_msg_uid(box, seq - 1) + 1 == uid)
+					continue;
+			}
+			if (ranges != NULL)
+				ranges[n].lo = ranges[n].hi = uid;
+			n++;
+		}
+	}
+	return n;
+}
+
+static void args_seqs_to_uids(pool_t pool, struct mail_search_arg *arg,
+			      struct mailbox *box)
+{
+	for (; arg != NULL; arg = arg->next) {
+		if (arg->key == MSK_SUB || arg->key == MSK_OR) {
+			args_seqs_to_uids(pool, arg->subargs, box);
+			continue;
+		}
+		if (arg->key != MSK_SEQSET)
+			continue;
+		unsigned int n = seqs_to_uid_runs(arg, box, NULL);
+		struct mail_search_range *ranges = n == 0 ? NULL :
+			p_malloc(pool, i_mul_size(n, sizeof(*ranges)));
+		unsigned int written = seqs_to_uid_runs(arg, box, ranges);
+		i_assert(written <= n);
+		arg->ranges = ranges;
+		arg->range_count = written;
+		arg->key = MSK_UIDSET;
+	}
+}
+
+void mail_search_program_seqs_to_uids(struct mail_search_program *program,
+				      struct mailbox *box)
+{
+	if (!program->uses_seqset)
+		return;
+	args_seqs_to_uids(program->pool, program->args, box);
+	program->uses_seqset = false;
+}

@@ -73,6 +73,13 @@ bool mail_search_program_uses_modseq(const struct mail_search_program *program);
 /* Whether the program has a sequence-set key ("1:5", not "$" or UID):
    refused once UIDONLY is enabled (RFC 9586 3.5). */
 bool mail_search_program_uses_seqset(const struct mail_search_program *program);
+/* Turn every sequence-set key into the UID set of the messages it names
+   in box now ("*" the last message): the numbers keep meaning those
+   messages after expunges and appends (RFC 5267 4.3, an updated
+   search). Memory from the program's pool: one range per run of
+   consecutive UIDs named. */
+void mail_search_program_seqs_to_uids(struct mail_search_program *program,
+				      struct mailbox *box);
 
 struct mail_search_ctx;
 

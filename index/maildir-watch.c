@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
 
@@ -54,9 +55,38 @@ struct maildir_watch {
 	bool expected_overflow;
 };
 
+/* the root: folders made, removed, moved; a new folder: its cur/ */
+#define ROOT_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
+		   IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+#define NEWDIR_MASK (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | \
+		     IN_MOVE_SELF | IN_ONLYDIR)
+
+struct root_newdir {
+	int wd;
+	char *dir;
+};
+
+struct maildir_root_watch {
+	char *path;
+	int wd;                    /* -1 once the root is gone */
+	maildir_root_callback_t *cb;
+	void *context;
+	struct root_newdir newdirs[MAILDIR_ROOT_NEWDIR_MAX];
+	unsigned int newdir_count;
+	/* a MOVED_FROM waiting for its MOVED_TO (the kernel queues the two
+	   together); unmatched at the end of a read: moved out */
+	uint32_t move_cookie;
+	char *move_from;
+};
+
 static int watch_fd = -1;
 static bool watch_unavailable;
 static struct maildir_watch *watches;
+/* one per process: an imap process serves one user */
+static struct maildir_root_watch *root_watch;
+
+static bool root_event(const struct inotify_event *ev);
+static void root_flush_move(struct maildir_root_watch *rw);
 
 /* File systems where every writer goes through this kernel, so inotify
    sees all changes. Elsewhere (NFS, CIFS, FUSE...) other hosts' changes
@@ -162,6 +192,8 @@ static void watch_event(const struct inotify_event *ev)
 			watch_changed(w);
 		return;
 	}
+	if (root_event(ev))
+		return;
 	struct maildir_watch *w = watch_find_wd(ev->wd, &idx);
 	if (w == NULL)
 		return;   /* a watch removed after the event was queued */
@@ -195,6 +227,8 @@ static void watch_read_events(void)
 		if (ret < 0 && errno == EINTR)
 			continue;
 		if (ret <= 0) {
+			if (root_watch != NULL)
+				root_flush_move(root_watch);
 			if (ret < 0 && errno != EAGAIN) {
 				/* events may be lost: trust nothing */
 				i_error("read(inotify) failed: %m");
@@ -443,4 +477,178 @@ void maildir_watch_deinit(void)
 	if (watch_fd != -1)
 		i_close_fd(&watch_fd);
 	watch_unavailable = false;
+}
+
+/* ---- the folders of a Maildir++ root ---- */
+
+static bool root_has_cur(const struct maildir_root_watch *rw, const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(path, sizeof(path), "%s/%s/cur", rw->path, dir) >=
+	    (int)sizeof(path))
+		return false;
+	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static void root_newdir_drop(struct maildir_root_watch *rw, unsigned int i,
+			     bool rm_watch)
+{
+	if (rm_watch)
+		(void)inotify_rm_watch(watch_fd, rw->newdirs[i].wd);
+	i_free(rw->newdirs[i].dir);
+	rw->newdirs[i] = rw->newdirs[--rw->newdir_count];
+}
+
+static void root_newdir_forget(struct maildir_root_watch *rw, const char *dir)
+{
+	for (unsigned int i = 0; i < rw->newdir_count; i++) {
+		if (strcmp(rw->newdirs[i].dir, dir) == 0) {
+			root_newdir_drop(rw, i, true);
+			return;
+		}
+	}
+}
+
+/* A folder directory appeared: reported now if it has cur/, else when
+   cur/ comes. */
+static void root_created(struct maildir_root_watch *rw, const char *dir)
+{
+	char path[PATH_MAX];
+
+	if (!root_has_cur(rw, dir) &&
+	    rw->newdir_count < MAILDIR_ROOT_NEWDIR_MAX &&
+	    snprintf(path, sizeof(path), "%s/%s", rw->path, dir) <
+	    (int)sizeof(path)) {
+		int wd = inotify_add_watch(watch_fd, path, NEWDIR_MASK);
+		/* cur/ may have come between the check and the watch */
+		if (wd != -1 && !root_has_cur(rw, dir)) {
+			rw->newdirs[rw->newdir_count].wd = wd;
+			rw->newdirs[rw->newdir_count].dir = i_strdup(dir);
+			rw->newdir_count++;
+			return;
+		}
+		if (wd != -1)
+			(void)inotify_rm_watch(watch_fd, wd);
+	}
+	rw->cb(rw->context, MAILDIR_ROOT_CREATED, dir, NULL);
+}
+
+static void root_flush_move(struct maildir_root_watch *rw)
+{
+	if (rw->move_from == NULL)
+		return;
+	char *dir = rw->move_from;
+	rw->move_from = NULL;
+	rw->cb(rw->context, MAILDIR_ROOT_DELETED, dir, NULL);
+	i_free(dir);
+}
+
+static void root_entry_event(struct maildir_root_watch *rw,
+			     const struct inotify_event *ev)
+{
+	if ((ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) != 0) {
+		if ((ev->mask & IN_IGNORED) == 0)
+			(void)inotify_rm_watch(watch_fd, rw->wd);
+		rw->wd = -1;
+		return;
+	}
+	if (ev->len == 0 || (ev->mask & IN_ISDIR) == 0 || ev->name[0] != '.')
+		return;
+	if ((ev->mask & IN_MOVED_TO) != 0 && rw->move_from != NULL &&
+	    rw->move_cookie == ev->cookie) {
+		char *old = rw->move_from;
+		rw->move_from = NULL;
+		root_newdir_forget(rw, old);
+		rw->cb(rw->context, MAILDIR_ROOT_RENAMED, ev->name, old);
+		i_free(old);
+		return;
+	}
+	root_flush_move(rw);
+	if ((ev->mask & IN_MOVED_FROM) != 0) {
+		rw->move_from = i_strdup(ev->name);
+		rw->move_cookie = ev->cookie;
+	} else if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) != 0) {
+		root_created(rw, ev->name);
+	} else if ((ev->mask & IN_DELETE) != 0) {
+		root_newdir_forget(rw, ev->name);
+		rw->cb(rw->context, MAILDIR_ROOT_DELETED, ev->name, NULL);
+	}
+}
+
+/* Whether ev is one of the root watch's (and then handle it). */
+static bool root_event(const struct inotify_event *ev)
+{
+	struct maildir_root_watch *rw = root_watch;
+
+	if (rw == NULL)
+		return false;
+	if (ev->wd == rw->wd) {
+		root_entry_event(rw, ev);
+		return true;
+	}
+	for (unsigned int i = 0; i < rw->newdir_count; i++) {
+		struct root_newdir *nd = &rw->newdirs[i];
+		if (nd->wd != ev->wd)
+			continue;
+		if ((ev->mask & (IN_IGNORED | IN_DELETE_SELF |
+				 IN_MOVE_SELF)) != 0) {
+			/* gone or moved: the root's event reports it */
+			root_newdir_drop(rw, i, (ev->mask & IN_IGNORED) == 0);
+		} else if (ev->len > 0 && (ev->mask & IN_ISDIR) != 0 &&
+			   strcmp(ev->name, "cur") == 0) {
+			char *dir = nd->dir;
+			nd->dir = NULL;
+			root_newdir_drop(rw, i, true);
+			rw->cb(rw->context, MAILDIR_ROOT_CREATED, dir, NULL);
+			i_free(dir);
+		}
+		return true;
+	}
+	return false;
+}
+
+struct maildir_root_watch *
+maildir_root_watch_add(const char *root, maildir_root_callback_t *cb,
+		       void *context)
+{
+	i_assert(root_watch == NULL);
+	if (!fs_is_local(root) || !watch_init())
+		return NULL;
+	int wd = inotify_add_watch(watch_fd, root, ROOT_MASK);
+	if (wd == -1) {
+		if (errno == ENOSPC)
+			i_warning("inotify_add_watch(%s): max_user_watches "
+				  "reached: folders made by other programs "
+				  "are not reported", root);
+		else
+			i_error("inotify_add_watch(%s) failed: %m", root);
+		return NULL;
+	}
+	struct maildir_root_watch *rw = i_malloc(sizeof(*rw));
+	rw->path = i_strdup(root);
+	rw->wd = wd;
+	rw->cb = cb;
+	rw->context = context;
+	root_watch = rw;
+	return rw;
+}
+
+void maildir_root_watch_remove(struct maildir_root_watch **_rw)
+{
+	struct maildir_root_watch *rw = *_rw;
+
+	if (rw == NULL)
+		return;
+	*_rw = NULL;
+	i_assert(rw == root_watch);
+	while (rw->newdir_count > 0)
+		root_newdir_drop(rw, 0, true);
+	if (rw->wd != -1)
+		(void)inotify_rm_watch(watch_fd, rw->wd);
+	i_free(rw->move_from);
+	i_free(rw->path);
+	i_free(rw);
+	root_watch = NULL;
 }

@@ -95,6 +95,37 @@ void maildir_watch_unlisten(struct maildir_watch_listener **listener);
 int maildir_watch_fd(void);
 void maildir_watch_read(void);
 
+/* ---- folders of a Maildir++ root (NOTIFY's MailboxName of other
+   writers) ----
+   One watch of the root directory sees every folder of the user come,
+   go or move (Maildir++ keeps them all side by side in the root). A
+   folder made without cur/ yet (mkdir .Foo, then .Foo/cur) is watched
+   until cur/ comes (at most MAILDIR_ROOT_NEWDIR_MAX at once; past that
+   it is reported at once, as \Noselect). A rename within the root is
+   one MOVED_FROM/MOVED_TO pair: RENAMED; a move out of or into the root
+   is DELETED or CREATED. Events are reported for this process's own
+   changes too (the caller tells them apart). Lost events (a queue
+   overflow) are not reported. */
+#define MAILDIR_ROOT_NEWDIR_MAX 16
+
+enum maildir_root_event {
+	MAILDIR_ROOT_CREATED,
+	MAILDIR_ROOT_DELETED,
+	MAILDIR_ROOT_RENAMED,
+};
+/* dir and olddir (RENAMED only, else NULL) are root entry names
+   (".Foo.Bar"), only entries that begin with '.'. Called from inside
+   whatever read the events: it must only record and schedule. */
+typedef void maildir_root_callback_t(void *context,
+				     enum maildir_root_event event,
+				     const char *dir, const char *olddir);
+struct maildir_root_watch;
+/* Watch root (one per process); NULL (logged) if it cannot be. */
+struct maildir_root_watch *
+maildir_root_watch_add(const char *root, maildir_root_callback_t *cb,
+		       void *context);
+void maildir_root_watch_remove(struct maildir_root_watch **watch);
+
 /* Tests: close the process's inotify instance and forget every watch
    (none may be referenced). */
 void maildir_watch_deinit(void);

@@ -1,6 +1,7 @@
 /* Unit tests for index/maildir-watch.c: our announced changes cancel out,
    everything else (foreign changes, failed announcements, too many
-   announcements, the directory going away) moves the generation. */
+   announcements, the directory going away) moves the generation; the
+   root watch reports folders made, renamed and removed. */
 #include "test-common.h"
 #include "maildir-watch.h"
 
@@ -287,7 +288,115 @@ static void test_listener(void)
 	test_tmpdir_cleanup();
 }
 
+/* ---- the root watch ---- */
+
+struct root_seen {
+	enum maildir_root_event event;
+	char dir[64], olddir[64];
+};
+static struct root_seen root_seen[8];
+static unsigned int root_seen_count;
+
+static void root_cb(void *context ATTR_UNUSED, enum maildir_root_event event,
+		    const char *dir, const char *olddir)
+{
+	if (root_seen_count == N_ELEMENTS(root_seen))
+		return;
+	struct root_seen *r = &root_seen[root_seen_count++];
+	r->event = event;
+	snprintf(r->dir, sizeof(r->dir), "%s", dir);
+	snprintf(r->olddir, sizeof(r->olddir), "%s", olddir == NULL ? "" :
+		 olddir);
+}
+
+static void root_path(char *buf, const char *root, const char *name)
+{
+	int len = snprintf(buf, PATH_MAX, "%s/%s", root, name);
+	i_assert(len > 0 && len < PATH_MAX);
+}
+
+static void root_mkdir(const char *root, const char *name)
+{
+	char path[PATH_MAX];
+
+	root_path(path, root, name);
+	test_assert(mkdir(path, 0700) == 0);
+}
+
+static bool root_seen_is(unsigned int i, enum maildir_root_event event,
+			 const char *dir, const char *olddir)
+{
+	return i < root_seen_count && root_seen[i].event == event &&
+		strcmp(root_seen[i].dir, dir) == 0 &&
+		strcmp(root_seen[i].olddir, olddir) == 0;
+}
+
+static void test_root_watch(void)
+{
+	char root[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+
+	root_path(root, test_tmpdir(), "root");
+	test_assert(mkdir(root, 0700) == 0);
+	struct maildir_root_watch *rw =
+		maildir_root_watch_add(root, root_cb, NULL);
+	if (rw == NULL) {
+		printf("SKIP: %s cannot be watched\n", root);
+		test_tmpdir_cleanup();
+		return;
+	}
+	root_seen_count = 0;
+	/* a folder with cur/ at once; files and non-folders are not told */
+	root_mkdir(root, ".A");
+	root_mkdir(root, ".A/cur");
+	root_mkdir(root, "tmp");
+	maildir_watch_read();
+	test_assert_int(root_seen_count, 1);
+	test_assert(root_seen_is(0, MAILDIR_ROOT_CREATED, ".A", ""));
+	/* a rename within the root is one event */
+	root_path(a, root, ".A");
+	root_path(b, root, ".B");
+	test_assert(rename(a, b) == 0);
+	maildir_watch_read();
+	test_assert_int(root_seen_count, 2);
+	test_assert(root_seen_is(1, MAILDIR_ROOT_RENAMED, ".B", ".A"));
+	/* moved out of the root: deleted; removed: deleted */
+	root_path(a, root, "tmp/gone");
+	test_assert(rename(b, a) == 0);
+	root_mkdir(root, ".C");
+	maildir_watch_read();
+	/* .C has no cur/ yet: not told until it has */
+	test_assert_int(root_seen_count, 3);
+	test_assert(root_seen_is(2, MAILDIR_ROOT_DELETED, ".B", ""));
+	root_mkdir(root, ".C/new");
+	root_mkdir(root, ".C/cur");
+	maildir_watch_read();
+	test_assert_int(root_seen_count, 4);
+	test_assert(root_seen_is(3, MAILDIR_ROOT_CREATED, ".C", ""));
+	root_path(a, root, ".C/cur");
+	test_assert(rmdir(a) == 0);
+	root_path(a, root, ".C/new");
+	test_assert(rmdir(a) == 0);
+	root_path(a, root, ".C");
+	test_assert(rmdir(a) == 0);
+	maildir_watch_read();
+	test_assert_int(root_seen_count, 5);
+	test_assert(root_seen_is(4, MAILDIR_ROOT_DELETED, ".C", ""));
+	/* a folder without cur/ that goes away again is never told made */
+	root_mkdir(root, ".D");
+	maildir_watch_read();
+	root_path(a, root, ".D");
+	test_assert(rmdir(a) == 0);
+	maildir_watch_read();
+	test_assert_int(root_seen_count, 6);
+	test_assert(root_seen_is(5, MAILDIR_ROOT_DELETED, ".D", ""));
+	maildir_root_watch_remove(&rw);
+	test_assert(rw == NULL);
+	maildir_watch_deinit();
+	test_tmpdir_cleanup();
+}
+
 TEST_MAIN(TEST(test_own_changes_cancel_out),
+	  TEST(test_root_watch),
 	  TEST(test_listener),
 	  TEST(test_trust_kept_between_opens),
 	  TEST(test_foreign_changes_move_gen),

@@ -115,6 +115,9 @@ static const struct setting_def global_defs[] = {
 	   the reply it is in the middle of */
 	GLOBAL(imap_notify_max_buffer, SET_SIZE, "256k", .min = 1024,
 	       .max = 512 * 1024),
+	/* each watched folder is two inotify watches (cur/, new/) of the
+	   uid's max_user_watches, and a few hundred bytes */
+	GLOBAL(imap_notify_max_watches, SET_UINT, "1000", .max = 100000),
 	GLOBAL(imap_process_linger, SET_TIME, "30 secs"),
 	/* clients poll STATUS of every folder; each handle is a log fd
 	   and a small mapping (MAILBOX_STATUS_CACHE_MAX_HANDLES) */

@@ -128,6 +128,9 @@ struct moat_settings {
 	/* NOTIFY (RFC 5465 5.8): unread output past this many bytes turns
 	   a session's NOTIFY off with NOTIFICATIONOVERFLOW */
 	uint64_t imap_notify_max_buffer;
+	/* NOTIFY: folders per imap process whose other writers are watched
+	   (inotify), shared by all its sessions (0 = none) */
+	unsigned int imap_notify_max_watches;
 	unsigned int imap_process_linger;   /* seconds after the last connection */
 	/* Index handles kept open for STATUS per imap process (0 = none). */
 	unsigned int imap_status_cache_mailboxes;

@@ -298,21 +298,46 @@ def test_limit_noupdate(two):
     assert changes(ok(c, "NOOP").untagged, "B03") == ([3], [])
 
 
-def test_sequence_set_program_not_updated(two):
+def test_sequence_set_program_updated(two):
     """Message numbers in the program are those of the command's time
-    (RFC 5267 4.3): such a search gets NOUPDATE; UID and $ do not."""
-    _, c, _ = two
+    (RFC 5267 4.3): they keep naming those messages after an expunge
+    renumbers them, "*" is the last message then, and new messages are
+    not in the set. UID sets and $ are updated as they are."""
+    _, c, c2 = two
     r = ok(c, "SEARCH RETURN (UPDATE) 1:5 FLAGGED")
-    assert any(l.startswith(f'* NO [NOUPDATE "{r.tag}"]'.encode())
-               for l in r.untagged), r
+    tag = r.tag
+    assert not any(b"NOUPDATE" in l for l in r.untagged), r
+    star = ok(c, "UID SORT RETURN (UPDATE) (ARRIVAL) UTF-8 9:* FLAGGED").tag
+    ok(c2, "STORE 3 +FLAGS (\\Flagged)")
+    assert changes(ok(c, "NOOP").untagged, tag) == ([3], [])
+    ok(c2, "STORE 1 +FLAGS.SILENT (\\Deleted)")
+    ok(c2, "EXPUNGE")
+    ok(c, "NOOP")
+    # UID 6 is message 5 now, but was 6 when the search came
+    ok(c2, "STORE 5 +FLAGS (\\Flagged)")
+    lines = ok(c, "NOOP").untagged
+    assert changes(lines, tag) == ([], [])
+    # UID 5 (message 4 now) was message 5 then
+    ok(c2, "STORE 4 +FLAGS (\\Flagged)")
+    assert changes(ok(c, "NOOP").untagged, tag) == ([4], [])
+    # UID 10 was message 10, "*" then; UID 9 was 9
+    ok(c2, "STORE 8:9 +FLAGS (\\Flagged)")
+    lines = ok(c, "NOOP").untagged
+    assert updates(lines, star) == [(star, True, [("ADDTO", 1, [9]),
+                                                  ("ADDTO", 2, [10])])]
+    # a new message is none of them
+    assert c2.append("INBOX", msg(11), flags=["\\Flagged"]).ok
+    lines = ok(c, "NOOP").untagged
+    assert b"* 10 EXISTS" in lines
+    assert updates(lines) == [], lines
     r = ok(c, "SEARCH RETURN (UPDATE) UID 1:5 FLAGGED")
     assert not any(b"NOUPDATE" in l for l in r.untagged)
     ok(c, "SEARCH RETURN (SAVE) UID 2:3")
     r = ok(c, "UID SEARCH RETURN (UPDATE) $ FLAGGED")
     tag = r.tag
     assert not any(b"NOUPDATE" in l for l in r.untagged)
-    r = ok(c, "STORE 1:4 +FLAGS (\\Flagged)")
-    assert changes(r.untagged, tag) == ([2, 3], [])
+    r = ok(c, "STORE 1:4 -FLAGS (\\Flagged)")
+    assert changes(r.untagged, tag) == ([], [3])
 
 
 def test_partial_with_update(two):
@@ -589,3 +614,170 @@ def test_long_updates_are_cut(moat_server):
     # INTERNALDATE ties (same second) fall back to mailbox order
     assert model[otag] == all_of(ok(c, "UID SORT RETURN (ALL) "
                                        "(REVERSE ARRIVAL) UTF-8 FLAGGED"))
+
+
+# ---- RFC 5465 7: UPDATE (fetch-att ...) of SEARCH and SORT
+
+BOSS = (b"From: myboss@example.org\r\nTo: bob@example.org\r\n"
+        b"Subject: Re: good morning\r\n\r\nhi\r\n")
+
+
+def fetch_lines(lines, seq=None):
+    pat = rb"^\* %s FETCH " % (str(seq).encode() if seq else rb"\d+")
+    return [i for i, l in enumerate(lines) if re.match(pat, l)]
+
+
+def test_update_fetch_example(two):
+    """RFC 5465 7's example: RETURN (COUNT UPDATE (UID BODY[...])); a new
+    message that joins the result gets the FETCH after its EXISTS and
+    before the ESEARCH that adds it. No NOTIFY SET is needed: the
+    option is the SEARCH's. A new message that does not match gets
+    nothing."""
+    _, c, c2 = two
+    r = c.command('SEARCH RETURN (COUNT UPDATE (UID BODY[HEADER.FIELDS '
+                  '(TO FROM SUBJECT)])) FROM "boss"', tag="a00")
+    assert r.ok
+    assert esearch_lines(r) == [b'* ESEARCH (TAG "a00") COUNT 0']
+    assert c2.append("INBOX", msg(11)).ok
+    assert c2.append("INBOX", BOSS).ok
+    lines = ok(c, "NOOP").untagged
+    ex = lines.index(b"* 12 EXISTS")
+    add = lines.index(b'* ESEARCH (TAG "a00") ADDTO (0 12)')
+    assert fetch_lines(lines) == [i for i in fetch_lines(lines)
+                                  if ex < i < add], lines
+    f = [parse_fetch_items(lines[i]) for i in fetch_lines(lines, 12)]
+    body = [x for x in f if "BODY[HEADER.FIELDS (TO FROM SUBJECT)]" in x]
+    assert len(body) == 1, lines
+    assert body[0]["UID"] == "12"
+    hdr = body[0]["BODY[HEADER.FIELDS (TO FROM SUBJECT)]"]
+    assert b"From: myboss@example.org" in hdr and b"Subject: Re:" in hdr
+    assert b"To: bob@example.org" in hdr
+    # message 11 did not join: no FETCH of it
+    assert fetch_lines(lines, 11) == [], lines
+
+
+def parse_fetch_items(line):
+    from moatimap import parse_fetch
+    return parse_fetch(line)[1]
+
+
+def test_update_fetch_not_for_flag_changes(two):
+    """RFC 5465 7: no FETCH of the fetch-atts when a message joins
+    through a flag change (the FLAGS FETCH of the change itself comes as
+    always); UID SEARCH and the UID added to the atts."""
+    _, c, c2 = two
+    r = ok(c, "UID SEARCH RETURN (UPDATE (RFC822.SIZE)) FLAGGED")
+    tag = r.tag
+    ok(c2, "STORE 4 +FLAGS (\\Flagged)")
+    lines = ok(c, "NOOP").untagged
+    assert changes(lines, tag) == ([4], [])
+    for i in fetch_lines(lines):
+        assert b"RFC822.SIZE" not in lines[i], lines
+    # a new flagged message does get it, with its UID
+    assert c2.append("INBOX", msg(11), flags=["\\Flagged"]).ok
+    lines = ok(c, "NOOP").untagged
+    ex = lines.index(b"* 11 EXISTS")
+    add = lines.index(f'* ESEARCH (TAG "{tag}") UID ADDTO (0 11)'.encode())
+    sized = [i for i in fetch_lines(lines, 11) if b"RFC822.SIZE" in lines[i]]
+    assert len(sized) == 1 and ex < sized[0] < add, lines
+    assert parse_fetch_items(lines[sized[0]])["UID"] == "11"
+
+
+def test_update_fetch_sort_own_append_and_idle(two):
+    """SORT too; this session's own APPEND adds to the result (the
+    FETCH comes with the APPEND's reply); during IDLE the FETCH comes
+    between the EXISTS and the ESEARCH as well."""
+    _, c, c2 = two
+    r = ok(c, "SORT RETURN (UPDATE (FLAGS)) (SUBJECT) UTF-8 SUBJECT wanted")
+    tag = r.tag
+    r = c.append("INBOX", msg(11, subject="wanted"))
+    assert r.ok
+    lines = r.untagged
+    ex = lines.index(b"* 11 EXISTS")
+    add = lines.index(f'* ESEARCH (TAG "{tag}") ADDTO (1 11)'.encode())
+    assert [i for i in fetch_lines(lines, 11) if ex < i < add], lines
+    itag = c.next_tag()
+    c.send(f"{itag} IDLE\r\n")
+    assert c.read_line().startswith(b"+ ")
+    assert c2.append("INBOX", msg(12)).ok
+    assert c2.append("INBOX", msg(13, subject="wanted")).ok
+    want = f'* ESEARCH (TAG "{tag}") ADDTO (2 13)'.encode()
+    deadline = time.monotonic() + WAKE_TIMEOUT
+    seen = []
+    while want not in seen:
+        line = c.read_line_within(max(0.0, deadline - time.monotonic()))
+        assert line is not None, f"no update within {WAKE_TIMEOUT}s: {seen}"
+        seen.append(line)
+    c.send("DONE\r\n")
+    assert c.read_tagged(itag).ok
+    ex = seen.index(b"* 13 EXISTS")
+    f13 = fetch_lines(seen, 13)
+    assert len(f13) == 1 and ex < f13[0] < len(seen) - 1, seen
+    assert fetch_lines(seen, 12) == [], seen
+
+
+def test_update_fetch_syntax(two):
+    """RFC 5465 8: modifier-update = "UPDATE" ["(" fetch-att ...")"]: an
+    empty list or an attribute FETCH refuses is a BAD, and no context
+    is left behind (the tag may be used again)."""
+    _, c, _ = two
+    for bad in ("UPDATE ()", "UPDATE (NOSUCHATT)", "UPDATE (UID) UPDATE (UID)",
+                "UPDATE (BODY[NOSUCH])"):
+        r = c.command(f"SEARCH RETURN ({bad}) ALL", tag="S1")
+        assert r.status == "BAD", (bad, r)
+        r = c.command(f"SORT RETURN ({bad}) (ARRIVAL) UTF-8 ALL", tag="S1")
+        assert r.status == "BAD", (bad, r)
+    r = c.command("SEARCH RETURN (UPDATE (UID)) ALL", tag="S1")
+    assert r.ok and r.untagged == [b'* ESEARCH (TAG "S1")']
+
+
+def test_update_fetch_with_notify(two):
+    """With a NOTIFY set whose MessageNew has fetch-atts both FETCHes
+    come after the EXISTS; the context's precedes its ESEARCH."""
+    _, c, c2 = two
+    r = ok(c, "NOTIFY SET (selected (MessageNew (UID FLAGS) "
+              "MessageExpunge))")
+    r = ok(c, "UID SEARCH RETURN (UPDATE (UID RFC822.SIZE)) SUBJECT wanted")
+    tag = r.tag
+    assert c2.append("INBOX", msg(11, subject="wanted")).ok
+    lines = []
+    want = f'* ESEARCH (TAG "{tag}") UID ADDTO (0 11)'.encode()
+    deadline = time.monotonic() + WAKE_TIMEOUT
+    while want not in lines or not any(
+            b"FLAGS" in lines[i] and b"RFC822.SIZE" not in lines[i]
+            for i in fetch_lines(lines, 11)):
+        line = c.read_line_within(max(0.0, deadline - time.monotonic()))
+        assert line is not None, f"nothing within {WAKE_TIMEOUT}s: {lines}"
+        lines.append(line)
+    ex = lines.index(b"* 11 EXISTS")
+    sized = [i for i in fetch_lines(lines, 11) if b"RFC822.SIZE" in lines[i]]
+    assert len(sized) == 1 and ex < sized[0] < lines.index(want), lines
+
+
+def test_update_fetch_many_new(moat_server):
+    """Thousands of new messages with scattered matches: the FETCH goes
+    in several sequence sets, each message once, all before the
+    ESEARCH."""
+    c = moat_server.login()
+    ok(c, "SELECT INBOX")
+    tag = ok(c, "UID SEARCH RETURN (UPDATE (UID)) SUBJECT odd").tag
+    total = 4000
+    md = moat_server.maildir("testuser1")
+    user = moat_server.users["testuser1"]
+    for i in range(total):
+        name = f"{1700000000 + i}.M{i}P1.host"
+        p = md / "cur" / (name + ":2,")
+        subject = "odd" if i % 2 == 0 else "even"
+        p.write_bytes(f"Subject: {subject} {i}\r\n\r\nb\r\n".encode())
+        if IS_ROOT:
+            os.chown(p, user["uid"], user["gid"])
+    lines = ok(c, "NOOP").untagged
+    ex = lines.index(f"* {total} EXISTS".encode())
+    first_update = min(i for i, l in enumerate(lines) if UPDATE_RE.match(l))
+    fetched = []
+    for i in fetch_lines(lines):
+        assert ex < i < first_update, (i, ex, first_update)
+        fetched.append(int(parse_fetch_items(lines[i])["UID"]))
+    odd = list(range(1, total + 1, 2))
+    assert fetched == odd
+    assert changes(lines, tag) == (odd, [])

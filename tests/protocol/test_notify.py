@@ -6,6 +6,7 @@ than a session: LMTP delivery and another Maildir writer."""
 
 import os
 import re
+import shutil
 import socket
 import time
 
@@ -545,6 +546,157 @@ def test_maildir_writer_selected(two):
     drop_file(server, server.maildir("testuser1"), 10)
     seen = wait_line(c, rb"^\* 3 FETCH \(UID 3\)$")
     assert b"* 3 EXISTS" in seen, seen
+
+
+# ---- 5.4: MailboxName of folders other programs make, remove, rename
+
+def writer_mkdir(server, path):
+    """mkdir as another Maildir writer of the user would."""
+    os.mkdir(path)
+    if IS_ROOT:
+        u = server.users["testuser1"]
+        os.chown(path, u["uid"], u["gid"])
+
+
+def writer_folder(server, name, cur=True):
+    d = server.maildir("testuser1") / f".{name}"
+    writer_mkdir(server, d)
+    if cur:
+        for sub in ("tmp", "new", "cur"):
+            writer_mkdir(server, d / sub)
+    return d
+
+
+def writer_rmdir(d):
+    """rm -r of a folder (moat's index files are in it too)."""
+    shutil.rmtree(d)
+
+
+def list_of(c, name):
+    r = c.command(f'LIST "" "{name}"')
+    assert r.ok, r
+    return [l for l in r.untagged if l.startswith(b"* LIST")]
+
+
+def test_mailbox_name_other_writer(two):
+    """A folder another program makes (mkdir .Foo with cur/new/tmp),
+    renames (rename(2): OLDNAME) and removes is reported as moat's own
+    CREATE, RENAME and DELETE are; LIST and STATUS follow at once."""
+    server, c, c2 = two
+    notify(c, "SET (personal (MailboxName))")
+    writer_folder(server, "Outside")
+    seen = wait_line(c, rb'^\* LIST .*"?Outside"?$')
+    assert seen[-1] == b'* LIST (\\HasNoChildren) "/" Outside', seen
+    assert list_of(c2, "Outside") == [b'* LIST (\\HasNoChildren) "/" Outside']
+    r = c2.command("STATUS Outside (MESSAGES)")
+    assert r.ok and r.untagged == [b'* STATUS Outside (MESSAGES 0)'], r
+    md = server.maildir("testuser1")
+    os.rename(md / ".Outside", md / ".Moved")
+    seen = wait_line(c, rb"^\* LIST .*OLDNAME")
+    assert seen[-1] == (b'* LIST (\\HasNoChildren) "/" Moved '
+                        b'("OLDNAME" (Outside))'), seen
+    assert list_of(c2, "Outside") == []
+    assert list_of(c2, "Moved") == [b'* LIST (\\HasNoChildren) "/" Moved']
+    writer_rmdir(md / ".Moved")
+    seen = wait_line(c, rb'^\* LIST .*"?Moved"?$')
+    assert seen[-1] == b'* LIST (\\NonExistent) "/" Moved', seen
+    assert list_of(c2, "Moved") == []
+    assert c2.command("STATUS Moved (MESSAGES)").status == "NO"
+
+
+def test_mailbox_name_other_writer_cur_later(two):
+    """A folder made without cur/ is reported when cur/ comes, as a
+    selectable mailbox; a folder moved into the root (made elsewhere)
+    is a creation; a child's parent is reported too."""
+    server, c, c2 = two
+    notify(c, "SET (personal (MailboxName))")
+    late = writer_folder(server, "Late", cur=False)
+    # made outside the root and moved in whole: one MOVED_TO
+    tmp = server.maildir("testuser1") / "tmp" / "prepared"
+    writer_mkdir(server, tmp)
+    for sub in ("tmp", "new", "cur"):
+        writer_mkdir(server, tmp / sub)
+    os.rename(tmp, server.maildir("testuser1") / ".Marker")
+    seen = wait_line(c, rb'^\* LIST .*"?Marker"?$')
+    # events come in order: Late, without cur/, was not reported
+    assert not any(b"Late" in l for l in seen), seen
+    for sub in ("tmp", "new", "cur"):
+        writer_mkdir(server, late / sub)
+    seen = wait_line(c, rb'^\* LIST .*"?Late"?$')
+    assert seen[-1] == b'* LIST (\\HasNoChildren) "/" Late', seen
+    writer_folder(server, "Late.Child")
+    seen = wait_line(c, rb'^\* LIST .*"?Late/Child"?$')
+    seen += wait_line(c, rb'^\* LIST .*"?Late"?$') \
+        if not any(re.search(rb' "?Late"?$', l) for l in seen) else []
+    parent = [l for l in seen if re.search(rb' "?Late"?$', l)][0]
+    assert b"\\HasChildren" in parent, seen
+
+
+def test_mailbox_name_own_not_twice(two):
+    """moat's own CREATE, RENAME and DELETE are reported once, and not
+    to the session that made them, although the root watch sees their
+    directories change too."""
+    server, c, c2 = two
+    notify(c, "SET (personal (MailboxName))")
+    notify(c2, "SET (personal (MailboxName))")
+    assert c2.command("CREATE Own").ok
+    assert c2.command("RENAME Own Own2").ok
+    assert c2.command("DELETE Own2").ok
+    writer_folder(server, "Marker1")
+    seen = wait_line(c, rb'^\* LIST .*"?Marker1"?$')
+    # (the attributes are those when the LIST goes out: all gone)
+    own = [l.split(b'"/" ', 1)[1] for l in seen if b"Own" in l]
+    assert own == [b'Own', b'Own2 ("OLDNAME" (Own))', b'Own2'], seen
+    seen = wait_line(c2, rb'^\* LIST .*"?Marker1"?$')
+    assert not any(b"Own" in l for l in seen), seen
+
+
+# ---- other writers in many folders: one shared watch per folder
+
+def test_many_folders_other_writers(two):
+    """More folders than a session could hold watches for (120): other
+    writers' changes in any covered folder are reported, to every
+    session whose set covers it; a watch one session drops (NOTIFY NONE)
+    stays for another that still covers the folder."""
+    server, c, c2 = two
+    for i in range(120):
+        writer_folder(server, f"F{i:03d}")
+    notify(c, "SET (personal (MessageNew MessageExpunge))")
+    notify(c2, "SET (mailboxes (F110 F002) (MessageNew MessageExpunge))")
+    md = server.maildir("testuser1")
+    drop_file(server, md / ".F105", 1)
+    seen = wait_line(c, rb'^\* STATUS "?F105"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    drop_file(server, md / ".F002", 2)
+    seen = wait_line(c, rb'^\* STATUS "?F002"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    seen = wait_line(c2, rb'^\* STATUS "?F002"? ')
+    # c2's set does not cover F105
+    assert not any(b"F105" in l for l in seen), seen
+    notify(c, "NONE")
+    drop_file(server, md / ".F110", 3)
+    seen = wait_line(c2, rb'^\* STATUS "?F110"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    # and c, with a new set, again
+    notify(c, "SET (subtree F119 (MessageNew MessageExpunge))")
+    drop_file(server, md / ".F119", 4)
+    seen = wait_line(c, rb'^\* STATUS "?F119"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+
+
+@pytest.mark.moat_settings(imap_notify_max_watches="3")
+def test_watch_limit_logged(two):
+    """Past imap_notify_max_watches folders a clear line is logged."""
+    server, c, c2 = two
+    for i in range(6):
+        writer_folder(server, f"G{i}")
+    notify(c, "SET (personal (MessageNew MessageExpunge))")
+    deadline = time.monotonic() + WAKE_TIMEOUT
+    while "imap_notify_max_watches" not in server.logs():
+        assert time.monotonic() < deadline, server.logs()
+        time.sleep(0.05)
+    assert "other programs' changes in further folders are not " \
+        "reported" in server.logs()
 
 
 # ---- 5.8: overflow

@@ -107,6 +107,7 @@ static void test_defaults(void)
 	test_assert_int(set->imap_commit_batch_max, 64);
 	test_assert_int(set->imap_idle_timeout, 30 * 60);
 	test_assert_int(set->imap_notify_max_buffer, 256 * 1024);
+	test_assert_int(set->imap_notify_max_watches, 1000);
 	test_assert_int(set->imap_process_linger, 30);
 	test_assert_int(set->login_timeout, 60);
 	test_assert(set->disable_plaintext_auth);
