@@ -27,9 +27,19 @@ struct imap_commit_batch {
 	bool async;
 	/* the folder whose handle gives the final syncfs */
 	struct mailbox *deferred_box;
+	/* the next batch: requests that waited in the queue when the final
+	   syncfs began, so that it made their data durable too (their
+	   files were complete: a request queues once its last message is
+	   written), and their own data sync is saved */
+	struct imap_commit_req *next_reqs;
+	unsigned int next_requests;
 };
 
 static void commit_batch_start(struct imap_user *user, bool async);
+static void commit_batch_begin(struct imap_user *user,
+			       struct imap_commit_req *reqs,
+			       unsigned int requests, bool async,
+			       bool data_synced);
 
 static void commit_flush_deferred(void *context)
 {
@@ -87,7 +97,8 @@ static void commit_batch_finish(struct imap_user *user)
 
 	if (batch == NULL)
 		return;
-	/* the steps still to come run on the loop */
+	/* the steps still to come run on the loop (and those of the batch
+	   that rides along with it) */
 	batch->async = false;
 	while (user->commit_batch == batch) {
 		/* between its steps a batch is always waiting for the thread */
@@ -102,8 +113,9 @@ void imap_commit_cancel(struct imap_user *user, struct imap_commit_req *req)
 		return;
 	if (req->in_batch) {
 		req->cancelled = true;
-		commit_batch_finish(user);
-		i_assert(!req->queued);
+		/* it may ride along to the batch after the one in progress */
+		while (req->queued)
+			commit_batch_finish(user);
 		return;
 	}
 	struct imap_commit_req **p = &user->commit_queue;
@@ -263,7 +275,8 @@ static void commit_batch_complete(struct imap_commit_batch *batch)
 		batch->requests, batch->messages, batch->group_count,
 		batch->async ? ", synced by the sync thread" : "");
 	user->commit_batch = NULL;
-	if (user->commit_queue != NULL && user->to_commit == NULL)
+	if (user->commit_queue != NULL && user->to_commit == NULL &&
+	    batch->next_reqs == NULL)
 		user->to_commit = io_loop_defer(user->ioloop,
 						commit_flush_deferred, user);
 	/* answered only once the whole batch is on disk; a callback may
@@ -280,8 +293,14 @@ static void commit_batch_complete(struct imap_commit_batch *batch)
 				    r->result == IMAP_COMMIT_OK ? r->first_uid : 0);
 		}
 	}
+	struct imap_commit_req *next_reqs = batch->next_reqs;
+	unsigned int next_requests = batch->next_requests;
+	bool async = batch->async, next_synced = batch->job.error == 0;
 	i_free(batch->groups);
 	i_free(batch);
+	if (next_reqs != NULL)
+		commit_batch_begin(user, next_reqs, next_requests, async,
+				   next_synced);
 }
 
 /* Run batch->job on the thread (callback later) or here (callback now;
@@ -296,6 +315,25 @@ static void commit_batch_sync(struct imap_commit_batch *batch,
 		fsync_job_run(&batch->job);
 		callback(&batch->job, batch);
 	}
+}
+
+/* The queue rides along with the final syncfs (imap_commit_batch's
+   next_reqs). Only on the thread: on the loop the queue is committed
+   on its own. */
+static void commit_batch_carry(struct imap_commit_batch *batch)
+{
+	struct imap_user *user = batch->user;
+
+	if (!batch->async || user->commit_queue == NULL)
+		return;
+	timeout_remove(&user->to_commit);
+	batch->next_reqs = user->commit_queue;
+	batch->next_requests = user->commit_count;
+	for (struct imap_commit_req *r = batch->next_reqs; r != NULL; r = r->next)
+		r->in_batch = true;
+	user->commit_queue = NULL;
+	user->commit_tail = &user->commit_queue;
+	user->commit_count = 0;
 }
 
 /* After step 3. */
@@ -366,6 +404,7 @@ static void commit_data_synced(struct fsync_job *job, void *context)
 		} else {
 			fsync_job_add(&batch->job, batch->sync_fd,
 				      FSYNC_OP_SYNCFS);
+			commit_batch_carry(batch);
 		}
 	}
 	commit_batch_sync(batch, commit_final_synced);
@@ -391,23 +430,22 @@ static bool commit_thread_get(struct imap_user *user)
 	return true;
 }
 
-/* Step 1: the queue becomes the batch; its data sync. */
-static void commit_batch_start(struct imap_user *user, bool async)
+/* Step 1: reqs (taken off the queue) become the batch; its data sync,
+   unless the previous batch's final syncfs made it (data_synced). */
+static void commit_batch_begin(struct imap_user *user,
+			       struct imap_commit_req *reqs,
+			       unsigned int requests, bool async,
+			       bool data_synced)
 {
 	const char *error;
 
 	i_assert(user->commit_batch == NULL);
-	if (user->commit_queue == NULL)
-		return;
 	struct imap_commit_batch *batch = i_malloc(sizeof(*batch));
 	batch->user = user;
-	batch->reqs = user->commit_queue;
-	batch->requests = user->commit_count;
+	batch->reqs = reqs;
+	batch->requests = requests;
 	batch->sync_fd = -1;
 	batch->async = async && commit_thread_get(user);
-	user->commit_queue = NULL;
-	user->commit_tail = &user->commit_queue;
-	user->commit_count = 0;
 	user->commit_batch = batch;
 
 	struct mailbox_append_multi **saves =
@@ -418,11 +456,12 @@ static void commit_batch_start(struct imap_user *user, bool async)
 		batch->messages += r->count;
 		saves[n++] = r->save;
 	}
-	bool use_syncfs;
-	int ret = mailbox_append_multi_sync_plan(saves, n, &batch->sync_fd,
-						 &use_syncfs, &error);
-	i_free(saves);
 	memset(&batch->job, 0, sizeof(batch->job));
+	bool use_syncfs;
+	int ret = data_synced ? 0 :
+		mailbox_append_multi_sync_plan(saves, n, &batch->sync_fd,
+					       &use_syncfs, &error);
+	i_free(saves);
 	if (ret > 0) {
 		fsync_job_add(&batch->job, batch->sync_fd, use_syncfs ?
 			      FSYNC_OP_SYNCFS : FSYNC_OP_FSYNC);
@@ -436,6 +475,20 @@ static void commit_batch_start(struct imap_user *user, bool async)
 		return;
 	}
 	commit_batch_sync(batch, commit_data_synced);
+}
+
+/* The queue becomes the batch. */
+static void commit_batch_start(struct imap_user *user, bool async)
+{
+	struct imap_commit_req *reqs = user->commit_queue;
+	unsigned int requests = user->commit_count;
+
+	if (reqs == NULL)
+		return;
+	user->commit_queue = NULL;
+	user->commit_tail = &user->commit_queue;
+	user->commit_count = 0;
+	commit_batch_begin(user, reqs, requests, async, false);
 }
 
 void imap_commit_flush(struct imap_user *user)

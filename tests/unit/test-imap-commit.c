@@ -14,6 +14,7 @@ struct commit_result {
 	unsigned int calls;
 	enum imap_commit_result result;
 	uint32_t first_uid;
+	unsigned int queue_then;   /* imap_commit_queue_count() at the answer */
 };
 
 static struct imap_user commit_user;
@@ -106,6 +107,7 @@ static void commit_cb(void *context, enum imap_commit_result result,
 	/* the request is no longer queued when it is answered */
 	test_assert(!res->req.queued);
 	res->calls++;
+	res->queue_then = imap_commit_queue_count(&commit_user);
 	res->result = result;
 	res->first_uid = first_uid;
 	if (++commit_calls == commit_stop_at)
@@ -337,7 +339,9 @@ static void commit_async_check(void *context)
 
 /* The loop goes on while the thread syncs: the batch is in progress and
    unanswered when the loop next runs, a request queued meanwhile forms
-   the next batch, and both are answered with consecutive UIDs. */
+   the next batch (riding along with the first one's final syncfs: it
+   is no longer in the queue when the first is answered), and both are
+   answered with consecutive UIDs. */
 static void test_commit_async(void)
 {
 	const char *root = commit_root("async");
@@ -359,6 +363,7 @@ static void test_commit_async(void)
 	test_assert_int(b.result, IMAP_COMMIT_OK);
 	test_assert_int(a.first_uid, 1);
 	test_assert_int(b.first_uid, 2);
+	test_assert_int(a.queue_then, 0);
 	test_assert_int(dir_file_count(root, "cur"), 2);
 	test_assert_int(dir_file_count(root, "tmp"), 0);
 	mailbox_close(&box);
