@@ -114,8 +114,10 @@ void imap_commit_cancel(struct imap_user *user, struct imap_commit_req *req)
 	if (req->in_batch) {
 		req->cancelled = true;
 		/* it may ride along to the batch after the one in progress */
-		while (req->queued)
+		while (req->queued) {
+			i_assert(user->commit_batch != NULL);
 			commit_batch_finish(user);
+		}
 		return;
 	}
 	struct imap_commit_req **p = &user->commit_queue;
@@ -275,10 +277,15 @@ static void commit_batch_complete(struct imap_commit_batch *batch)
 		batch->requests, batch->messages, batch->group_count,
 		batch->async ? ", synced by the sync thread" : "");
 	user->commit_batch = NULL;
-	if (user->commit_queue != NULL && user->to_commit == NULL &&
-	    batch->next_reqs == NULL)
+	/* the next batch first: a callback that cancels one of its
+	   requests then finds it in the batch in progress */
+	if (batch->next_reqs != NULL) {
+		commit_batch_begin(user, batch->next_reqs, batch->next_requests,
+				   batch->async, batch->job.error == 0);
+	} else if (user->commit_queue != NULL && user->to_commit == NULL) {
 		user->to_commit = io_loop_defer(user->ioloop,
 						commit_flush_deferred, user);
+	}
 	/* answered only once the whole batch is on disk; a callback may
 	   free its request */
 	for (unsigned int i = 0; i < batch->group_count; i++) {
@@ -293,14 +300,8 @@ static void commit_batch_complete(struct imap_commit_batch *batch)
 				    r->result == IMAP_COMMIT_OK ? r->first_uid : 0);
 		}
 	}
-	struct imap_commit_req *next_reqs = batch->next_reqs;
-	unsigned int next_requests = batch->next_requests;
-	bool async = batch->async, next_synced = batch->job.error == 0;
 	i_free(batch->groups);
 	i_free(batch);
-	if (next_reqs != NULL)
-		commit_batch_begin(user, next_reqs, next_requests, async,
-				   next_synced);
 }
 
 /* Run batch->job on the thread (callback later) or here (callback now;
