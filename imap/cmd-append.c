@@ -112,6 +112,7 @@ static bool cmd_append_reply(struct client_command *cmd)
 		client_send_tagline(cmd, "NO [OVERQUOTA] Quota exceeded.");
 		break;
 	case IMAP_COMMIT_FAILED:
+	case IMAP_COMMIT_NOSPACE:
 		client_send_tagline(cmd, "NO [SERVERBUG] Saving the message failed.");
 		break;
 	case IMAP_COMMIT_OK:

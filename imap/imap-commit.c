@@ -1,14 +1,54 @@
-/* The user's queue of APPEND commits (imap-commit.h). */
+/* The user's queue of APPEND and delivery commits (imap-commit.h). */
 #include "imap-common.h"
 #include "imap-commit.h"
 #include "imap-quota.h"
+#include "fsync-thread.h"
+
+/* A folder's requests in queue order, admitted ones merged into the
+   first admitted one's set. */
+struct commit_group {
+	struct imap_commit_req *head, *base;
+	uint64_t bytes, count;
+	bool multi;        /* a MULTIAPPEND is in it */
+	bool deferred;     /* its syncs wait for the batch's syncfs */
+	bool committed;
+};
+
+/* The requests being committed together (imap-commit.h, steps 1-4). */
+struct imap_commit_batch {
+	struct imap_user *user;
+	struct imap_commit_req *reqs;      /* in queue order */
+	unsigned int requests, messages;
+	struct commit_group *groups;
+	unsigned int group_count;
+	/* each step's sync: on the thread while async, else on the loop */
+	struct fsync_job job;
+	int sync_fd;
+	bool async;
+	/* the folder whose handle gives the final syncfs */
+	struct mailbox *deferred_box;
+	/* the next batch: requests that waited in the queue when the final
+	   syncfs began, so that it made their data durable too (their
+	   files were complete: a request queues once its last message is
+	   written), and their own data sync is saved */
+	struct imap_commit_req *next_reqs;
+	unsigned int next_requests;
+};
+
+static void commit_batch_start(struct imap_user *user, bool async);
+static void commit_batch_begin(struct imap_user *user,
+			       struct imap_commit_req *reqs,
+			       unsigned int requests, bool async,
+			       bool data_synced);
 
 static void commit_flush_deferred(void *context)
 {
 	struct imap_user *user = context;
 
 	user->to_commit = NULL;
-	imap_commit_flush(user);
+	/* the next batch starts when the one syncing now is done */
+	if (user->commit_batch == NULL)
+		commit_batch_start(user, true);
 }
 
 void imap_commit_init(struct imap_user *user)
@@ -16,6 +56,9 @@ void imap_commit_init(struct imap_user *user)
 	user->commit_queue = NULL;
 	user->commit_tail = &user->commit_queue;
 	user->commit_count = 0;
+	user->commit_batch = NULL;
+	user->commit_thread = NULL;
+	user->commit_thread_failed = false;
 }
 
 void imap_commit_queue(struct imap_user *user, struct imap_commit_req *req,
@@ -36,19 +79,47 @@ void imap_commit_queue(struct imap_user *user, struct imap_commit_req *req,
 	req->callback = callback;
 	req->context = context;
 	req->queued = true;
+	req->in_batch = false;
+	req->cancelled = false;
 	*user->commit_tail = req;
 	user->commit_tail = &req->next;
 	user->commit_count++;
 	/* after the loop has read what else arrived in this turn */
-	if (user->to_commit == NULL)
+	if (user->to_commit == NULL && user->commit_batch == NULL)
 		user->to_commit = io_loop_defer(user->ioloop,
 						commit_flush_deferred, user);
+}
+
+/* Wait for the batch in progress and complete it on the loop. */
+static void commit_batch_finish(struct imap_user *user)
+{
+	struct imap_commit_batch *batch = user->commit_batch;
+
+	if (batch == NULL)
+		return;
+	/* the steps still to come run on the loop (and those of the batch
+	   that rides along with it) */
+	batch->async = false;
+	while (user->commit_batch == batch) {
+		/* between its steps a batch is always waiting for the thread */
+		i_assert(fsync_thread_busy(user->commit_thread));
+		fsync_thread_wait(user->commit_thread);
+	}
 }
 
 void imap_commit_cancel(struct imap_user *user, struct imap_commit_req *req)
 {
 	if (!req->queued)
 		return;
+	if (req->in_batch) {
+		req->cancelled = true;
+		/* it may ride along to the batch after the one in progress */
+		while (req->queued) {
+			i_assert(user->commit_batch != NULL);
+			commit_batch_finish(user);
+		}
+		return;
+	}
 	struct imap_commit_req **p = &user->commit_queue;
 	while (*p != req)
 		p = &(*p)->next;
@@ -65,17 +136,12 @@ unsigned int imap_commit_queue_count(struct imap_user *user)
 	return user->commit_count;
 }
 
-/* A folder's requests in queue order, admitted ones merged into the
-   first admitted one's set. */
-struct commit_group {
-	struct imap_commit_req *head, *base;
-	uint64_t bytes, count;
-	bool multi;        /* a MULTIAPPEND is in it */
-	bool deferred;     /* its syncs wait for the batch's syncfs */
-	bool committed;
-};
+bool imap_commit_busy(struct imap_user *user)
+{
+	return user->commit_batch != NULL;
+}
 
-/* Split the queue by folder, order kept; refuse what the quota does not
+/* Split the batch by folder, order kept; refuse what the quota does not
    allow (counting what the requests before it add). */
 static unsigned int commit_split(struct imap_user *user,
 				 struct imap_commit_req *queue,
@@ -104,6 +170,8 @@ static unsigned int commit_split(struct imap_user *user,
 		}
 		queue = rest;
 		for (struct imap_commit_req *r = g->head; r != NULL; r = r->next) {
+			if (r->result != IMAP_COMMIT_OK)
+				continue;   /* the data sync failed */
 			if (imap_quota_allows(user, bytes + r->bytes,
 					      messages + r->count) == 0) {
 				r->result = IMAP_COMMIT_OVERQUOTA;
@@ -115,33 +183,9 @@ static unsigned int commit_split(struct imap_user *user,
 			g->bytes += r->bytes;
 			g->count += r->count;
 			g->multi = g->multi || r->count > 1;
-			r->result = IMAP_COMMIT_OK;
 		}
 	}
 	return count;
-}
-
-/* One sync for the data of every admitted message of the batch. */
-static int commit_sync_data(struct commit_group *groups, unsigned int count,
-			    unsigned int requests)
-{
-	struct mailbox_append_multi **saves =
-		i_malloc(i_mul_size(requests, sizeof(*saves)));
-	unsigned int n = 0;
-	const char *error;
-
-	for (unsigned int i = 0; i < count; i++) {
-		for (struct imap_commit_req *r = groups[i].head; r != NULL;
-		     r = r->next) {
-			if (r->result == IMAP_COMMIT_OK)
-				saves[n++] = r->save;
-		}
-	}
-	int ret = mailbox_append_multi_sync_data(saves, n, &error);
-	if (ret < 0)
-		i_error("APPEND failed: %s", error);
-	i_free(saves);
-	return ret;
 }
 
 static void commit_group_result(struct commit_group *g,
@@ -159,14 +203,21 @@ static void commit_group_result(struct commit_group *g,
 	}
 }
 
-static void commit_group_fail(struct commit_group *g)
+static void commit_group_fail(struct commit_group *g,
+			      enum imap_commit_result result)
 {
 	for (struct imap_commit_req *r = g->head; r != NULL; r = r->next) {
 		if (r->result == IMAP_COMMIT_OK) {
-			r->result = IMAP_COMMIT_FAILED;
+			r->result = result;
 			r->first_uid = 0;
 		}
 	}
+}
+
+static enum imap_commit_result commit_errno_result(int error)
+{
+	return error == ENOSPC || error == EDQUOT ?
+		IMAP_COMMIT_NOSPACE : IMAP_COMMIT_FAILED;
 }
 
 /* Merge a folder's admitted requests into one set and publish it. */
@@ -196,11 +247,14 @@ static int commit_group(struct commit_group *g, bool defer)
 	g->deferred = defer && !g->multi && mailbox_fsync_defer(box, true);
 	int ret = mailbox_append_multi_commit(&g->base->save, &first_uid,
 					      &error);
+	/* errno is still the failed call's unless the storage layer made
+	   another one after it; a wrong guess only swaps 451 and 452 */
+	int saved_errno = errno;
 	(void)mailbox_fsync_defer(box, false);
 	if (ret < 0) {
-		i_error("APPEND failed: %s", error);
+		i_error("saving failed: %s", error);
 		g->deferred = false;
-		commit_group_result(g, IMAP_COMMIT_FAILED, 0);
+		commit_group_result(g, commit_errno_result(saved_errno), 0);
 		return -1;
 	}
 	commit_group_result(g, IMAP_COMMIT_OK, first_uid);
@@ -208,69 +262,251 @@ static int commit_group(struct commit_group *g, bool defer)
 	return 0;
 }
 
-void imap_commit_flush(struct imap_user *user)
+/* Step 4: every request answered, the batch freed, the next one
+   scheduled if requests queued meanwhile. */
+static void commit_batch_complete(struct imap_commit_batch *batch)
 {
-	struct imap_commit_req *queue = user->commit_queue;
-	unsigned int requests = user->commit_count, messages = 0;
+	struct imap_user *user = batch->user;
 
-	timeout_remove(&user->to_commit);
-	if (queue == NULL)
-		return;
-	user->commit_queue = NULL;
-	user->commit_tail = &user->commit_queue;
-	user->commit_count = 0;
-	for (struct imap_commit_req *r = queue; r != NULL; r = r->next)
-		messages += r->count;
-
-	struct commit_group *groups =
-		i_malloc(i_mul_size(requests, sizeof(*groups)));
-	unsigned int count = commit_split(user, queue, groups);
-	/* one sync makes every message's data durable before any name is
-	   in cur/; with several messages the folders' own syncs (uidlist,
-	   log, cur/) wait for one more syncfs at the end */
-	bool data_ok = commit_sync_data(groups, count, requests) == 0;
-	bool defer = messages > 1;
-	struct mailbox *deferred_box = NULL;
-	for (unsigned int i = 0; i < count; i++) {
-		if (!data_ok) {
-			commit_group_result(&groups[i], IMAP_COMMIT_FAILED, 0);
-			continue;
-		}
-		if (commit_group(&groups[i], defer) == 0 && groups[i].deferred)
-			deferred_box = groups[i].base->box;
+	for (unsigned int i = 0; i < batch->group_count; i++) {
+		if (batch->groups[i].committed)
+			imap_quota_saved(user, batch->groups[i].bytes,
+					 batch->groups[i].count);
 	}
-	const char *error;
-	if (deferred_box != NULL && mailbox_syncfs(deferred_box, &error) < 0) {
-		/* published but maybe not durable: not acknowledged */
-		i_error("APPEND failed: %s", error);
-		for (unsigned int i = 0; i < count; i++) {
-			if (groups[i].deferred)
-				commit_group_fail(&groups[i]);
-		}
+	i_debug("group commit: %u requests, %u messages, %u folders%s",
+		batch->requests, batch->messages, batch->group_count,
+		batch->async ? ", synced by the sync thread" : "");
+	user->commit_batch = NULL;
+	/* the next batch first: a callback that cancels one of its
+	   requests then finds it in the batch in progress */
+	if (batch->next_reqs != NULL) {
+		commit_batch_begin(user, batch->next_reqs, batch->next_requests,
+				   batch->async, batch->job.error == 0);
+	} else if (user->commit_queue != NULL && user->to_commit == NULL) {
+		user->to_commit = io_loop_defer(user->ioloop,
+						commit_flush_deferred, user);
 	}
-	for (unsigned int i = 0; i < count; i++) {
-		if (groups[i].committed)
-			imap_quota_saved(user, groups[i].bytes, groups[i].count);
-	}
-	i_debug("group commit: %u APPENDs, %u messages, %u folders",
-		requests, messages, count);
 	/* answered only once the whole batch is on disk; a callback may
 	   free its request */
-	for (unsigned int i = 0; i < count; i++) {
-		for (struct imap_commit_req *r = groups[i].head, *next;
+	for (unsigned int i = 0; i < batch->group_count; i++) {
+		for (struct imap_commit_req *r = batch->groups[i].head, *next;
 		     r != NULL; r = next) {
 			next = r->next;
 			r->queued = false;
+			r->in_batch = false;
+			if (r->cancelled)
+				continue;
 			r->callback(r->context, r->result,
 				    r->result == IMAP_COMMIT_OK ? r->first_uid : 0);
 		}
 	}
-	i_free(groups);
+	i_free(batch->groups);
+	i_free(batch);
+}
+
+/* Run batch->job on the thread (callback later) or here (callback now;
+   also when there is nothing to sync). */
+static void commit_batch_sync(struct imap_commit_batch *batch,
+			      fsync_job_callback_t *callback)
+{
+	if (batch->async && batch->job.count > 0) {
+		fsync_thread_submit(batch->user->commit_thread, &batch->job,
+				    callback, batch);
+	} else {
+		fsync_job_run(&batch->job);
+		callback(&batch->job, batch);
+	}
+}
+
+/* The queue rides along with the final syncfs (imap_commit_batch's
+   next_reqs). Only on the thread: on the loop the queue is committed
+   on its own. */
+static void commit_batch_carry(struct imap_commit_batch *batch)
+{
+	struct imap_user *user = batch->user;
+
+	if (!batch->async || user->commit_queue == NULL)
+		return;
+	timeout_remove(&user->to_commit);
+	batch->next_reqs = user->commit_queue;
+	batch->next_requests = user->commit_count;
+	for (struct imap_commit_req *r = batch->next_reqs; r != NULL; r = r->next)
+		r->in_batch = true;
+	user->commit_queue = NULL;
+	user->commit_tail = &user->commit_queue;
+	user->commit_count = 0;
+}
+
+/* After step 3. */
+static void commit_final_synced(struct fsync_job *job, void *context)
+{
+	struct imap_commit_batch *batch = context;
+
+	i_close_fd(&batch->sync_fd);
+	if (job->count > 0 && job->error != 0) {
+		/* published but maybe not durable: not acknowledged */
+		errno = job->error;
+		i_error("saving failed: syncfs(%s) failed: %m",
+			mailbox_get_path(batch->deferred_box));
+		for (unsigned int i = 0; i < batch->group_count; i++) {
+			if (batch->groups[i].deferred)
+				commit_group_fail(&batch->groups[i],
+						  commit_errno_result(job->error));
+		}
+	}
+	commit_batch_complete(batch);
+}
+
+/* Step 2 (after the data sync of step 1), then step 3. */
+static void commit_data_synced(struct fsync_job *job, void *context)
+{
+	struct imap_commit_batch *batch = context;
+	const char *error;
+
+	if (batch->sync_fd != -1)
+		i_close_fd(&batch->sync_fd);
+	bool data_ok = job->count == 0 || job->error == 0;
+	if (!data_ok) {
+		errno = job->error;
+		i_error("saving failed: syncing the messages' data failed: %m");
+	}
+	for (struct imap_commit_req *r = batch->reqs; r != NULL; r = r->next) {
+		if (data_ok)
+			mailbox_append_multi_set_synced(&r->save, 1);
+		r->result = data_ok ? IMAP_COMMIT_OK :
+			commit_errno_result(job->error);
+		if (!data_ok)
+			mailbox_append_multi_abort(&r->save);
+	}
+	batch->groups = i_malloc(i_mul_size(batch->requests,
+					    sizeof(*batch->groups)));
+	batch->group_count = commit_split(batch->user, batch->reqs,
+					  batch->groups);
+	batch->reqs = NULL;   /* the groups hold them now */
+	/* on the thread every folder's syncs wait for the one syncfs, so
+	   that the loop makes none; on the loop a lone message keeps its
+	   own (cheaper than writing out the file system) */
+	bool defer = batch->async || batch->messages > 1;
+	for (unsigned int i = 0; i < batch->group_count; i++) {
+		if (commit_group(&batch->groups[i], defer) == 0 &&
+		    batch->groups[i].deferred)
+			batch->deferred_box = batch->groups[i].base->box;
+	}
+	memset(&batch->job, 0, sizeof(batch->job));
+	if (batch->deferred_box != NULL) {
+		batch->sync_fd = mailbox_syncfs_fd(batch->deferred_box, &error);
+		if (batch->sync_fd == -1) {
+			i_error("saving failed: %s", error);
+			for (unsigned int i = 0; i < batch->group_count; i++) {
+				if (batch->groups[i].deferred)
+					commit_group_fail(&batch->groups[i],
+							  IMAP_COMMIT_FAILED);
+			}
+		} else {
+			fsync_job_add(&batch->job, batch->sync_fd,
+				      FSYNC_OP_SYNCFS);
+			commit_batch_carry(batch);
+		}
+	}
+	commit_batch_sync(batch, commit_final_synced);
+}
+
+/* The sync thread, started on first use (after the seccomp filter is
+   in place, which the thread then inherits). */
+static bool commit_thread_get(struct imap_user *user)
+{
+	const char *error;
+
+	if (user->commit_thread != NULL)
+		return true;
+	if (user->commit_thread_failed)
+		return false;
+	user->commit_thread = fsync_thread_create(user->ioloop, &error);
+	if (user->commit_thread == NULL) {
+		/* still correct, only slower: every sync on the loop */
+		i_error("group commit: %s: %m; syncing on the event loop", error);
+		user->commit_thread_failed = true;
+		return false;
+	}
+	return true;
+}
+
+/* Step 1: reqs (taken off the queue) become the batch; its data sync,
+   unless the previous batch's final syncfs made it (data_synced). */
+static void commit_batch_begin(struct imap_user *user,
+			       struct imap_commit_req *reqs,
+			       unsigned int requests, bool async,
+			       bool data_synced)
+{
+	const char *error;
+
+	i_assert(user->commit_batch == NULL);
+	struct imap_commit_batch *batch = i_malloc(sizeof(*batch));
+	batch->user = user;
+	batch->reqs = reqs;
+	batch->requests = requests;
+	batch->sync_fd = -1;
+	batch->async = async && commit_thread_get(user);
+	user->commit_batch = batch;
+
+	struct mailbox_append_multi **saves =
+		i_malloc(i_mul_size(batch->requests, sizeof(*saves)));
+	unsigned int n = 0;
+	for (struct imap_commit_req *r = batch->reqs; r != NULL; r = r->next) {
+		r->in_batch = true;
+		batch->messages += r->count;
+		saves[n++] = r->save;
+	}
+	memset(&batch->job, 0, sizeof(batch->job));
+	bool use_syncfs;
+	int ret = data_synced ? 0 :
+		mailbox_append_multi_sync_plan(saves, n, &batch->sync_fd,
+					       &use_syncfs, &error);
+	i_free(saves);
+	if (ret > 0) {
+		fsync_job_add(&batch->job, batch->sync_fd, use_syncfs ?
+			      FSYNC_OP_SYNCFS : FSYNC_OP_FSYNC);
+	} else if (ret < 0) {
+		/* no descriptor to sync with: the batch fails as a failed
+		   sync would */
+		i_error("saving failed: %s", error);
+		batch->job.count = 1;
+		batch->job.error = EIO;
+		commit_data_synced(&batch->job, batch);
+		return;
+	}
+	commit_batch_sync(batch, commit_data_synced);
+}
+
+/* The queue becomes the batch. */
+static void commit_batch_start(struct imap_user *user, bool async)
+{
+	struct imap_commit_req *reqs = user->commit_queue;
+	unsigned int requests = user->commit_count;
+
+	if (reqs == NULL)
+		return;
+	user->commit_queue = NULL;
+	user->commit_tail = &user->commit_queue;
+	user->commit_count = 0;
+	commit_batch_begin(user, reqs, requests, async, false);
+}
+
+void imap_commit_flush(struct imap_user *user)
+{
+	timeout_remove(&user->to_commit);
+	commit_batch_finish(user);
+	commit_batch_start(user, false);
+	i_assert(user->commit_batch == NULL);
+	/* nothing left that the deferred call would start */
+	timeout_remove(&user->to_commit);
 }
 
 void imap_commit_deinit(struct imap_user *user)
 {
 	/* the clients cancelled theirs when they were destroyed */
 	i_assert(user->commit_count == 0);
+	commit_batch_finish(user);
 	timeout_remove(&user->to_commit);
+	fsync_thread_destroy(&user->commit_thread);
 }

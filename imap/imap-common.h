@@ -33,6 +33,9 @@ struct client;
 struct deliver_conn;
 struct imap_deliver_seen;
 struct deliver_req;
+struct deliver_box;
+struct imap_commit_batch;
+struct fsync_thread;
 struct imap_stats;
 struct imap_commit_req;
 
@@ -65,13 +68,22 @@ struct imap_user {
 	struct deliver_conn *deliver_conns;
 	unsigned int deliver_conn_count;
 	struct imap_deliver_seen *deliver_seen;   /* NULL until a delivery */
-	/* DELIVERs waiting for this loop turn's group commit */
-	struct deliver_req *deliver_queue, *deliver_queue_tail;
-	struct timeout *to_deliver_batch;
-	/* APPENDs waiting for this loop turn's group commit (imap-commit.h) */
+	/* DELIVERs staged and queued for the group commit, not answered */
+	struct deliver_req *deliver_pending;
+	unsigned int deliver_pending_count;
+	/* open folders of the pending DELIVERs (imap-deliver.c) */
+	struct deliver_box *deliver_boxes;
+	/* APPENDs and DELIVERs waiting for the next group commit
+	   (imap-commit.h) */
 	struct imap_commit_req *commit_queue, **commit_tail;
 	unsigned int commit_count;
 	struct timeout *to_commit;
+	/* the group commit whose syncs run now, or NULL */
+	struct imap_commit_batch *commit_batch;
+	/* makes the batches durable off the loop (lib/fsync-thread.h);
+	   NULL until the first batch, or when it could not be started */
+	struct fsync_thread *commit_thread;
+	bool commit_thread_failed;
 	/* imap_mailbox_autocreate() ran */
 	bool specials_created;
 	/* the user's quota limits (imap-quota.h); 0 = none */

@@ -3,6 +3,7 @@
    ends that connection, never the process. */
 #include "imap-common.h"
 #include "imap-deliver.h"
+#include "imap-commit.h"
 #include "imap-mailbox.h"
 #include "imap-notify.h"
 #include "imap-quota.h"
@@ -51,21 +52,49 @@ struct deliver_conn {
 	struct ipc_conn *ipc;
 };
 
-/* A DELIVER waiting for the next group commit. */
+/* A folder open for the pending deliveries into it (name as lmtp sent
+   it), shared by them and closed with the last. */
+struct deliver_box {
+	struct deliver_box *next;
+	char *name;
+	struct mailbox *box;
+	unsigned int refs;
+};
+
+/* A DELIVER staged in tmp/ and queued for the group commit
+   (imap-commit.h), or the same delivery as one queued earlier. */
 struct deliver_req {
-	struct deliver_req *next;
-	struct deliver_conn *conn;
+	struct deliver_req *next;      /* user->deliver_pending */
+	struct imap_user *user;
+	struct deliver_conn *conn;     /* NULL once it went away */
 	char id[DELIVER_ID_MAX + 1];
 	char *mailbox, *return_path, *delivered_to;
 	int fd;
 	uint64_t size;          /* the memfd's */
 	uint64_t stored;        /* with our header lines */
 	char delivery_id[MAILDIR_DELIVERY_ID_LEN + 1];
-	bool staged;
-	uint32_t uid;                  /* once committed */
-	struct deliver_req *dup_of;    /* the same delivery, staged earlier */
+	struct mailbox *box;    /* a deliver_box's */
+	struct imap_commit_req commit;
+	struct deliver_req *dup_of;    /* answered with that one */
 };
 
+static void pending_remove(struct imap_user *user, struct deliver_req *req)
+{
+	struct deliver_req **p = &user->deliver_pending;
+
+	while (*p != req)
+		p = &(*p)->next;
+	*p = req->next;
+	req->next = NULL;
+	user->deliver_pending_count--;
+}
+
+static void pending_add(struct imap_user *user, struct deliver_req *req)
+{
+	req->next = user->deliver_pending;
+	user->deliver_pending = req;
+	user->deliver_pending_count++;
+}
 
 static void deliver_conn_destroy(struct deliver_conn *conn)
 {
@@ -78,9 +107,10 @@ static void deliver_conn_destroy(struct deliver_conn *conn)
 	if (conn->next != NULL)
 		conn->next->prev = conn->prev;
 	user->deliver_conn_count--;
-	/* its queued deliveries are still saved (lmtp gave up on them, the
+	/* its pending deliveries are still saved (lmtp gave up on them, the
 	   MTA will retry: the retry finds them), their answers go nowhere */
-	for (struct deliver_req *r = user->deliver_queue; r != NULL; r = r->next) {
+	for (struct deliver_req *r = user->deliver_pending; r != NULL;
+	     r = r->next) {
 		if (r->conn == conn)
 			r->conn = NULL;
 	}
@@ -132,6 +162,51 @@ static int deliver_open_box(struct imap_user *user, const char *name,
 		return -1;
 	}
 	return ret < 0 ? -1 : 0;
+}
+
+/* The open folder for name, shared with the other pending deliveries
+   there. */
+static int deliver_box_get(struct imap_user *user, const char *name,
+			   struct mailbox **box_r, const char **error_r)
+{
+	struct deliver_box *db;
+
+	for (db = user->deliver_boxes; db != NULL; db = db->next) {
+		if (strcmp(db->name, name) == 0) {
+			db->refs++;
+			*box_r = db->box;
+			return 0;
+		}
+	}
+	struct mailbox *box;
+	if (deliver_open_box(user, name, &box, error_r) < 0)
+		return -1;
+	db = i_malloc(sizeof(*db));
+	db->name = i_strdup(name);
+	db->box = box;
+	db->refs = 1;
+	db->next = user->deliver_boxes;
+	user->deliver_boxes = db;
+	*box_r = box;
+	return 0;
+}
+
+static void deliver_box_put(struct imap_user *user, struct mailbox **_box)
+{
+	struct deliver_box **p = &user->deliver_boxes;
+
+	if (*_box == NULL)
+		return;
+	while ((*p)->box != *_box)
+		p = &(*p)->next;
+	*_box = NULL;
+	struct deliver_box *db = *p;
+	if (--db->refs > 0)
+		return;
+	*p = db->next;
+	mailbox_close(&db->box);
+	i_free(db->name);
+	i_free(db);
 }
 
 static uint64_t folder_hash(const char *path)
@@ -249,8 +324,9 @@ static int deliver_id(int fd, uint64_t size, const char *folder,
 	return 0;
 }
 
-static void req_free(struct deliver_req *req)
+static void req_free(struct imap_user *user, struct deliver_req *req)
 {
+	deliver_box_put(user, &req->box);
 	i_close_fd(&req->fd);
 	i_free(req->mailbox);
 	i_free(req->return_path);
@@ -283,52 +359,38 @@ static void req_fail_saving(struct deliver_req *req, bool full)
 			 "Temporary internal error saving the message");
 }
 
-/* Before staging: a retry of a saved message (answered OK at once), over
-   quota with what the group stages before it, or a message to stage.
-   Returns true if staged-to-be (the caller stages it). */
-static bool group_admit(struct imap_user *user, struct mailbox *box,
-			struct deliver_req *req, struct deliver_req *group,
-			uint64_t *bytes, unsigned int *count)
+static void req_fail_quota(struct imap_user *user, struct deliver_req *req)
 {
-	if (deliver_id(req->fd, req->size, mailbox_get_name(box),
-		       req->return_path, req->delivered_to,
-		       req->delivery_id) < 0) {
-		i_error("delivery: reading the message failed");
-		req_fail(req, "451", "4.3.0", "Temporary internal error");
-		return false;
-	}
-	uint32_t uid = seen_lookup(user, box, req->delivery_id);
-	if (uid != 0) {
-		i_info("delivery: mailbox=%s, uid=%u has this message from an "
-		       "earlier try whose answer was lost: not saved again",
-		       mailbox_get_name(box), uid);
-		req_ok(req, uid);
-		return false;
-	}
-	for (struct deliver_req *r = group; r != req; r = r->next) {
-		if (r->staged && strcmp(r->delivery_id, req->delivery_id) == 0) {
-			/* the same delivery twice: answered with the first */
-			req->dup_of = r;
-			return false;
-		}
-	}
-	if (imap_quota_allows(user, *bytes + req->stored, *count + 1) == 0) {
-		i_info("delivery to %s refused: over quota", mailbox_get_name(box));
-		if (user->set->quota_full_tempfail)
-			req_fail(req, "452", "4.2.2", "Mailbox is full");
-		else
-			req_fail(req, "552", "5.2.2", "Mailbox is full");
-		return false;
-	}
-	*bytes += req->stored;
-	(*count)++;
-	return true;
+	i_info("delivery to %s refused: over quota", mailbox_get_name(req->box));
+	if (user->set->quota_full_tempfail)
+		req_fail(req, "452", "4.2.2", "Mailbox is full");
+	else
+		req_fail(req, "552", "5.2.2", "Mailbox is full");
 }
 
-/* Writes one admitted message into the group. 0 or -1 (the group is
-   then lost: every message of it fails). */
-static int group_stage(struct mailbox_append_multi *multi,
-		       struct deliver_req *req, const char **error_r)
+/* The answer of a committed (or refused) delivery. */
+static void req_answer(struct imap_user *user, struct deliver_req *req,
+		       enum imap_commit_result result, uint32_t uid)
+{
+	switch (result) {
+	case IMAP_COMMIT_OK:
+		req_ok(req, uid);
+		break;
+	case IMAP_COMMIT_OVERQUOTA:
+		req_fail_quota(user, req);
+		break;
+	case IMAP_COMMIT_FAILED:
+		req_fail_saving(req, false);
+		break;
+	case IMAP_COMMIT_NOSPACE:
+		req_fail_saving(req, true);
+		break;
+	}
+}
+
+/* Writes the message with our header lines to a staged file. */
+static int deliver_stage(struct mailbox_append_multi *multi,
+			 struct deliver_req *req, const char **error_r)
 {
 	char head[2 * DELIVER_ADDRESS_MAX + 64];
 	int len = snprintf(head, sizeof(head),
@@ -360,107 +422,115 @@ static int group_stage(struct mailbox_append_multi *multi,
 	return ret < 0 ? -1 : mailbox_append_multi_end(multi, error_r);
 }
 
-/* The deliveries of one group (the same folder), committed together:
-   their files become durable with one sync and get consecutive UIDs. */
-static void group_deliver(struct imap_user *user, struct deliver_req *group,
-			  const char *mailbox)
+/* The group commit is done with req (it is on disk, or refused): its
+   answer, and that of the same delivery repeated meanwhile. */
+static void deliver_committed(void *context, enum imap_commit_result result,
+			      uint32_t first_uid)
 {
-	struct mailbox *box;
-	const char *error;
-	uint64_t bytes = 0;
-	unsigned int count = 0;
+	struct deliver_req *req = context;
+	struct imap_user *user = req->user;
 
-	if (deliver_open_box(user, mailbox, &box, &error) < 0) {
-		i_error("delivery: opening the mailbox failed: %s", error);
-		for (struct deliver_req *r = group; r != NULL; r = r->next)
-			req_fail(r, "451", "4.3.0",
-				 "Temporary internal error opening the mailbox");
-		return;
+	pending_remove(user, req);
+	if (result == IMAP_COMMIT_OK) {
+		i_info("delivered: mailbox=%s, uid=%u, size=%llu, from=<%s>",
+		       mailbox_get_name(req->box), first_uid,
+		       (unsigned long long)req->size, req->return_path);
+		seen_add(user->deliver_seen,
+			 folder_hash(mailbox_get_path(req->box)),
+			 req->delivery_id, first_uid);
+		imap_notify_message_new(user, NULL, mailbox_get_name(req->box),
+					mailbox_get_path(req->box));
 	}
-	struct mailbox_append_multi *multi = mailbox_append_multi_begin_group(box);
-	int ret = 0;
-	struct deliver_req *r = group;
-	for (; r != NULL && ret == 0; r = r->next) {
-		if (!group_admit(user, box, r, group, &bytes, &count))
+	req_answer(user, req, result, first_uid);
+	for (struct deliver_req *r = user->deliver_pending, *next; r != NULL;
+	     r = next) {
+		next = r->next;
+		if (r->dup_of != req)
 			continue;
-		r->staged = true;
-		ret = group_stage(multi, r, &error);
+		pending_remove(user, r);
+		req_answer(user, r, result, first_uid);
+		req_free(user, r);
 	}
-	/* a failed group: the ones not looked at yet fail with it */
-	for (; r != NULL; r = r->next)
-		r->staged = true;
-	uint32_t first_uid = 0;
-	if (ret < 0)
-		mailbox_append_multi_abort(&multi);
-	else
-		ret = mailbox_append_multi_commit(&multi, &first_uid, &error);
-	/* errno is still the failed system call's unless the storage layer
-	   made another one after it; a wrong guess only swaps 451 and 452 */
-	bool full = ret < 0 && (errno == ENOSPC || errno == EDQUOT);
-	if (ret < 0)
-		i_error("delivery to %s failed: %s", mailbox_get_name(box), error);
-	unsigned int i = 0;
-	for (r = group; r != NULL; r = r->next) {
-		if (!r->staged && r->dup_of == NULL)
-			continue;   /* answered already */
-		if (ret < 0) {
-			req_fail_saving(r, full);
-			continue;
-		}
-		/* staged ones got consecutive UIDs in group order */
-		r->uid = r->dup_of != NULL ? r->dup_of->uid : first_uid + i++;
-		if (r->dup_of == NULL) {
-			i_info("delivered: mailbox=%s, uid=%u, size=%llu, "
-			       "from=<%s>", mailbox_get_name(box), r->uid,
-			       (unsigned long long)r->size, r->return_path);
-			seen_add(user->deliver_seen,
-				 folder_hash(mailbox_get_path(box)),
-				 r->delivery_id, r->uid);
-		}
-		req_ok(r, r->uid);
-	}
-	if (ret == 0 && count > 0) {
-		imap_notify_message_new(user, NULL, mailbox_get_name(box),
-					mailbox_get_path(box));
-		imap_quota_saved(user, bytes, count);
-	}
-	mailbox_close(&box);
+	req_free(user, req);
+	imap_user_client_gone(user);
 }
 
-/* Every DELIVER that arrived in this turn of the loop, by folder. */
-static void deliver_batch(void *context)
+/* The same delivery staged already and not answered yet, or NULL. */
+static struct deliver_req *pending_find(struct imap_user *user,
+					struct deliver_req *req)
 {
-	struct imap_user *user = context;
-	struct deliver_req *queue = user->deliver_queue;
+	const char *path = mailbox_get_path(req->box);
 
-	user->to_deliver_batch = NULL;
-	user->deliver_queue = NULL;
-	user->deliver_queue_tail = NULL;
-	while (queue != NULL) {
-		/* split off the requests for queue's folder, order kept */
-		struct deliver_req *group = NULL, **gtail = &group, *rest = NULL;
-		struct deliver_req **rtail = &rest;
-		const char *mailbox = queue->mailbox;
-		for (struct deliver_req *r = queue, *next; r != NULL; r = next) {
-			next = r->next;
-			r->next = NULL;
-			if (strcmp(r->mailbox, mailbox) == 0) {
-				*gtail = r;
-				gtail = &r->next;
-			} else {
-				*rtail = r;
-				rtail = &r->next;
-			}
-		}
-		group_deliver(user, group, mailbox);
-		while (group != NULL) {
-			struct deliver_req *r = group;
-			group = r->next;
-			req_free(r);
-		}
-		queue = rest;
+	for (struct deliver_req *r = user->deliver_pending; r != NULL;
+	     r = r->next) {
+		if (r->dup_of == NULL &&
+		    strcmp(r->delivery_id, req->delivery_id) == 0 &&
+		    strcmp(mailbox_get_path(r->box), path) == 0)
+			return r;
 	}
-	imap_user_client_gone(user);
+	return NULL;
+}
+
+/* Stage req and queue it for the group commit; or answer it now (a
+   retry of a saved message, over quota, a failure). Takes req. */
+static void deliver_start(struct imap_user *user, struct deliver_req *req)
+{
+	const char *error;
+
+	if (deliver_box_get(user, req->mailbox, &req->box, &error) < 0) {
+		i_error("delivery: opening the mailbox failed: %s", error);
+		req_fail(req, "451", "4.3.0",
+			 "Temporary internal error opening the mailbox");
+		req_free(user, req);
+		return;
+	}
+	if (deliver_id(req->fd, req->size, mailbox_get_name(req->box),
+		       req->return_path, req->delivered_to,
+		       req->delivery_id) < 0) {
+		i_error("delivery: reading the message failed");
+		req_fail(req, "451", "4.3.0", "Temporary internal error");
+		req_free(user, req);
+		return;
+	}
+	uint32_t uid = seen_lookup(user, req->box, req->delivery_id);
+	if (uid != 0) {
+		i_info("delivery: mailbox=%s, uid=%u has this message from an "
+		       "earlier try whose answer was lost: not saved again",
+		       mailbox_get_name(req->box), uid);
+		req_ok(req, uid);
+		req_free(user, req);
+		return;
+	}
+	req->dup_of = pending_find(user, req);
+	if (req->dup_of != NULL) {
+		/* the same delivery twice at once: answered with the first */
+		pending_add(user, req);
+		return;
+	}
+	/* the group commit checks again with what the batch adds before it */
+	if (imap_quota_allows(user, req->stored, 1) == 0) {
+		req_fail_quota(user, req);
+		req_free(user, req);
+		return;
+	}
+	struct mailbox_append_multi *multi =
+		mailbox_append_multi_begin_group(req->box);
+	if (deliver_stage(multi, req, &error) < 0) {
+		/* errno is still the failed call's, or near enough: a wrong
+		   guess only swaps 451 and 452 */
+		bool full = errno == ENOSPC || errno == EDQUOT;
+		i_error("delivery to %s failed: %s", mailbox_get_name(req->box),
+			error);
+		mailbox_append_multi_abort(&multi);
+		req_fail_saving(req, full);
+		req_free(user, req);
+		return;
+	}
+	/* the memfd is no longer needed: the staged file has it all */
+	i_close_fd(&req->fd);
+	pending_add(user, req);
+	imap_commit_queue(user, &req->commit, req->box, &multi,
+			  deliver_committed, req);
 }
 
 static void deliver_enqueue(struct deliver_conn *conn, const char *const *args,
@@ -483,7 +553,16 @@ static void deliver_enqueue(struct deliver_conn *conn, const char *const *args,
 		close(fd);
 		return;
 	}
+	if (user->deliver_pending_count >= IMAP_DELIVER_PENDING_MAX) {
+		/* lmtp sends one DELIVER per connection at a time: only a
+		   misbehaving peer gets here */
+		deliver_fail(conn, args[1], "451", "4.3.2",
+			     "Too many deliveries at once");
+		close(fd);
+		return;
+	}
 	struct deliver_req *req = i_malloc(sizeof(*req));
+	req->user = user;
 	req->conn = conn;
 	snprintf(req->id, sizeof(req->id), "%s", args[1]);
 	req->mailbox = i_strdup(args[2]);
@@ -493,15 +572,7 @@ static void deliver_enqueue(struct deliver_conn *conn, const char *const *args,
 	req->size = (uint64_t)st.st_size;
 	req->stored = req->size + strlen(args[3]) + strlen(args[4]) +
 		strlen("Return-Path: <>\r\nDelivered-To: \r\n");
-	if (user->deliver_queue_tail != NULL)
-		user->deliver_queue_tail->next = req;
-	else
-		user->deliver_queue = req;
-	user->deliver_queue_tail = req;
-	/* after the loop has read what else arrived now: one group commit */
-	if (user->to_deliver_batch == NULL)
-		user->to_deliver_batch = io_loop_defer(user->ioloop,
-						       deliver_batch, user);
+	deliver_start(user, req);
 }
 
 static void deliver_input(void *context, const char *const *args, int fd)
@@ -551,12 +622,24 @@ void imap_deliver_conns_destroy_all(struct imap_user *user)
 {
 	while (user->deliver_conns != NULL)
 		deliver_conn_destroy(user->deliver_conns);
-	timeout_remove(&user->to_deliver_batch);
-	while (user->deliver_queue != NULL) {
-		struct deliver_req *r = user->deliver_queue;
-		user->deliver_queue = r->next;
-		req_free(r);
+	/* nobody waits for these any more: a queued one is dropped, one
+	   whose batch syncs now is completed (the others' callbacks may
+	   free entries of the list: start from its head each time) */
+	while (user->deliver_pending != NULL) {
+		struct deliver_req *req = user->deliver_pending;
+		if (req->dup_of == NULL)
+			imap_commit_cancel(user, &req->commit);
+		pending_remove(user, req);
+		for (struct deliver_req *r = user->deliver_pending, *next;
+		     r != NULL; r = next) {
+			next = r->next;
+			if (r->dup_of == req) {
+				pending_remove(user, r);
+				req_free(user, r);
+			}
+		}
+		req_free(user, req);
 	}
-	user->deliver_queue_tail = NULL;
+	i_assert(user->deliver_boxes == NULL);
 	i_free(user->deliver_seen);
 }

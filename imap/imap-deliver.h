@@ -10,6 +10,9 @@
    when there is no such folder. The answer is
      OK <id> <uid>                         saved, fsynced and indexed
      FAIL <id> <reply code> <enhanced code> <text>
+   A DELIVER is staged in tmp/ when it is read and then waits in the
+   user's group commit with the APPENDs of the user's sessions
+   (imap-commit.h); its OK is sent once the batch is on disk.
    The process being the only writer of its user's index, sessions in IDLE
    hear of the new message at once and its cache is filled once.
 
@@ -27,6 +30,10 @@
 /* Delivery connections at once (each is one recipient of one
    transaction): lmtp's client_limit times its recipients fit well. */
 #define IMAP_DELIVER_CONNS_MAX 256
+/* Deliveries staged and waiting for their group commit at once: lmtp
+   sends one per connection at a time, so this is only reached by a
+   misbehaving peer (the rest get 451). */
+#define IMAP_DELIVER_PENDING_MAX (2 * IMAP_DELIVER_CONNS_MAX)
 
 /* Takes the socket; refuses (closes it) beyond IMAP_DELIVER_CONNS_MAX. */
 void imap_deliver_conn_create(struct imap_user *user, int fd);

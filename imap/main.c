@@ -289,9 +289,10 @@ int main(void)
 	imap_stats_flush(&proc->user, proc->master);
 	timeout_remove(&proc->to_stats);
 	imap_stats_deinit(&proc->user);
+	/* the deliveries' pending commits go before the queue does */
+	imap_deliver_conns_destroy_all(&proc->user);
 	imap_commit_deinit(&proc->user);
 	sock_linger_set_destroy(&proc->user.lingers);
-	imap_deliver_conns_destroy_all(&proc->user);
 	imap_status_cache_free(&proc->user.status_cache);
 	timeout_remove(&proc->to_linger);
 	if (proc->master != NULL)

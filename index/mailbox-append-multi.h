@@ -52,6 +52,17 @@ unsigned int mailbox_append_multi_merge(struct mailbox_append_multi *dst,
    Returns 0 or -1 (the contexts are unchanged: commit syncs them). */
 int mailbox_append_multi_sync_data(struct mailbox_append_multi *const *ctxs,
 				   unsigned int count, const char **error_r);
+/* The same sync for a caller that makes it elsewhere (the sync thread,
+   lib/fsync-thread.h): returns 1 with *fd_r (a descriptor of the caller's,
+   to close) to fsync(2), or to syncfs(2) if *syncfs_r; 0 if nothing needs
+   a sync; -1 on error. Once it succeeded, mailbox_append_multi_set_synced()
+   tells the contexts (also after 0), so that their commits do not sync
+   again. */
+int mailbox_append_multi_sync_plan(struct mailbox_append_multi *const *ctxs,
+				   unsigned int count, int *fd_r,
+				   bool *syncfs_r, const char **error_r);
+void mailbox_append_multi_set_synced(struct mailbox_append_multi *const *ctxs,
+				     unsigned int count);
 /* Publish every staged message: UIDs *first_uid_r .. + count - 1 in
    staging order. Frees the context either way. */
 int mailbox_append_multi_commit(struct mailbox_append_multi **ctx,

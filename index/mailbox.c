@@ -1264,6 +1264,16 @@ bool mailbox_fsync_defer(struct mailbox *box, bool defer)
 	return true;
 }
 
+int mailbox_syncfs_fd(struct mailbox *box, const char **error_r)
+{
+	/* an O_PATH fd does not do: syncfs() needs an open file */
+	int fd = open(box->cur_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1)
+		*error_r = mailbox_set_error(box, "open(%s) failed: %m",
+					     box->cur_dir);
+	return fd;
+}
+
 int mailbox_syncfs(struct mailbox *box, const char **error_r)
 {
 	/* an O_PATH fd does not do: syncfs() needs an open file */

@@ -158,6 +158,9 @@ bool mailbox_fsync_defer(struct mailbox *box, bool defer);
 /* syncfs(2) of the file system holding the folder: everything written
    there so far is on disk. Returns 0 or -1. */
 int mailbox_syncfs(struct mailbox *box, const char **error_r);
+/* A descriptor (the caller's, to close) for that syncfs(2) made elsewhere
+   (the sync thread), or -1 with *error_r. */
+int mailbox_syncfs_fd(struct mailbox *box, const char **error_r);
 
 /* ---- cache (moat.index.cache, mail-cache.h) ----
    Per-message values worth keeping between sessions (ENVELOPE,

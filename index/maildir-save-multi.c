@@ -374,8 +374,9 @@ static int multi_publish_cb(void *context, uint32_t *first_uid_r,
 }
 
 
-int mailbox_append_multi_sync_data(struct mailbox_append_multi *const *ctxs,
-				   unsigned int count, const char **error_r)
+int mailbox_append_multi_sync_plan(struct mailbox_append_multi *const *ctxs,
+				   unsigned int count, int *fd_r,
+				   bool *syncfs_r, const char **error_r)
 {
 	struct mailbox_append_multi *first = NULL;
 	unsigned int messages = 0;
@@ -390,15 +391,47 @@ int mailbox_append_multi_sync_data(struct mailbox_append_multi *const *ctxs,
 		if (first == NULL)
 			first = ctx;
 	}
-	/* one file: its fsync is cheaper than writing out the file system */
-	if (first != NULL &&
-	    (messages == 1 ? fsync(first->sync_fd) : syncfs(first->sync_fd)) < 0) {
-		*error_r = mailbox_set_error(first->box, "syncfs(%s) failed: %m",
-					     first->box->tmp_dir);
+	if (first == NULL)
+		return 0;
+	/* the caller's own: the context may close its fd meanwhile (a
+	   merge moves it, an abort closes it) */
+	*fd_r = fcntl(first->sync_fd, F_DUPFD_CLOEXEC, 0);
+	if (*fd_r == -1) {
+		*error_r = mailbox_set_error(first->box, "dup() failed: %m");
 		return -1;
 	}
+	/* one file: its fsync is cheaper than writing out the file system */
+	*syncfs_r = messages > 1;
+	return 1;
+}
+
+void mailbox_append_multi_set_synced(struct mailbox_append_multi *const *ctxs,
+				     unsigned int count)
+{
 	for (unsigned int i = 0; i < count; i++)
 		ctxs[i]->data_synced = true;
+}
+
+int mailbox_append_multi_sync_data(struct mailbox_append_multi *const *ctxs,
+				   unsigned int count, const char **error_r)
+{
+	int fd;
+	bool use_syncfs;
+	int ret = mailbox_append_multi_sync_plan(ctxs, count, &fd, &use_syncfs,
+						 error_r);
+	if (ret < 0)
+		return -1;
+	if (ret > 0) {
+		ret = use_syncfs ? syncfs(fd) : fsync(fd);
+		if (ret < 0) {
+			*error_r = mailbox_set_error(ctxs[0]->box,
+				"%s failed: %m", use_syncfs ? "syncfs()" : "fsync()");
+		}
+		i_close_fd(&fd);
+		if (ret < 0)
+			return -1;
+	}
+	mailbox_append_multi_set_synced(ctxs, count);
 	return 0;
 }
 

@@ -7,6 +7,7 @@ lib_libmoat_a_SOURCES = \
 	lib/strfuncs.c lib/strfuncs.h \
 	lib/log.c lib/log.h \
 	lib/ioloop.c lib/ioloop.h \
+	lib/fsync-thread.c lib/fsync-thread.h \
 	lib/iostream.c lib/iostream.h \
 	lib/latency-histogram.c lib/latency-histogram.h \
 	lib/ktls.c lib/ktls.h \

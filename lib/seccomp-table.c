@@ -109,11 +109,17 @@ static const struct seccomp_rule memfd_rules[] = {
 	ANY(memfd_create), ANY(ftruncate), ANY(pwrite64), ANY(pread64),
 };
 
-/* auth: libargon2 hashes with threads. */
+/* auth: libargon2 hashes with threads; imap: the group commit's sync
+   thread (lib/fsync-thread.h), started after the filter is in place. */
 static const struct seccomp_rule thread_rules[] = {
 	{ SCMP_SYS(clone), SECCOMP_RULE_ARG0_HAS, CLONE_THREAD },
 	{ SCMP_SYS(clone3), SECCOMP_RULE_ENOSYS, 0 },
 	ANY(set_robust_list), ANY(rseq), ANY(sched_getaffinity),
+};
+
+/* imap: the sync thread wakes the loop through an eventfd. */
+static const struct seccomp_rule eventfd_rules[] = {
+	ANY(eventfd2),
 };
 
 /* auth-worker: PAM modules and NSS. pam_unix logs to syslog (a unix
@@ -163,6 +169,8 @@ static const struct seccomp_group unix_socket_group =
 	GROUP("unix-socket", unix_socket_rules);
 static const struct seccomp_group memfd_group = GROUP("memfd", memfd_rules);
 static const struct seccomp_group thread_group = GROUP("thread", thread_rules);
+static const struct seccomp_group eventfd_group =
+	GROUP("eventfd", eventfd_rules);
 static const struct seccomp_group pam_group = GROUP("pam", pam_rules);
 
 const struct seccomp_profile_def seccomp_profiles[MOAT_SECCOMP_PROFILE_COUNT] = {
@@ -178,10 +186,12 @@ const struct seccomp_profile_def seccomp_profiles[MOAT_SECCOMP_PROFILE_COUNT] = 
 	[MOAT_SECCOMP_PROFILE_AUTH_WORKER] = { "auth-worker", {
 		&base_group, &mem_exec_group, &file_read_group, &pam_group,
 		SANITIZER_GROUP NULL } },
-	/* the user's mail files; sockets only as master hands them over */
+	/* the user's mail files; sockets only as master hands them over;
+	   one helper thread for the group commit's syncs */
 	[MOAT_SECCOMP_PROFILE_IMAP] = { "imap", {
 		&base_group, &mem_exec_group, &file_read_group,
-		&file_write_group, SANITIZER_GROUP NULL } },
+		&file_write_group, &thread_group, &eventfd_group,
+		SANITIZER_GROUP NULL } },
 	/* chrooted, opens nothing: MTA connections, memfds, master, imap */
 	[MOAT_SECCOMP_PROFILE_LMTP] = { "lmtp", {
 		&base_group, &mem_noexec_group, &accept_group, &memfd_group,

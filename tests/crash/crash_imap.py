@@ -817,7 +817,7 @@ class Runner:
         found = [m for m in SANITIZER_MARKERS if m in text]
         if found:
             self.fail("sanitizer report in the log: " + ", ".join(found))
-        for n in re.findall(r"group commit: (\d+) APPENDs", text):
+        for n in re.findall(r"group commit: (\d+) requests", text):
             if int(n) > 1:
                 self.batched_commits += 1
         for line in text.splitlines():

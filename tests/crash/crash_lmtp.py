@@ -31,6 +31,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "protocol"))
 import crash_imap  # noqa: E402  (its pytest shim, before moatserver)
 
+from moatimap import ConnectionClosed  # noqa: E402
 from moatserver import MoatServer  # noqa: E402
 
 USERS = ("testuser1", "testuser2")
@@ -139,6 +140,49 @@ class Mta(threading.Thread):
             self.error = e
 
 
+class Appender(threading.Thread):
+    """A session of USERS[0] APPENDs into the INBOX the MTAs deliver to,
+    so that the kills land in group commits that hold deliveries and
+    APPENDs together (imap/imap-commit.h). An APPEND whose OK was read is
+    acknowledged; one that lost its connection may or may not be there."""
+
+    def __init__(self, test):
+        super().__init__(daemon=True)
+        self.test = test
+        self.acked, self.unknown = set(), set()
+        self.next = 1
+        self.error = None
+
+    def session(self):
+        c = self.test.server.login(USERS[0])
+        while not self.test.stop_appends.is_set():
+            n = self.next
+            self.next += 1
+            self.unknown.add(n)
+            r = c.append("INBOX", append_message(n), sync=False)
+            if r.ok:
+                self.unknown.discard(n)
+                self.acked.add(n)
+            elif r.status != "NO":
+                raise Failure(f"APPEND {n}: {r}")
+
+    def run(self):
+        try:
+            while not self.test.stop_appends.is_set():
+                try:
+                    self.session()
+                except (ConnectionClosed, ConnectionError, OSError,
+                        AssertionError):
+                    pass   # killed under us (or the login): a new session
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            self.error = e
+
+
+def append_message(n):
+    return (f"X-Append-Id: {n}\r\nSubject: appended {n}\r\n\r\n"
+            f"appended by IMAP {n}\r\n").encode()
+
+
 class CrashTest:
     def __init__(self, args):
         self.args = args
@@ -147,6 +191,8 @@ class CrashTest:
         self.lock = threading.Lock()
         self.acked = {}
         self.stop_mtas = threading.Event()
+        self.stop_appends = threading.Event()
+        self.appender = None
         count = args.messages
         self.msgs = {n: message(n, self.rnd.choice((1, 5, 200, 3000)))
                      for n in range(1, count + 1)}
@@ -167,6 +213,8 @@ class CrashTest:
                     nums[i::self.args.mtas]) for i in range(self.args.mtas)]
         for m in mtas:
             m.start()
+        self.appender = Appender(self)
+        self.appender.start()
         kills = {"lmtp": 0, "imap": 0}
         for _ in range(self.args.kills):
             if not any(m.is_alive() for m in mtas):
@@ -192,12 +240,20 @@ class CrashTest:
                 raise Failure(f"MTA: {m.error}")
             if m.is_alive():
                 raise Failure("deliveries did not finish within 300 s")
+        self.stop_appends.set()
+        self.appender.join(REPLY_TIMEOUT)
+        if self.appender.error is not None:
+            raise Failure(f"appender: {self.appender.error}")
+        if self.appender.is_alive():
+            raise Failure("the appender did not stop")
         self.check()
         again = len(re.findall(r"not saved again", self.server.logs()))
         print(f"crash_lmtp: {len(self.msgs)} messages, {len(self.acked)} "
               f"deliveries acknowledged, {kills['lmtp']} lmtp and "
               f"{kills['imap']} imap processes killed, {again} retries of "
-              f"saved messages answered without a second copy")
+              f"saved messages answered without a second copy, "
+              f"{len(self.appender.acked)} APPENDs acknowledged beside them "
+              f"({len(self.appender.unknown)} in flight at a kill)")
 
     def check(self):
         for (num, rcpt), n in self.acked.items():
@@ -208,12 +264,18 @@ class CrashTest:
             r = c.command("EXAMINE INBOX")
             if not r.ok:
                 raise Failure(f"{user}: EXAMINE: {r}")
-            r = c.command("FETCH 1:* BODY.PEEK[HEADER.FIELDS (X-Crash-Id)]")
-            ids = []
+            r = c.command("FETCH 1:* BODY.PEEK[HEADER.FIELDS "
+                          "(X-Crash-Id X-Append-Id)]")
+            ids, appended = [], []
             for _, items in r.fetches().items():
-                m = re.search(rb"X-Crash-Id: (\d+)", items[
-                    "BODY[HEADER.FIELDS (X-CRASH-ID)]"])
-                ids.append(int(m.group(1)) if m else None)
+                head = items["BODY[HEADER.FIELDS (X-CRASH-ID X-APPEND-ID)]"]
+                m = re.search(rb"X-Append-Id: (\d+)", head)
+                if m:
+                    appended.append(int(m.group(1)))
+                    continue
+                m = re.search(rb"X-Crash-Id: (\d+)", head)
+                ids.append(int(m.group(1)) if m else -1)
+            self.check_appended(user, appended)
             want = sorted(n for n, rs in self.rcpts.items() if user in rs)
             if sorted(ids) != want:
                 dups = sorted({i for i in ids if ids.count(i) > 1})
@@ -223,6 +285,11 @@ class CrashTest:
             r = c.command("FETCH 1:* BODY.PEEK[]")
             for _, items in r.fetches().items():
                 body = items["BODY[]"]
+                m = re.search(rb"^X-Append-Id: (\d+)", body)
+                if m:
+                    if body != append_message(int(m.group(1))):
+                        raise Failure(f"{user}: APPEND {m.group(1)} differs")
+                    continue
                 num = int(re.search(rb"X-Crash-Id: (\d+)", body).group(1))
                 if not body.endswith(self.msgs[num]):
                     raise Failure(f"{user}: message {num} differs")
@@ -230,6 +297,21 @@ class CrashTest:
         reports = self.server.sanitizer_reports()
         if reports:
             raise Failure("sanitizer report(s): " + ", ".join(reports))
+
+
+    def check_appended(self, user, appended):
+        """Every acknowledged APPEND once, others at most once."""
+        a = self.appender
+        if user != USERS[0]:
+            if appended:
+                raise Failure(f"{user}: APPENDs of {USERS[0]} {appended}")
+            return
+        dups = sorted({n for n in appended if appended.count(n) > 1})
+        missing = sorted(a.acked - set(appended))
+        unknown = sorted(set(appended) - a.acked - a.unknown)
+        if dups or missing or unknown:
+            raise Failure(f"{user}: APPENDs duplicated {dups}, missing "
+                          f"{missing}, never sent {unknown}")
 
 
 def main():

@@ -17,7 +17,7 @@ import pytest
 from moatserver import wait_for
 
 MID_RE = re.compile(rb"Message-ID: <([^>]+)>")
-GROUP_RE = re.compile(r"group commit: (\d+) APPENDs, (\d+) messages")
+GROUP_RE = re.compile(r"group commit: (\d+) requests, (\d+) messages")
 
 
 def message(mid):

@@ -14,10 +14,16 @@ struct commit_result {
 	unsigned int calls;
 	enum imap_commit_result result;
 	uint32_t first_uid;
+	unsigned int queue_then;   /* imap_commit_queue_count() at the answer */
 };
 
 static struct imap_user commit_user;
 static struct moat_settings *commit_set;
+/* callbacks run so far, and the count at which one stops the loop */
+static unsigned int commit_calls, commit_stop_at;
+
+/* A batch not done after this long is stuck: fail the test. */
+#define COMMIT_GUARD_MSECS 20000
 
 static const char *commit_root(const char *name)
 {
@@ -35,6 +41,8 @@ static void commit_user_init(const char *root)
 	commit_user.set = commit_set;
 	commit_user.username = "testuser";
 	commit_user.mail_root = root;
+	commit_calls = 0;
+	commit_stop_at = 0;
 	imap_commit_init(&commit_user);
 }
 
@@ -99,8 +107,35 @@ static void commit_cb(void *context, enum imap_commit_result result,
 	/* the request is no longer queued when it is answered */
 	test_assert(!res->req.queued);
 	res->calls++;
+	res->queue_then = imap_commit_queue_count(&commit_user);
 	res->result = result;
 	res->first_uid = first_uid;
+	if (++commit_calls == commit_stop_at)
+		io_loop_stop(commit_user.ioloop);
+}
+
+static void commit_guard(void *context)
+{
+	struct timeout **to = context;
+
+	*to = NULL;
+	test_assert(!"the group commit never answered");
+	io_loop_stop(commit_user.ioloop);
+}
+
+/* Run the loop until calls callbacks in all have run. */
+static void commit_run_until(unsigned int calls)
+{
+	static struct timeout *to;
+
+	if (commit_calls >= calls)
+		return;
+	commit_stop_at = calls;
+	to = timeout_add(commit_user.ioloop, COMMIT_GUARD_MSECS, commit_guard,
+			 &to);
+	io_loop_run(commit_user.ioloop);
+	timeout_remove(&to);
+	commit_stop_at = 0;
 }
 
 static void commit_queue(struct mailbox *box, unsigned int count,
@@ -111,11 +146,6 @@ static void commit_queue(struct mailbox *box, unsigned int count,
 	imap_commit_queue(&commit_user, &res->req, box, &save, commit_cb, res);
 	test_assert(save == NULL);
 	test_assert(res->req.queued);
-}
-
-static void loop_stop(void *context)
-{
-	io_loop_stop(context);
 }
 
 static uint32_t box_count(const char *root, const char *name)
@@ -151,9 +181,8 @@ static void test_commit_groups(void)
 	test_assert_int(dir_file_count(root, "cur"), 0);
 	test_assert_int(a.calls + b.calls + c.calls + d.calls, 0);
 
-	/* deferred after the commit's own: stops the loop after it */
-	(void)io_loop_defer(commit_user.ioloop, loop_stop, commit_user.ioloop);
-	io_loop_run(commit_user.ioloop);
+	/* the syncs run on the thread: the answers come from the loop */
+	commit_run_until(4);
 
 	test_assert_int(imap_commit_queue_count(&commit_user), 0);
 	test_assert_int(a.calls, 1);
@@ -289,5 +318,102 @@ static void test_commit_quota(void)
 	commit_user_deinit();
 }
 
+struct commit_async_ctx {
+	struct mailbox *box;
+	struct commit_result *first, *second;
+	bool busy, answered;
+	unsigned int queued;
+};
+
+/* Deferred after the commit's own: the batch has started by now. */
+static void commit_async_check(void *context)
+{
+	struct commit_async_ctx *ctx = context;
+
+	ctx->busy = imap_commit_busy(&commit_user);
+	ctx->answered = ctx->first->calls > 0;
+	/* arrives while the batch syncs: waits for the next one */
+	commit_queue(ctx->box, 1, ctx->second);
+	ctx->queued = imap_commit_queue_count(&commit_user);
+}
+
+/* The loop goes on while the thread syncs: the batch is in progress and
+   unanswered when the loop next runs, a request queued meanwhile forms
+   the next batch (riding along with the first one's final syncfs: it
+   is no longer in the queue when the first is answered), and both are
+   answered with consecutive UIDs. */
+static void test_commit_async(void)
+{
+	const char *root = commit_root("async");
+	struct commit_result a = { 0 }, b = { 0 };
+
+	commit_user_init(root);
+	struct mailbox *box = commit_open(root, "INBOX");
+	struct commit_async_ctx ctx = { .box = box, .first = &a, .second = &b };
+	commit_queue(box, 1, &a);
+	(void)io_loop_defer(commit_user.ioloop, commit_async_check, &ctx);
+	commit_run_until(2);
+	test_assert(ctx.busy);
+	test_assert(!ctx.answered);
+	test_assert_int(ctx.queued, 1);
+	test_assert(!imap_commit_busy(&commit_user));
+	test_assert_int(a.calls, 1);
+	test_assert_int(b.calls, 1);
+	test_assert_int(a.result, IMAP_COMMIT_OK);
+	test_assert_int(b.result, IMAP_COMMIT_OK);
+	test_assert_int(a.first_uid, 1);
+	test_assert_int(b.first_uid, 2);
+	test_assert_int(a.queue_then, 0);
+	test_assert_int(dir_file_count(root, "cur"), 2);
+	test_assert_int(dir_file_count(root, "tmp"), 0);
+	mailbox_close(&box);
+	test_assert_int(box_count(root, "INBOX"), 2);
+	commit_user_deinit();
+}
+
+struct commit_cancel_ctx {
+	struct commit_result *victim, *other;
+	bool busy;
+};
+
+static void commit_cancel_check(void *context)
+{
+	struct commit_cancel_ctx *ctx = context;
+
+	ctx->busy = imap_commit_busy(&commit_user);
+	imap_commit_cancel(&commit_user, &ctx->victim->req);
+}
+
+/* A request cancelled while its batch syncs: the batch is completed
+   inside the call, the other request answered, the cancelled one not
+   (its message may be saved: nobody was told). */
+static void test_commit_cancel_in_batch(void)
+{
+	const char *root = commit_root("cancel-batch");
+	struct commit_result a = { 0 }, b = { 0 };
+
+	commit_user_init(root);
+	struct mailbox *box1 = commit_open(root, "INBOX");
+	struct mailbox *box2 = commit_open(root, "INBOX");
+	struct commit_cancel_ctx ctx = { .victim = &a, .other = &b };
+	commit_queue(box1, 1, &a);
+	commit_queue(box2, 1, &b);
+	(void)io_loop_defer(commit_user.ioloop, commit_cancel_check, &ctx);
+	commit_run_until(1);
+	test_assert(ctx.busy);
+	test_assert(!a.req.queued);
+	test_assert(!imap_commit_busy(&commit_user));
+	test_assert_int(a.calls, 0);
+	test_assert_int(b.calls, 1);
+	test_assert_int(b.result, IMAP_COMMIT_OK);
+	test_assert_int(b.first_uid, 2);
+	test_assert_int(dir_file_count(root, "cur"), 2);
+	test_assert_int(dir_file_count(root, "tmp"), 0);
+	mailbox_close(&box1);
+	mailbox_close(&box2);
+	commit_user_deinit();
+}
+
 TEST_MAIN(TEST(test_commit_groups), TEST(test_commit_cancel),
-	  TEST(test_commit_limit), TEST(test_commit_quota))
+	  TEST(test_commit_limit), TEST(test_commit_quota),
+	  TEST(test_commit_async), TEST(test_commit_cancel_in_batch))

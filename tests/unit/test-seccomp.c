@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -211,6 +212,16 @@ static int call_thread(void)
 	return result == &mkdir_path ? 0 : -1;
 }
 
+/* The sync thread's wakeup (lib/fsync-thread.h): imap only. */
+static int call_eventfd(void)
+{
+	int fd = eventfd(0, EFD_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	close(fd);
+	return 0;
+}
+
 /* What no filtered process may do. */
 static void test_seccomp_every_profile_denies(void)
 {
@@ -311,7 +322,9 @@ static void test_seccomp_imap(void)
 	check_denied(MOAT_SECCOMP_PROFILE_IMAP, call_socket_inet);
 	check_denied(MOAT_SECCOMP_PROFILE_IMAP, call_socket_unix);
 	check_denied(MOAT_SECCOMP_PROFILE_IMAP, call_socketpair_unix);
-	check_denied(MOAT_SECCOMP_PROFILE_IMAP, call_thread);
+	/* the group commit's sync thread and its eventfd */
+	check_allowed(MOAT_SECCOMP_PROFILE_IMAP, call_thread);
+	check_allowed(MOAT_SECCOMP_PROFILE_IMAP, call_eventfd);
 	check_allowed(MOAT_SECCOMP_PROFILE_IMAP, call_mkdir);
 	check_allowed(MOAT_SECCOMP_PROFILE_IMAP, call_open_passwd);
 }
@@ -325,6 +338,7 @@ static void test_seccomp_lda(void)
 	check_denied(MOAT_SECCOMP_PROFILE_LDA, call_mmap_exec);
 	check_denied(MOAT_SECCOMP_PROFILE_LDA, call_memfd);
 	check_denied(MOAT_SECCOMP_PROFILE_LDA, call_thread);
+	check_denied(MOAT_SECCOMP_PROFILE_LDA, call_eventfd);
 	check_allowed(MOAT_SECCOMP_PROFILE_LDA, call_mkdir);
 	check_allowed(MOAT_SECCOMP_PROFILE_LDA, call_open_passwd);
 }
