@@ -11,10 +11,11 @@
    fetch-atts */
 #define FETCH_NOW_LIST_DEPTH 4
 
-bool imap_fetch_now_args(struct client *client, const struct imap_arg *args)
+struct client_command *
+imap_fetch_internal_command(struct client *client, const struct imap_arg *args,
+			    const char *pool_name)
 {
-	struct client_command *outer = client->cmd;
-	pool_t pool = pool_create("fetch now", 1024);
+	pool_t pool = pool_create(pool_name, 1024);
 	struct client_command *cmd = p_malloc(pool, sizeof(*cmd));
 
 	cmd->client = client;
@@ -24,6 +25,16 @@ bool imap_fetch_now_args(struct client *client, const struct imap_arg *args)
 	cmd->def = command_find("FETCH");
 	cmd->args = args;
 	cmd->func = cmd->def->func;
+	return cmd;
+}
+
+bool imap_fetch_now_args(struct client *client, const struct imap_arg *args)
+{
+	struct client_command *outer = client->cmd;
+	struct client_command *cmd =
+		imap_fetch_internal_command(client, args, "fetch now");
+	pool_t pool = cmd->pool;
+
 	client->cmd = cmd;
 	bool done = cmd->func(cmd);
 	/* slices go on while the output buffer takes them */

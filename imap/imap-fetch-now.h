@@ -13,6 +13,13 @@
    in several FETCHes). */
 #define IMAP_FETCH_NOW_SET_MAX 8192
 
+/* An untagged internal FETCH command of args (after "FETCH") in its own
+   pool (pool_name), for client_command_run_internal() or to run at once
+   (the caller unrefs cmd->pool). */
+struct client_command *
+imap_fetch_internal_command(struct client *client, const struct imap_arg *args,
+			    const char *pool_name);
+
 /* Run the parsed arguments after "FETCH" (args[0] the sequence set).
    Returns false if the FETCH could not be written whole (the output
    buffer filled; what it wrote cannot be taken back: the caller ends

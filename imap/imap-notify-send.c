@@ -66,17 +66,8 @@ static bool notify_fetch_run(struct imap_notify_state *st,
 
 	if (client->cmd != NULL)
 		return imap_fetch_now_args(client, &args[2]);
-	pool_t pool = pool_create("notify fetch", 1024);
-	struct client_command *cmd = p_malloc(pool, sizeof(*cmd));
-
-	cmd->client = client;
-	cmd->pool = pool;
-	cmd->tag = "";
-	cmd->name = "FETCH";
-	cmd->def = command_find("FETCH");
-	cmd->args = &args[2];
-	cmd->func = cmd->def->func;
-	client_command_run_internal(client, cmd);
+	client_command_run_internal(client, imap_fetch_internal_command(
+		client, &args[2], "notify fetch"));
 	return true;
 }
 

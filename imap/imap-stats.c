@@ -5,51 +5,23 @@
 #include "ipc.h"
 #include "iostream.h"
 
-#include <time.h>
-
-struct imap_stats_cmd {
-	uint64_t count, usecs;
-	/* commands that took at most bound[i] (cumulative, as "le") */
-	uint64_t le[IMAP_STATS_BUCKETS];
-};
-
 struct imap_stats {
 	/* not yet sent, indexed like the command table */
-	struct imap_stats_cmd pending[IMAP_COMMANDS_MAX];
+	struct latency_histogram pending[IMAP_COMMANDS_MAX];
 	bool pending_any;
 };
-
-static const uint64_t bucket_bounds[IMAP_STATS_BUCKETS] =
-	IMAP_STATS_BUCKET_BOUNDS_US;
-
-uint64_t imap_stats_now_us(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
-		i_fatal("clock_gettime(CLOCK_MONOTONIC) failed: %s",
-			strerror(errno));
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
 
 void imap_stats_command_done(struct imap_user *user, const struct command *def,
 			     uint64_t usecs)
 {
 	if (user->stats == NULL)
 		user->stats = i_malloc(sizeof(*user->stats));
-	struct imap_stats_cmd *st = &user->stats->pending[command_index(def)];
-
-	st->count++;
-	st->usecs += usecs;
-	for (unsigned int i = 0; i < IMAP_STATS_BUCKETS; i++) {
-		if (usecs <= bucket_bounds[i])
-			st->le[i]++;
-	}
+	latency_histogram_add(&user->stats->pending[command_index(def)], usecs);
 	user->stats->pending_any = true;
 }
 
 static void stats_send_one(struct ipc_conn *master, const char *name,
-			   const struct imap_stats_cmd *st)
+			   const struct latency_histogram *st)
 {
 	char nums[2 + IMAP_STATS_BUCKETS][24];
 	const char *args[4 + IMAP_STATS_BUCKETS + 1];  /* and the NULL */

@@ -13,16 +13,16 @@ struct ipc_conn;
 struct istream;
 struct ostream;
 
-/* The histogram's upper bounds in microseconds (OpenMetrics "le");
-   master writes the same bounds as seconds. */
-#define IMAP_STATS_BUCKETS 9
-#define IMAP_STATS_BUCKET_BOUNDS_US \
-	{ 1000, 5000, 10000, 50000, 100000, 500000, 1000000, 5000000, 30000000 }
+#include "latency-histogram.h"
+
+/* The histogram is lib/latency-histogram.h's (OpenMetrics "le" bounds in
+   microseconds); master writes the same bounds as seconds. */
+#define IMAP_STATS_BUCKETS LATENCY_BUCKETS
 /* How often the counters go to master while commands run. */
 #define IMAP_STATS_FLUSH_MSECS 5000
 
 /* Microseconds of the monotonic clock, for timing a command. */
-uint64_t imap_stats_now_us(void);
+#define imap_stats_now_us() time_monotonic_us()
 /* A command of def ended after usecs. */
 void imap_stats_command_done(struct imap_user *user, const struct command *def,
 			     uint64_t usecs);

@@ -2,6 +2,7 @@
    form (mailbox-name.h). */
 #include "lib.h"
 #include "mailbox-name.h"
+#include "utf8.h"
 
 #include <strings.h>
 
@@ -59,37 +60,16 @@ static int utf8_append(buffer_t *dest, uint32_t cp)
 	return buffer_append(dest, out, len);
 }
 
-/* Decode the next UTF-8 sequence strictly. Returns 0 or -1. */
+/* Decode the next UTF-8 sequence strictly (lib/utf8.h) of a string the
+   caller has not reached the NUL of. Returns 0 or -1. */
 static int utf8_next(const unsigned char **_p, uint32_t *cp_r)
 {
-	const unsigned char *p = *_p;
-	uint32_t cp, min;
-	unsigned int extra;
+	/* the NUL ends it: a sequence cut by it is invalid */
+	int len = utf8_decode(*_p, strnlen((const char *)*_p, 4), cp_r);
 
-	if (p[0] < 0x80) {
-		*cp_r = p[0];
-		*_p = p + 1;
-		return 0;
-	}
-	if ((p[0] & 0xe0) == 0xc0) {
-		cp = p[0] & 0x1f; extra = 1; min = 0x80;
-	} else if ((p[0] & 0xf0) == 0xe0) {
-		cp = p[0] & 0x0f; extra = 2; min = 0x800;
-	} else if ((p[0] & 0xf8) == 0xf0) {
-		cp = p[0] & 0x07; extra = 3; min = 0x10000;
-	} else {
+	if (len < 0)
 		return -1;
-	}
-	for (unsigned int i = 1; i <= extra; i++) {
-		/* also stops at the NUL */
-		if ((p[i] & 0xc0) != 0x80)
-			return -1;
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return -1;
-	*cp_r = cp;
-	*_p = p + 1 + extra;
+	*_p += len;
 	return 0;
 }
 

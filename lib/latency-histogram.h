@@ -1,9 +1,10 @@
 #ifndef LATENCY_HISTOGRAM_H
 #define LATENCY_HISTOGRAM_H
 /* A fixed latency histogram for metrics (OpenMetrics "le" buckets), as
-   the processes keep it and send it to master in their stats records.
-   The bounds are those of imap/imap-stats.h, so every latency family of
-   the exposition has the same buckets; master writes them as seconds. */
+   the processes keep it and send it to master in their stats records
+   (imap's commands: imap/imap-stats.h; auth's requests). One set of
+   bounds, so every latency family of the exposition has the same
+   buckets; master writes them as seconds. */
 
 #include "lib.h"
 

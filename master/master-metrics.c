@@ -35,10 +35,10 @@
    this are not counted (an imap process only sends its table's). */
 #define METRICS_IMAP_COMMANDS_MAX 64
 #define METRICS_COMMAND_NAME_MAX 32
-/* The latency histogram of imap/imap-stats.h (IMAP_STATS_BUCKETS and
-   IMAP_STATS_BUCKET_BOUNDS_US) and of lib/latency-histogram.h (auth's):
-   the CMD-STATS and AUTH-STATS records have one count per bound, and the
-   exposition writes the bounds as seconds. */
+/* The latency histogram of lib/latency-histogram.h (LATENCY_BUCKETS and
+   LATENCY_BUCKET_BOUNDS_US), which imap and auth keep: the CMD-STATS and
+   AUTH-STATS records have one count per bound, and the exposition writes
+   the bounds as seconds. */
 #define METRICS_BUCKETS 9
 static const char *const metrics_bucket_le[METRICS_BUCKETS] = {
 	"0.001", "0.005", "0.01", "0.05", "0.1", "0.5", "1", "5", "30"

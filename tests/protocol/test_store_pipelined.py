@@ -18,34 +18,16 @@ import pytest
 
 from moatserver import proc_status, wait_for
 
+from test_store_range import flags_of, ok
+import test_store_range
+
 COUNT = 20
 # STOREs sent in one write: what bench/imapload --pipeline 8 keeps in flight.
 PIPELINE = 8
 
 
-def msg(n):
-    return (f"From: a@example.org\r\nSubject: message {n}\r\n"
-            f"Message-ID: <{n}@pipe.example>\r\n\r\nBody {n}.\r\n").encode()
-
-
-def flags_of(r):
-    """{seq: set of flags without \\Recent} from the FETCH responses."""
-    return {seq: {f for f in items["FLAGS"] if f.lower() != "\\recent"}
-            for seq, items in r.fetches().items() if "FLAGS" in items}
-
-
-def ok(c, cmd):
-    r = c.command(cmd)
-    assert r.ok, r
-    return r
-
-
 def fill(server, n=COUNT):
-    c = server.login("testuser1")
-    for i in range(1, n + 1):
-        assert c.append("INBOX", msg(i)).ok
-    ok(c, "SELECT INBOX")
-    return c
+    return test_store_range.fill(server, n)
 
 
 def pipeline(c, cmds):
