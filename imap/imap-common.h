@@ -92,6 +92,8 @@ struct imap_user {
 	struct imap_stats *stats;
 	/* client bytes read and written, not yet sent (the streams add) */
 	uint64_t stats_bytes_in, stats_bytes_out;
+	/* client_count as master last heard it (LOAD, imap-stats.h) */
+	unsigned int stats_clients_sent;
 };
 
 /* cmd-capability.c: the post-login capability list (RFC 7889

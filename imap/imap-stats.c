@@ -63,12 +63,25 @@ static void stats_send_bytes(struct imap_user *user, struct ipc_conn *master)
 	user->stats_bytes_in = user->stats_bytes_out = 0;
 }
 
+/* The sessions now, for master's connections gauge, when it changed. */
+static void stats_send_load(struct imap_user *user, struct ipc_conn *master)
+{
+	char clients[16];
+
+	if (user->client_count == user->stats_clients_sent)
+		return;
+	snprintf(clients, sizeof(clients), "%u", user->client_count);
+	(void)ipc_sendv(master, -1, "LOAD", clients, NULL);
+	user->stats_clients_sent = user->client_count;
+}
+
 void imap_stats_flush(struct imap_user *user, struct ipc_conn *master)
 {
 	struct imap_stats *stats = user->stats;
 
 	if (master == NULL)
 		return;
+	stats_send_load(user, master);
 	stats_send_bytes(user, master);
 	if (stats == NULL || !stats->pending_any)
 		return;

@@ -27,7 +27,8 @@ struct ostream;
 void imap_stats_command_done(struct imap_user *user, const struct command *def,
 			     uint64_t usecs);
 /* Send what changed since the last flush to master (NULL: nothing is
-   sent and the changes are kept). */
+   sent and the changes are kept); also LOAD <sessions> when the number
+   of sessions changed. */
 void imap_stats_flush(struct imap_user *user, struct ipc_conn *master);
 void imap_stats_deinit(struct imap_user *user);
 /* A client's streams count their bytes into user's (sent to master as

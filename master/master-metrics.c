@@ -528,10 +528,13 @@ static int metrics_text(struct master *master, buffer_t *out)
 				     master->services[k].name, procs[k]);
 	ret |= metrics_family(out, "moat_connections", "gauge",
 		"Connections now, as the processes last reported them "
-		"(imap-login: pre-auth clients and relayed TLS sessions).");
+		"(imap-login: pre-auth clients and relayed TLS sessions; "
+		"imap: logged-in sessions, every 5 s at most).");
 	ret |= buffer_printf(out, "moat_connections{service=\"imap-login\"} %u\n"
+		"moat_connections{service=\"imap\"} %u\n"
 		"moat_connections{service=\"lmtp\"} %u\n",
-		clients[SERVICE_LOGIN], clients[SERVICE_LMTP]);
+		clients[SERVICE_LOGIN], clients[SERVICE_IMAP],
+		clients[SERVICE_LMTP]);
 	ret |= metrics_family(out, "moat_resident_memory_bytes", "gauge",
 		"Resident memory of each service's processes together "
 		"(/proc/PID/statm).");

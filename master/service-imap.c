@@ -150,6 +150,17 @@ void imap_input(void *context, const char *const *args, int fd)
 				"record, killing it", (int)child->pid);
 			child_kill(child, SIGKILL);
 		}
+	} else if (strcmp(args[0], "LOAD") == 0) {
+		/* LOAD <sessions>: the connections gauge of the metrics */
+		unsigned int clients;
+		if (str_array_length(args) != 2 ||
+		    str_to_uint(args[1], &clients) < 0) {
+			i_error("imap process %d sent a malformed LOAD record, "
+				"killing it", (int)child->pid);
+			child_kill(child, SIGKILL);
+		} else {
+			child->clients = clients;
+		}
 	} else if (strcmp(args[0], "IO-STATS") == 0) {
 		if (!master_metrics_imap_io(child->master, args)) {
 			i_error("imap process %d sent a malformed IO-STATS "

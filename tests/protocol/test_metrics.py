@@ -402,3 +402,20 @@ def test_moatadm_stats_text(moat_server):
                 "preauth_disconnects_timeout", "lmtp_tempfail"):
         assert key in out.stdout, out.stdout
     assert moatadm(moat_server, "stats", "bogus").returncode == 64
+
+
+def test_imap_sessions_gauge(moat_server):
+    """moat_connections{service="imap"}: the logged-in sessions the imap
+    processes last reported (LOAD, at most every 5 s), two users' added."""
+    def sessions():
+        return value(scrape(moat_server), "moat_connections",
+                     "moat_connections", 'service="imap"')
+    assert sessions() == 0
+    a = moat_server.login("testuser1")
+    b = moat_server.login("testuser1")
+    c = moat_server.login("testuser2")
+    assert wait_for(lambda: sessions() == 3, 30), scrape(moat_server)
+    assert a.command("LOGOUT").ok
+    c.close()
+    assert wait_for(lambda: sessions() == 1, 30), scrape(moat_server)
+    assert b.command("NOOP").ok
