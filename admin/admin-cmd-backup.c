@@ -24,6 +24,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -690,6 +691,9 @@ int admin_cmd_restore(struct admin_ctx *ctx, int argc, char **argv)
 		_exit(ret);
 	}
 	close(pipefd[0]);
+	/* a writer that failed and exited closes the pipe: its exit code,
+	   not SIGPIPE, is the answer */
+	signal(SIGPIPE, SIG_IGN);
 	FILE *out = fdopen(pipefd[1], "w");
 	struct admin_progress *progress =
 		admin_progress_begin(ctx, "files", r.files);

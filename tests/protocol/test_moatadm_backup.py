@@ -7,6 +7,7 @@ client that knew the old user downloads nothing again."""
 import re
 import threading
 
+from moatserver import root_only
 from test_moatadm import moatadm
 from test_moatadm_mail import message
 from test_moatadm_mbox import bodies
@@ -190,3 +191,20 @@ def test_restore_into_a_user_without_a_mail_root(moat_server, tmp_path):
     dst = moat_server.login("testuser2")
     assert folder_state(dst, "Work/Sub") == folder_state(src, "Work/Sub")
     assert folder_state(dst, "INBOX") == folder_state(src, "INBOX")
+
+
+@root_only
+def test_restore_that_cannot_write_says_why(moat_server, tmp_path):
+    """The writer (the target user) fails at once: its exit code and
+    message, not a broken pipe, and nothing left behind."""
+    import os
+    dest = backup_of_testuser1(moat_server, tmp_path)
+    home = moat_server.users["testuser2"]["home"]
+    os.chmod(home, 0o500)   # the user cannot make the staging directory
+    try:
+        r = moatadm(moat_server, "restore", "-u", "testuser2", dest)
+    finally:
+        os.chmod(home, 0o700)
+    assert r.returncode == EX_DATAERR, r
+    assert "mkdir" in r.stderr, r.stderr
+    assert_no_mail(moat_server)
