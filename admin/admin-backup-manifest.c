@@ -4,6 +4,7 @@
 #include "strfuncs.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <openssl/evp.h>
@@ -92,15 +93,23 @@ struct manifest_walk {
 	const char *error;
 };
 
+/* rel: the directory below root ("" for root itself). Paths are built
+   in buffers on the stack: the walk's memory does not grow with the
+   number of files (depth is at most ADMIN_BACKUP_DEPTH_MAX). */
 static int walk_dir(struct manifest_walk *w, const char *root,
 		    const char *rel, unsigned int depth)
 {
-	const char *path = rel[0] == '\0' ? root :
-		p_strdup_printf(w->pool, "%s/%s", root, rel);
-	DIR *d = opendir(path);
+	char path[PATH_MAX], sub[PATH_MAX], full[PATH_MAX];
 	struct dirent *de;
 	int ret = 0;
 
+	if (snprintf(path, sizeof(path), "%s%s%s", root, rel[0] == '\0' ?
+		     "" : "/", rel) >= (int)sizeof(path)) {
+		w->error = p_strdup_printf(w->pool, "%s/%s: path too long",
+					   root, rel);
+		return -1;
+	}
+	DIR *d = opendir(path);
 	if (d == NULL) {
 		w->error = p_strdup_printf(w->pool, "opendir %s: %s", path,
 					   strerror(errno));
@@ -114,10 +123,15 @@ static int walk_dir(struct manifest_walk *w, const char *root,
 			continue;
 		if (depth == 0 && str_begins(name, ADMIN_BACKUP_MANIFEST_NAME, NULL))
 			continue;   /* the manifest and its temporary file */
-		const char *sub = rel[0] == '\0' ? p_strdup(w->pool, name) :
-			p_strdup_printf(w->pool, "%s/%s", rel, name);
-		const char *full = p_strdup_printf(w->pool, "%s/%s", root, sub);
-		if (!admin_backup_path_is_valid(sub) || lstat(full, &st) < 0) {
+		if (snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] == '\0' ?
+			     "" : "/", name) >= (int)sizeof(sub) ||
+		    snprintf(full, sizeof(full), "%s/%s", root, sub) >=
+		    (int)sizeof(full)) {
+			w->error = p_strdup_printf(w->pool, "%s/%s: path too "
+						   "long", path, name);
+			ret = -1;
+		} else if (!admin_backup_path_is_valid(sub) ||
+			   lstat(full, &st) < 0) {
 			w->error = p_strdup_printf(w->pool, "%s: %s", full,
 				errno != 0 ? strerror(errno) : "unusable name");
 			ret = -1;
@@ -249,6 +263,22 @@ int admin_backup_manifest_open(const char *dir, pool_t pool,
 	return 0;
 }
 
+/* A decimal number and the space after it at *p (moved past both). */
+static int manifest_number(const char **p, uint64_t *value_r)
+{
+	char digits[21];
+	size_t len = strspn(*p, "0123456789");
+
+	if (len == 0 || len >= sizeof(digits) || (*p)[len] != ' ')
+		return -1;
+	memcpy(digits, *p, len);
+	digits[len] = '\0';
+	if (str_to_uint64(digits, value_r) < 0)
+		return -1;
+	*p += len + 1;
+	return 0;
+}
+
 int admin_backup_manifest_next(struct admin_backup_manifest *m,
 			       struct admin_backup_record *r_r,
 			       pool_t pool, const char **error_r)
@@ -284,7 +314,6 @@ int admin_backup_manifest_next(struct admin_backup_manifest *m,
 	if (str_begins(line, "dir ", &p)) {
 		r_r->dir = true;
 	} else if (str_begins(line, "file ", &p)) {
-		const char *size_end;
 		uint64_t size;
 		if (strspn(p, "0123456789abcdef") != ADMIN_BACKUP_SHA256_HEX ||
 		    p[ADMIN_BACKUP_SHA256_HEX] != ' ') {
@@ -294,27 +323,19 @@ int admin_backup_manifest_next(struct admin_backup_manifest *m,
 		}
 		memcpy(r_r->sha256, p, ADMIN_BACKUP_SHA256_HEX);
 		p += ADMIN_BACKUP_SHA256_HEX + 1;
-		size_end = p + strspn(p, "0123456789");
-		if (size_end == p || *size_end != ' ' ||
-		    str_to_uint64(p_strndup(pool, p, (size_t)(size_end - p)),
-				  &size) < 0) {
+		if (manifest_number(&p, &size) < 0) {
 			*error_r = p_strdup_printf(pool, "record %u: a bad size",
 						   m->records);
 			return -1;
 		}
 		r_r->size = size;
-		p = size_end + 1;
-		const char *mtime_end = p + strspn(p, "0123456789");
 		uint64_t mtime;
-		if (mtime_end == p || *mtime_end != ' ' ||
-		    str_to_uint64(p_strndup(pool, p, (size_t)(mtime_end - p)),
-				  &mtime) < 0 || mtime > INT64_MAX) {
+		if (manifest_number(&p, &mtime) < 0 || mtime > INT64_MAX) {
 			*error_r = p_strdup_printf(pool, "record %u: a bad mtime",
 						   m->records);
 			return -1;
 		}
 		r_r->mtime = (int64_t)mtime;
-		p = mtime_end + 1;
 	} else {
 		*error_r = p_strdup_printf(pool, "record %u: unknown", m->records);
 		return -1;

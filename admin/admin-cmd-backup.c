@@ -24,6 +24,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -43,7 +44,6 @@ struct admin_backup_args {
 
 struct admin_backup_subs {
 	FILE *f;
-	pool_t pool;
 	unsigned int count;
 	bool too_many;
 };
@@ -59,27 +59,28 @@ static void admin_backup_lsub_untagged(void *context, const char *resp,
 
 	if (len <= 5 || strncasecmp(resp, "LSUB ", 5) != 0)
 		return;
-	admin_imap_value_next(s->pool, &pos, end, &attrs);
-	admin_imap_value_next(s->pool, &pos, end, &delim);
-	admin_imap_value_next(s->pool, &pos, end, &name);
-	if (name.type != ADMIN_IMAP_VALUE_STRING &&
-	    name.type != ADMIN_IMAP_VALUE_ATOM)
-		return;
-	const char *utf8 = admin_imap_mailbox_utf8(s->pool, name.data);
-	if (utf8 == NULL || strchr(utf8, '\n') != NULL)
-		return;
-	if (s->count++ >= ADMIN_BACKUP_SUBSCRIPTIONS_MAX) {
-		s->too_many = true;
-		return;
+	/* per response: memory does not grow with the subscriptions */
+	pool_t pool = pool_create("admin lsub", 1024);
+	admin_imap_value_next(pool, &pos, end, &attrs);
+	admin_imap_value_next(pool, &pos, end, &delim);
+	admin_imap_value_next(pool, &pos, end, &name);
+	const char *utf8 = name.type != ADMIN_IMAP_VALUE_STRING &&
+		name.type != ADMIN_IMAP_VALUE_ATOM ? NULL :
+		admin_imap_mailbox_utf8(pool, name.data);
+	if (utf8 != NULL && strchr(utf8, '\n') == NULL) {
+		if (s->count++ >= ADMIN_BACKUP_SUBSCRIPTIONS_MAX)
+			s->too_many = true;
+		else
+			fprintf(s->f, "%s\n", utf8);
 	}
-	fprintf(s->f, "%s\n", utf8);
+	pool_unref(&pool);
 }
 
 static int admin_backup_subscriptions(struct admin_ctx *ctx,
 				      struct admin_imap *imap, const char *dir)
 {
 	const char *path = p_strdup_printf(ctx->pool, "%s/subscriptions", dir);
-	struct admin_backup_subs s = { .pool = ctx->pool };
+	struct admin_backup_subs s = { .f = NULL };
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 		      O_CLOEXEC, 0600);
 
@@ -211,9 +212,14 @@ static int admin_restore_verify(struct admin_restore *r)
 	if (admin_backup_manifest_open(r->src, ctx->pool, &m, &error) < 0)
 		return admin_fail(ctx, ADMIN_EXIT_FAILED, "failed", "%s", error);
 	while ((ret = admin_backup_manifest_next(&m, &rec, ctx->pool, &error)) > 0) {
-		const char *path = p_strdup_printf(ctx->pool, "%s/%s", r->src,
-						   rec.path);
+		char path[PATH_MAX];
 		struct stat st;
+		if (snprintf(path, sizeof(path), "%s/%s", r->src, rec.path) >=
+		    (int)sizeof(path)) {
+			error = "a path is too long";
+			ret = -1;
+			break;
+		}
 		if (rec.dir) {
 			if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
 				error = p_strdup_printf(ctx->pool, "%s: missing "
@@ -617,9 +623,10 @@ static int admin_restore_send(struct admin_restore *r, FILE *out,
 			fprintf(out, "D %s\n", rec.path);
 			continue;
 		}
-		const char *path = p_strdup_printf(ctx->pool, "%s/%s", r->src,
-						   rec.path);
-		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		char path[PATH_MAX];
+		int fd = snprintf(path, sizeof(path), "%s/%s", r->src, rec.path) >=
+			(int)sizeof(path) ? (errno = ENAMETOOLONG, -1) :
+			open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
 			error = p_strdup_printf(ctx->pool, "%s: %s", path,
 						strerror(errno));

@@ -23,6 +23,9 @@
 
 /* Keyword letters of Maildir file names: a-z. */
 #define ADMIN_MAILDIR_KEYWORDS_MAX 26
+/* A flag or keyword in a FETCH's FLAGS: moat's keywords are at most
+   MAIL_INDEX_KEYWORD_MAX_LEN (128) bytes; a longer word is dropped. */
+#define ADMIN_MAILDIR_FLAG_MAX 255
 /* UIDs fetched by one UID FETCH of an export (streamed one by one). */
 #define ADMIN_MAILDIR_UID_RANGE 100
 
@@ -287,7 +290,15 @@ static void admin_maildir_letters(struct admin_maildir_export *ex,
 		size_t len = strcspn(p, " ");
 		if (len == 0)
 			break;
-		char *flag = p_strndup(ex->ctx->pool, p, len);
+		/* on the stack: the run's pool keeps only new keywords */
+		char flag[ADMIN_MAILDIR_FLAG_MAX + 1];
+		if (len > ADMIN_MAILDIR_FLAG_MAX) {
+			p += len;
+			ex->kw_dropped = true;
+			continue;
+		}
+		memcpy(flag, p, len);
+		flag[len] = '\0';
 		p += len;
 		bool known = false;
 		for (unsigned int i = 0; i < N_ELEMENTS(admin_maildir_flags); i++) {
@@ -304,7 +315,7 @@ static void admin_maildir_letters(struct admin_maildir_export *ex,
 				break;
 		}
 		if (k == ex->kw.count && k < ADMIN_MAILDIR_KEYWORDS_MAX)
-			ex->kw.names[ex->kw.count++] = flag;
+			ex->kw.names[ex->kw.count++] = p_strdup(ex->ctx->pool, flag);
 		if (k < ADMIN_MAILDIR_KEYWORDS_MAX)
 			set['a' + k] = true;
 		else
