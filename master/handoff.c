@@ -11,8 +11,9 @@
 
 #include <signal.h>
 
-/* Handoffs waiting for auth at once; beyond this imap-login gets a
-   temporary failure (auth is stuck or flooded). */
+/* Handoffs in master at once, waiting for auth or for an imap process's
+   CONN-DONE (each holds a client fd); beyond this imap-login gets a
+   temporary failure (auth or an imap process is stuck or flooded). */
 #define HANDOFF_MAX_PENDING 10000
 
 /* HANDOFF <id> <token> <tag> <rip> <rport> <lip> <lport> <secured> <mech>
@@ -102,6 +103,8 @@ void handoff_start(struct child *login, const char *const *args, int fd)
 		return;
 	}
 	for (struct handoff *h = master->handoffs; h != NULL; h = h->next)
+		pending++;
+	for (struct handoff *h = master->handoffs_routed; h != NULL; h = h->next)
 		pending++;
 	if (master->auth == NULL || master->auth->conn == NULL ||
 	    pending >= HANDOFF_MAX_PENDING) {
