@@ -4,6 +4,18 @@ import pytest
 
 from moatserver import MoatServer, STOP_TIMEOUT
 
+# Lines of the server's log shown under a failed test: what moat said
+# about the failure (a disconnect's reason, an error) without a rerun.
+FAILED_LOG_TAIL = 60
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keeps each phase's report on the item, for moat_server's teardown."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, "moat_report_" + report.when, report)
+
 
 @pytest.fixture
 def moat_server(request):
@@ -19,6 +31,11 @@ def moat_server(request):
         server.kill_everything()
         server.cleanup()
         raise
+    call = getattr(request.node, "moat_report_call", None)
+    if call is not None and call.failed:
+        tail = server.logs().splitlines()[-FAILED_LOG_TAIL:]
+        print(f"--- the server's log, last {FAILED_LOG_TAIL} lines ---")
+        print("\n".join(tail))
     server.close_clients()
     rc, leftovers = server.stop()
     problems = []

@@ -24,7 +24,7 @@ from moatimap import ConnectionClosed, ImapClient
 from test_abuse_preauth import (
     FLOOD_LITERAL_SIZE, RSS_GROWTH_MAX_KIB, connect_small_window,
     connect_tls, flood, only_login_pid, overflow_then_keep_sending,
-    read_until_closed, vm_rss_kib)
+    read_until_closed, tls_flood_until_closed, vm_rss_kib)
 from test_abuse_storage import (  # noqa: F401 (quiet_asan: a fixture)
     assert_never_served, chown_link, message, other_user_maildir,
     quiet_asan)
@@ -147,9 +147,9 @@ def tls_garbage(server, _):
 def tls_then_plaintext_flood(server, _):
     """A TLS session whose client then floods: the same bound as plain."""
     c = connect_tls(server)
-    threading.Thread(target=flood, args=(
-        c.sock, b"t1 LOGIN", FLOOD_LITERALS, FLOOD_LITERAL_SIZE)).start()
-    closed_with(c, "* BYE Command too large")
+    got = tls_flood_until_closed(c, b"t1 LOGIN", FLOOD_LITERALS,
+                                 FLOOD_LITERAL_SIZE)
+    assert b"* BYE Command too large" in got, got[-300:]
 
 
 def slowloris(server, _):
