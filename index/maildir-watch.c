@@ -182,14 +182,29 @@ static bool watch_take_expected(struct maildir_watch *w,
 	return false;
 }
 
+/* Events were lost: the root's listener hears first (it may set up
+   watches, which then hear too), then nobody can be trusted any more. */
+static void watch_lost_events(void)
+{
+	struct maildir_root_watch *rw = root_watch;
+
+	if (rw != NULL) {
+		root_flush_move(rw);
+		rw->cb(rw->context, MAILDIR_ROOT_OVERFLOW, NULL, NULL);
+	}
+	for (struct maildir_watch *w = watches; w != NULL; w = w->next)
+		watch_changed(w);
+}
+
 static void watch_event(const struct inotify_event *ev)
 {
 	unsigned int idx;
 
 	if ((ev->mask & IN_Q_OVERFLOW) != 0) {
-		/* Lost events: nobody can be trusted any more. */
-		for (struct maildir_watch *w = watches; w != NULL; w = w->next)
-			watch_changed(w);
+		i_warning("inotify event queue overflowed "
+			  "(fs.inotify.max_queued_events): every watched "
+			  "folder counts as changed");
+		watch_lost_events();
 		return;
 	}
 	if (root_event(ev))
@@ -232,9 +247,7 @@ static void watch_read_events(void)
 			if (ret < 0 && errno != EAGAIN) {
 				/* events may be lost: trust nothing */
 				i_error("read(inotify) failed: %m");
-				for (struct maildir_watch *w = watches; w != NULL;
-				     w = w->next)
-					watch_changed(w);
+				watch_lost_events();
 			}
 			return;
 		}

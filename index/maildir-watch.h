@@ -105,16 +105,19 @@ void maildir_watch_read(void);
    one MOVED_FROM/MOVED_TO pair: RENAMED; a move out of or into the root
    is DELETED or CREATED. Events are reported for this process's own
    changes too (the caller tells them apart). Lost events (a queue
-   overflow) are not reported. */
+   overflow, a failed read) are OVERFLOW, before every folder watch's
+   generation moves: what changed in the root is not known then. */
 #define MAILDIR_ROOT_NEWDIR_MAX 16
 
 enum maildir_root_event {
 	MAILDIR_ROOT_CREATED,
 	MAILDIR_ROOT_DELETED,
 	MAILDIR_ROOT_RENAMED,
+	MAILDIR_ROOT_OVERFLOW,
 };
-/* dir and olddir (RENAMED only, else NULL) are root entry names
-   (".Foo.Bar"), only entries that begin with '.'. Called from inside
+/* dir and olddir (RENAMED only, else NULL; both NULL for OVERFLOW) are
+   root entry names (".Foo.Bar"), only entries that begin with '.'.
+   Called from inside
    whatever read the events: it must only record and schedule. */
 typedef void maildir_root_callback_t(void *context,
 				     enum maildir_root_event event,
