@@ -242,11 +242,14 @@ static void watch_read_events(void)
 		if (ret < 0 && errno == EINTR)
 			continue;
 		if (ret <= 0) {
+			/* the root's callback may change errno */
+			bool failed = ret < 0 && errno != EAGAIN;
+			if (failed)
+				i_error("read(inotify) failed: %m");
 			if (root_watch != NULL)
 				root_flush_move(root_watch);
-			if (ret < 0 && errno != EAGAIN) {
+			if (failed) {
 				/* events may be lost: trust nothing */
-				i_error("read(inotify) failed: %m");
 				watch_lost_events();
 			}
 			return;
