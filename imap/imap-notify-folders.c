@@ -233,8 +233,9 @@ static void folder_update_one(struct imap_user *user, const char *name,
 	if (!covered)
 		return;
 	struct imap_notify_folder *f = folder_add(user, norm, path);
-	/* a folder another program made may have had messages dropped
-	   into it before the watch was set up: they are news */
+	/* a folder another program made or moved here may have had
+	   messages dropped into it before the watch was set up: a STATUS
+	   too many (it held them before) is harmless, a missed one not */
 	if (f != NULL && by_other && folder_has_mail(path))
 		folder_tell(f);
 }

@@ -110,7 +110,8 @@ void imap_notify_watch_folder(struct imap_notify_state *st, const char *name);
    folders at and below name moved (subtree true: RENAME's old and new
    names). Each is watched exactly when it is a selectable folder a set
    covers (imap_notify_max_watches still bounds them). by_other: another
-   program made it; messages already in it are told as news. */
+   program made it or moved it there: messages already in it when it
+   gets watched are told (some may have come before moat saw it). */
 void imap_notify_folders_changed(struct imap_user *user, const char *name,
 				 bool subtree, bool by_other);
 /* Root events were lost (an inotify queue overflow): watch exactly the

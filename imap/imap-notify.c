@@ -299,7 +299,7 @@ static void notify_root_changed(void *context, enum maildir_root_event event,
 	/* the watches follow every change, ours too (the hooks did those
 	   already: nothing happens twice) */
 	imap_notify_folders_changed(user, name, false,
-				    event != MAILDIR_ROOT_DELETED && !renamed);
+				    event != MAILDIR_ROOT_DELETED);
 	/* ours were reported when made, without the session that made
 	   them */
 	if (notify_own_seen(user, name) ||
