@@ -240,10 +240,25 @@ static void folder_update_one(struct imap_user *user, const char *name,
 		folder_tell(f);
 }
 
-/* Every watched folder at or below name (all with name NULL) that is no
-   selectable folder a set covers goes (a rename moves the children, and
-   the watches' paths with them: they go too); every selectable one
-   there that a set covers is watched. */
+/* Whether f's watch stays (folder_update_list()). */
+static bool folder_keep(struct imap_user *user,
+			const struct imap_notify_folder *f,
+			const struct mailbox_list *list, const char *name)
+{
+	if (name != NULL)
+		return !name_in_subtree(name, f->name);
+	const struct mailbox_list_node *node =
+		mailbox_list_lookup(list, f->name);
+	return node != NULL && (node->flags & MAILBOX_NODE_SELECTABLE) != 0 &&
+		folder_is_covered(user, f->name,
+				  (node->flags & MAILBOX_NODE_SUBSCRIBED) != 0);
+}
+
+/* name given (a rename's old or new name): every watched folder at or
+   below it goes (a rename moved them, and the watches' paths are
+   stale). name NULL (lost events): every watched folder that is no
+   selectable folder a set covers any more goes. Then every selectable
+   folder there (or anywhere) that a set covers is watched. */
 static void folder_update_list(struct imap_user *user, const char *name)
 {
 	struct imap_notify_user *nu = user->notify;
@@ -255,15 +270,7 @@ static void folder_update_list(struct imap_user *user, const char *name)
 		return;
 	}
 	for (unsigned int i = 0; i < nu->folder_count; ) {
-		struct imap_notify_folder *f = nu->folders[i];
-		const struct mailbox_list_node *node =
-			mailbox_list_lookup(list, f->name);
-
-		if (name == NULL ? node != NULL &&
-		    (node->flags & MAILBOX_NODE_SELECTABLE) != 0 &&
-		    folder_is_covered(user, f->name, (node->flags &
-				      MAILBOX_NODE_SUBSCRIBED) != 0) :
-		    !name_in_subtree(name, f->name))
+		if (folder_keep(user, nu->folders[i], list, name))
 			i++;
 		else
 			folder_drop(nu, i, user->set);

@@ -262,6 +262,22 @@ static void watch_read_events(void)
 	}
 }
 
+/* The kernel gives a directory one wd per instance: another watch that
+   holds wd watches the same directory under the path it had before a
+   rename (a watch follows the inode). It is dead; its wds are ours now,
+   and freeing it must not remove them. */
+static void watch_take_wd(int wd)
+{
+	for (struct maildir_watch *w = watches; w != NULL; w = w->next) {
+		if (w->wd[0] != wd && w->wd[1] != wd)
+			continue;
+		w->wd[0] = w->wd[1] = -1;
+		w->dead = true;
+		watch_changed(w);
+		return;
+	}
+}
+
 static bool watch_add_dirs(struct maildir_watch *w)
 {
 	static const char *const subdirs[2] = { "cur", "new" };
@@ -278,6 +294,7 @@ static bool watch_add_dirs(struct maildir_watch *w)
 					  "reached, using mtimes", dir);
 			return false;
 		}
+		watch_take_wd(w->wd[i]);
 	}
 	/* One directory watched twice would share a wd: not a Maildir. */
 	return w->wd[0] != w->wd[1];

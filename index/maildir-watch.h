@@ -40,7 +40,9 @@ enum maildir_watch_dir {
 struct maildir_watch;
 
 /* The process's watch of path/cur and path/new (shared, counted). NULL if
-   the directories cannot be watched. */
+   the directories cannot be watched. A watch kept for a path whose
+   folder was renamed since follows the directories to the new name: it
+   dies when the new path is watched (the kernel shares the wds). */
 struct maildir_watch *maildir_watch_ref(const char *path);
 void maildir_watch_unref(struct maildir_watch **watch);
 

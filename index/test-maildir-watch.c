@@ -466,10 +466,69 @@ static void test_queue_overflow(void)
 	teardown(&w);
 }
 
+static void make_maildir(const char *path)
+{
+	static const char *const subs[] = { "", "/cur", "/new", "/tmp" };
+	char dir[PATH_MAX];
+
+	for (unsigned int i = 0; i < N_ELEMENTS(subs); i++) {
+		test_assert(snprintf(dir, sizeof(dir), "%s%s", path,
+				     subs[i]) > 0);
+		test_assert(mkdir(dir, 0700) == 0);
+	}
+}
+
+/* A folder renamed while its watch is kept unused: the kernel gives the
+   new path's watch the same wds (a watch follows the inode). The old
+   path's watch is dead then, and freeing it (the unused ones are
+   trimmed) must not remove the new one's kernel watches. */
+static void test_renamed_folder_shares_wd(void)
+{
+	char a[PATH_MAX], b[PATH_MAX], other[PATH_MAX];
+	char file[PATH_MAX + 16];   /* b and "/new/after" */
+
+	snprintf(a, sizeof(a), "%s/A", test_tmpdir());
+	snprintf(b, sizeof(b), "%s/B", test_tmpdir());
+	make_maildir(a);
+	struct maildir_watch *w = maildir_watch_ref(a);
+	if (w == NULL) {
+		printf("SKIP: %s cannot be watched\n", a);
+		test_tmpdir_cleanup();
+		return;
+	}
+	maildir_watch_unref(&w);   /* kept, unused, with the path A */
+	test_assert(rename(a, b) == 0);
+	w = maildir_watch_ref(b);
+	test_assert(w != NULL);
+	struct maildir_watch_listener *l =
+		maildir_watch_listen(w, listener_cb, NULL);
+	maildir_watch_unref(&w);
+	/* more unused watches than are kept: A's goes */
+	for (unsigned int i = 0; i <= MAILDIR_WATCH_MAX_UNUSED; i++) {
+		snprintf(other, sizeof(other), "%s/O%u", test_tmpdir(), i);
+		make_maildir(other);
+		struct maildir_watch *o = maildir_watch_ref(other);
+		maildir_watch_unref(&o);
+	}
+	maildir_watch_read();
+	listener_calls = 0;
+	snprintf(file, sizeof(file), "%s/new/after", b);
+	int fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	test_assert(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	maildir_watch_read();
+	test_assert_int(listener_calls, 1);
+	maildir_watch_unlisten(&l);
+	maildir_watch_deinit();
+	test_tmpdir_cleanup();
+}
+
 TEST_MAIN(TEST(test_own_changes_cancel_out),
 	  TEST(test_root_watch),
 	  TEST(test_queue_overflow),
 	  TEST(test_listener),
+	  TEST(test_renamed_folder_shares_wd),
 	  TEST(test_trust_kept_between_opens),
 	  TEST(test_foreign_changes_move_gen),
 	  TEST(test_too_many_announcements),

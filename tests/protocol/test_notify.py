@@ -735,6 +735,10 @@ def test_folder_renamed_in_and_away(two):
     assert b"MESSAGES 1" in seen[-1], seen
     drop_file(server, md / ".Target2", 11)
     wait_line(c, rb'^\* STATUS "?Target2"? .*MESSAGES 2 ')
+    # from one covered name to another
+    assert c2.command("RENAME Target2 Target/Sub").ok
+    drop_file(server, md / ".Target.Sub", 12)
+    wait_line(c, rb'^\* STATUS "?Target/Sub"? .*MESSAGES 3 ')
     # renamed away: nothing reported under the old name
     assert c2.command("RENAME Target Gone").ok
     drop_file(server, md / ".Gone", 3)
