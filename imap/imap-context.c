@@ -580,9 +580,10 @@ static bool context_fetch_joined(struct client *client,
 		if (used > 0 && (len == 0 || used + 1 + len > sizeof(set) - 1)) {
 			set[used] = '\0';
 			if (!imap_fetch_now(client, set, ctx->fetch_atts)) {
-				/* what was written cannot be taken back */
-				client_disconnect(client,
-					"Too many updates unread.",
+				/* what was written cannot be taken back, and
+				   the output ends inside the cut FETCH: a BYE
+				   would be read as its literal's bytes */
+				client_disconnect(client, NULL,
 					"SEARCH UPDATE FETCH does not fit the "
 					"output buffer");
 				return false;

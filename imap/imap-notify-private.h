@@ -105,12 +105,24 @@ void imap_notify_user_unref(struct imap_user *user);
 /* Watch folder name for other writers (st's set wants its message
    events); a folder already watched for another session is shared. */
 void imap_notify_watch_folder(struct imap_notify_state *st, const char *name);
+/* Folders changed after the sets were made: name was made, deleted,
+   subscribed or unsubscribed (subtree false: that name alone), or the
+   folders at and below name moved (subtree true: RENAME's old and new
+   names). Each is watched exactly when it is a selectable folder a set
+   covers (imap_notify_max_watches still bounds them). by_other: another
+   program made it or moved it there: messages already in it when it
+   gets watched are told (some may have come before moat saw it). */
+void imap_notify_folders_changed(struct imap_user *user, const char *name,
+				 bool subtree, bool by_other);
+/* Root events were lost (an inotify queue overflow): watch exactly the
+   folders the sets cover now (reads the folder list). */
+void imap_notify_folders_resync(struct imap_user *user);
 void imap_notify_watch_selected(struct imap_notify_state *st);
 void imap_notify_watch_remove(struct imap_notify_state *st,
 			      struct imap_notify_watch *w);
-/* Folders made, removed or renamed by other writers (MailboxName): the
-   set asks for MailboxName somewhere: ref the root watch (unref when
-   the state goes). */
+/* Folders made, removed or renamed by other writers: the set asks for
+   MailboxName or message events of other folders: ref the root watch
+   (unref when the state goes). */
 void imap_notify_root_ref(struct imap_notify_state *st);
 void imap_notify_root_unref(struct imap_notify_state *st);
 

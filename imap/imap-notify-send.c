@@ -185,9 +185,10 @@ static void notify_flush(struct imap_notify_state *st)
 	/* last: between commands it may go on as the client reads */
 	bool ok = notify_fetch_new(st);
 	o_stream_uncork(client->output);
-	/* during IDLE a FETCH that does not fit cannot be taken back */
+	/* during IDLE a FETCH that does not fit cannot be taken back; the
+	   output ends inside it, where a BYE would be literal bytes */
 	if (!ok)
-		client_disconnect(client, "Too many notifications unread.",
+		client_disconnect(client, NULL,
 				  "NOTIFY FETCH does not fit the output buffer");
 }
 
@@ -293,9 +294,11 @@ void imap_notify_set_client(struct client *client, struct imap_notify_set *set)
 	notify_fetch_reset(st);
 	imap_notify_watch_selected(st);
 	notify_scan_folders(st);
-	/* other writers' folders: one watch of the root (Maildir++) */
+	/* other writers' folders: one watch of the root (Maildir++), for
+	   their names and to watch the ones made later */
 	for (unsigned int i = 0; i < set->group_count; i++) {
-		if ((set->groups[i].events & IMAP_NOTIFY_MAILBOX_NAME) != 0)
+		if ((set->groups[i].events & (IMAP_NOTIFY_MAILBOX_NAME |
+					      IMAP_NOTIFY_MESSAGE_EVENTS)) != 0)
 			imap_notify_root_ref(st);
 	}
 }

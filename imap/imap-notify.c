@@ -202,12 +202,36 @@ static bool notify_own_seen(struct imap_user *user, const char *name)
 	return false;
 }
 
+/* CREATE and RENAME make the missing parents of name as folders. */
+static void notify_folders_parents(struct imap_user *user, const char *name)
+{
+	char parent[MAILBOX_NAME_MAX + 1];
+	char *sep;
+
+	if (strlen(name) > MAILBOX_NAME_MAX)
+		return;
+	memcpy(parent, name, strlen(name) + 1);
+	while ((sep = strrchr(parent, MAILBOX_NAME_SEP)) != NULL) {
+		*sep = '\0';
+		imap_notify_folders_changed(user, parent, false, false);
+	}
+}
+
 void imap_notify_mailbox_name(struct client *origin, const char *name,
 			      const char *oldname)
 {
-	notify_own_add(origin->user, name);
+	struct imap_user *user = origin->user;
+
+	notify_own_add(user, name);
 	if (oldname != NULL)
-		notify_own_add(origin->user, oldname);
+		notify_own_add(user, oldname);
+	/* the watches follow at once, before the tagged OK: a message
+	   another program drops into the new folder right after is seen */
+	imap_notify_folders_changed(user, oldname != NULL ? oldname : name,
+				    oldname != NULL, false);
+	if (oldname != NULL)
+		imap_notify_folders_changed(user, name, true, false);
+	notify_folders_parents(user, name);
 	/* RFC 5465 5.4: renaming INBOX creates a new INBOX, reported as
 	   the new mailbox only */
 	if (oldname != NULL && strcmp(oldname, "INBOX") == 0)
@@ -218,11 +242,42 @@ void imap_notify_mailbox_name(struct client *origin, const char *name,
 
 void imap_notify_subscription(struct client *origin, const char *name)
 {
+	/* `subscribed` groups cover it now, or no more */
+	imap_notify_folders_changed(origin->user, name, false, false);
 	notify_list_event(origin->user, origin, name, NULL,
 			  IMAP_NOTIFY_SUBSCRIPTION_CHANGE);
 }
 
 /* ---- folders made, removed and renamed by other writers ---- */
+
+static bool set_asks_mailbox_name(const struct imap_notify_set *set)
+{
+	for (unsigned int i = 0; i < set->group_count; i++) {
+		if ((set->groups[i].events & IMAP_NOTIFY_MAILBOX_NAME) != 0)
+			return true;
+	}
+	return false;
+}
+
+/* The root's events were lost (inotify queue overflow). The folder
+   watches are set right from the folder list (each watch then reports
+   a change of its own: maildir-watch.c moves every generation, so every
+   covered folder's STATUS goes out). Which names came, went or moved
+   is not known without a copy of the whole folder list: sessions that
+   asked for MailboxName get NOTIFICATIONOVERFLOW (RFC 5465 5.8). */
+static void notify_root_overflow(struct imap_user *user)
+{
+	imap_notify_folders_resync(user);
+	for (struct client *c = user->clients; c != NULL; c = c->next) {
+		struct imap_notify_state *st = c->notify;
+
+		if (st != NULL && !c->disconnected &&
+		    set_asks_mailbox_name(st->set)) {
+			st->overflow = true;
+			notify_schedule(st);
+		}
+	}
+}
 
 static void notify_root_changed(void *context, enum maildir_root_event event,
 				const char *dir, const char *olddir)
@@ -230,10 +285,21 @@ static void notify_root_changed(void *context, enum maildir_root_event event,
 	struct imap_user *user = context;
 	char name[MAILBOX_NAME_MAX + 1], oldname[MAILBOX_NAME_MAX + 1];
 
-	if (mailbox_name_from_dir(dir, name) < 0)
-		return;   /* not a folder (moat's own temporary names too) */
+	if (event == MAILDIR_ROOT_OVERFLOW) {
+		notify_root_overflow(user);
+		return;
+	}
 	bool renamed = event == MAILDIR_ROOT_RENAMED &&
 		mailbox_name_from_dir(olddir, oldname) == 0;
+	/* renamed away (into a name that is no folder) */
+	if (renamed)
+		imap_notify_folders_changed(user, oldname, false, false);
+	if (mailbox_name_from_dir(dir, name) < 0)
+		return;   /* not a folder (moat's own temporary names too) */
+	/* the watches follow every change, ours too (the hooks did those
+	   already: nothing happens twice) */
+	imap_notify_folders_changed(user, name, false,
+				    event != MAILDIR_ROOT_DELETED);
 	/* ours were reported when made, without the session that made
 	   them */
 	if (notify_own_seen(user, name) ||

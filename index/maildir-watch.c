@@ -182,14 +182,29 @@ static bool watch_take_expected(struct maildir_watch *w,
 	return false;
 }
 
+/* Events were lost: the root's listener hears first (it may set up
+   watches, which then hear too), then nobody can be trusted any more. */
+static void watch_lost_events(void)
+{
+	struct maildir_root_watch *rw = root_watch;
+
+	if (rw != NULL) {
+		root_flush_move(rw);
+		rw->cb(rw->context, MAILDIR_ROOT_OVERFLOW, NULL, NULL);
+	}
+	for (struct maildir_watch *w = watches; w != NULL; w = w->next)
+		watch_changed(w);
+}
+
 static void watch_event(const struct inotify_event *ev)
 {
 	unsigned int idx;
 
 	if ((ev->mask & IN_Q_OVERFLOW) != 0) {
-		/* Lost events: nobody can be trusted any more. */
-		for (struct maildir_watch *w = watches; w != NULL; w = w->next)
-			watch_changed(w);
+		i_warning("inotify event queue overflowed "
+			  "(fs.inotify.max_queued_events): every watched "
+			  "folder counts as changed");
+		watch_lost_events();
 		return;
 	}
 	if (root_event(ev))
@@ -227,14 +242,15 @@ static void watch_read_events(void)
 		if (ret < 0 && errno == EINTR)
 			continue;
 		if (ret <= 0) {
+			/* the root's callback may change errno */
+			bool failed = ret < 0 && errno != EAGAIN;
+			if (failed)
+				i_error("read(inotify) failed: %m");
 			if (root_watch != NULL)
 				root_flush_move(root_watch);
-			if (ret < 0 && errno != EAGAIN) {
+			if (failed) {
 				/* events may be lost: trust nothing */
-				i_error("read(inotify) failed: %m");
-				for (struct maildir_watch *w = watches; w != NULL;
-				     w = w->next)
-					watch_changed(w);
+				watch_lost_events();
 			}
 			return;
 		}
@@ -243,6 +259,22 @@ static void watch_read_events(void)
 			watch_event(ev);
 			pos += (ssize_t)(sizeof(*ev) + ev->len);
 		}
+	}
+}
+
+/* The kernel gives a directory one wd per instance: another watch that
+   holds wd watches the same directory under the path it had before a
+   rename (a watch follows the inode). It is dead; its wds are ours now,
+   and freeing it must not remove them. */
+static void watch_take_wd(int wd)
+{
+	for (struct maildir_watch *w = watches; w != NULL; w = w->next) {
+		if (w->wd[0] != wd && w->wd[1] != wd)
+			continue;
+		w->wd[0] = w->wd[1] = -1;
+		w->dead = true;
+		watch_changed(w);
+		return;
 	}
 }
 
@@ -262,6 +294,7 @@ static bool watch_add_dirs(struct maildir_watch *w)
 					  "reached, using mtimes", dir);
 			return false;
 		}
+		watch_take_wd(w->wd[i]);
 	}
 	/* One directory watched twice would share a wd: not a Maildir. */
 	return w->wd[0] != w->wd[1];

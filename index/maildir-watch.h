@@ -40,7 +40,9 @@ enum maildir_watch_dir {
 struct maildir_watch;
 
 /* The process's watch of path/cur and path/new (shared, counted). NULL if
-   the directories cannot be watched. */
+   the directories cannot be watched. A watch kept for a path whose
+   folder was renamed since follows the directories to the new name: it
+   dies when the new path is watched (the kernel shares the wds). */
 struct maildir_watch *maildir_watch_ref(const char *path);
 void maildir_watch_unref(struct maildir_watch **watch);
 
@@ -105,16 +107,19 @@ void maildir_watch_read(void);
    one MOVED_FROM/MOVED_TO pair: RENAMED; a move out of or into the root
    is DELETED or CREATED. Events are reported for this process's own
    changes too (the caller tells them apart). Lost events (a queue
-   overflow) are not reported. */
+   overflow, a failed read) are OVERFLOW, before every folder watch's
+   generation moves: what changed in the root is not known then. */
 #define MAILDIR_ROOT_NEWDIR_MAX 16
 
 enum maildir_root_event {
 	MAILDIR_ROOT_CREATED,
 	MAILDIR_ROOT_DELETED,
 	MAILDIR_ROOT_RENAMED,
+	MAILDIR_ROOT_OVERFLOW,
 };
-/* dir and olddir (RENAMED only, else NULL) are root entry names
-   (".Foo.Bar"), only entries that begin with '.'. Called from inside
+/* dir and olddir (RENAMED only, else NULL; both NULL for OVERFLOW) are
+   root entry names (".Foo.Bar"), only entries that begin with '.'.
+   Called from inside
    whatever read the events: it must only record and schedule. */
 typedef void maildir_root_callback_t(void *context,
 				     enum maildir_root_event event,

@@ -1,7 +1,8 @@
 /* Unit tests for index/maildir-watch.c: our announced changes cancel out,
    everything else (foreign changes, failed announcements, too many
    announcements, the directory going away) moves the generation; the
-   root watch reports folders made, renamed and removed. */
+   root watch reports folders made, renamed and removed, and a queue
+   overflow before every watch's generation moves. */
 #include "test-common.h"
 #include "maildir-watch.h"
 
@@ -9,6 +10,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static char box_path[PATH_MAX];
 
@@ -304,7 +306,7 @@ static void root_cb(void *context ATTR_UNUSED, enum maildir_root_event event,
 		return;
 	struct root_seen *r = &root_seen[root_seen_count++];
 	r->event = event;
-	snprintf(r->dir, sizeof(r->dir), "%s", dir);
+	snprintf(r->dir, sizeof(r->dir), "%s", dir == NULL ? "" : dir);
 	snprintf(r->olddir, sizeof(r->olddir), "%s", olddir == NULL ? "" :
 		 olddir);
 }
@@ -395,9 +397,138 @@ static void test_root_watch(void)
 	test_tmpdir_cleanup();
 }
 
+/* The kernel's queue bound of an inotify instance; 0 if unknown or too
+   big to fill in a test. */
+static unsigned int max_queued_events(void)
+{
+	FILE *f = fopen("/proc/sys/fs/inotify/max_queued_events", "r");
+	unsigned int n = 0;
+
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%u", &n) != 1)
+		n = 0;
+	fclose(f);
+	return n > 1000000 ? 0 : n;
+}
+
+/* More events than the queue takes while nobody reads: the root's
+   callback hears OVERFLOW (the folder made after the flood is lost),
+   and every folder watch's listener hears and its generation moves. */
+static void test_queue_overflow(void)
+{
+	char root[PATH_MAX], path[PATH_MAX];
+	unsigned int max = max_queued_events();
+
+	if (max == 0) {
+		printf("SKIP: fs.inotify.max_queued_events unknown or huge\n");
+		return;
+	}
+	struct maildir_watch *w = setup();
+	if (w == NULL) {
+		test_tmpdir_cleanup();
+		return;
+	}
+	root_path(root, test_tmpdir(), "root");
+	test_assert(mkdir(root, 0700) == 0);
+	struct maildir_root_watch *rw =
+		maildir_root_watch_add(root, root_cb, NULL);
+	if (rw == NULL) {
+		printf("SKIP: %s cannot be watched\n", root);
+		teardown(&w);
+		return;
+	}
+	struct maildir_watch_listener *l =
+		maildir_watch_listen(w, listener_cb, NULL);
+	uint64_t gen = maildir_watch_get_gen(w);
+	root_seen_count = 0;
+	listener_calls = 0;
+	/* each file is two events (created, deleted) */
+	for (unsigned int i = 0; i <= max / 2; i++) {
+		touch("new", "flood");
+		path_in(path, "new", "flood");
+		test_assert(unlink(path) == 0);
+	}
+	root_mkdir(root, ".E");
+	root_mkdir(root, ".E/cur");
+	maildir_watch_read();
+	test_assert_int(root_seen_count, 1);
+	test_assert(root_seen_is(0, MAILDIR_ROOT_OVERFLOW, "", ""));
+	test_assert(listener_calls > 0);
+	test_assert(maildir_watch_get_gen(w) != gen);
+	/* after it, events are told again */
+	root_mkdir(root, ".F");
+	root_mkdir(root, ".F/cur");
+	maildir_watch_read();
+	test_assert(root_seen_is(1, MAILDIR_ROOT_CREATED, ".F", ""));
+	maildir_watch_unlisten(&l);
+	maildir_root_watch_remove(&rw);
+	teardown(&w);
+}
+
+static void make_maildir(const char *path)
+{
+	static const char *const subs[] = { "", "/cur", "/new", "/tmp" };
+	char dir[PATH_MAX];
+
+	for (unsigned int i = 0; i < N_ELEMENTS(subs); i++) {
+		test_assert(snprintf(dir, sizeof(dir), "%s%s", path,
+				     subs[i]) > 0);
+		test_assert(mkdir(dir, 0700) == 0);
+	}
+}
+
+/* A folder renamed while its watch is kept unused: the kernel gives the
+   new path's watch the same wds (a watch follows the inode). The old
+   path's watch is dead then, and freeing it (the unused ones are
+   trimmed) must not remove the new one's kernel watches. */
+static void test_renamed_folder_shares_wd(void)
+{
+	char a[PATH_MAX], b[PATH_MAX], other[PATH_MAX];
+	char file[PATH_MAX + 16];   /* b and "/new/after" */
+
+	snprintf(a, sizeof(a), "%s/A", test_tmpdir());
+	snprintf(b, sizeof(b), "%s/B", test_tmpdir());
+	make_maildir(a);
+	struct maildir_watch *w = maildir_watch_ref(a);
+	if (w == NULL) {
+		printf("SKIP: %s cannot be watched\n", a);
+		test_tmpdir_cleanup();
+		return;
+	}
+	maildir_watch_unref(&w);   /* kept, unused, with the path A */
+	test_assert(rename(a, b) == 0);
+	w = maildir_watch_ref(b);
+	test_assert(w != NULL);
+	struct maildir_watch_listener *l =
+		maildir_watch_listen(w, listener_cb, NULL);
+	maildir_watch_unref(&w);
+	/* more unused watches than are kept: A's goes */
+	for (unsigned int i = 0; i <= MAILDIR_WATCH_MAX_UNUSED; i++) {
+		snprintf(other, sizeof(other), "%s/O%u", test_tmpdir(), i);
+		make_maildir(other);
+		struct maildir_watch *o = maildir_watch_ref(other);
+		maildir_watch_unref(&o);
+	}
+	maildir_watch_read();
+	listener_calls = 0;
+	snprintf(file, sizeof(file), "%s/new/after", b);
+	int fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	test_assert(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	maildir_watch_read();
+	test_assert_int(listener_calls, 1);
+	maildir_watch_unlisten(&l);
+	maildir_watch_deinit();
+	test_tmpdir_cleanup();
+}
+
 TEST_MAIN(TEST(test_own_changes_cancel_out),
 	  TEST(test_root_watch),
+	  TEST(test_queue_overflow),
 	  TEST(test_listener),
+	  TEST(test_renamed_folder_shares_wd),
 	  TEST(test_trust_kept_between_opens),
 	  TEST(test_foreign_changes_move_gen),
 	  TEST(test_too_many_announcements),

@@ -651,6 +651,207 @@ def test_mailbox_name_own_not_twice(two):
     assert not any(b"Own" in l for l in seen), seen
 
 
+# ---- folders made, renamed and subscribed after NOTIFY SET are watched
+
+MSG_EVENTS = "(MessageNew MessageExpunge)"
+
+
+def test_folder_created_later_is_watched(two):
+    """A folder made after NOTIFY SET, by another session's CREATE, by
+    this session's own CREATE (with a parent CREATE makes), or by
+    another program, is watched at once: a message another program
+    drops into it right after is reported, and so is another session's
+    APPEND."""
+    server, c, c2 = two
+    notify(c, f"SET (personal {MSG_EVENTS})")
+    md = server.maildir("testuser1")
+    assert c2.command("CREATE Later").ok
+    drop_file(server, md / ".Later", 1)
+    seen = wait_line(c, rb'^\* STATUS "?Later"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    assert c2.append("Later", msg(2)).ok
+    seen = wait_line(c, rb'^\* STATUS "?Later"? ')
+    assert b"MESSAGES 2" in seen[-1], seen
+    # own CREATE: the parent it makes is a folder too
+    assert c.command("CREATE Mine/Child").ok
+    drop_file(server, md / ".Mine.Child", 3)
+    seen = wait_line(c, rb'^\* STATUS "?Mine/Child"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    drop_file(server, md / ".Mine", 4)
+    seen = wait_line(c, rb'^\* STATUS "?Mine"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    # another program: mkdir, then a message at once (before or after
+    # moat watches it: either way it is told)
+    d = writer_folder(server, "Outside")
+    drop_file(server, d, 5)
+    seen = wait_line(c, rb'^\* STATUS "?Outside"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    drop_file(server, d, 6)
+    wait_line(c, rb'^\* STATUS "?Outside"? .*MESSAGES 2 ')
+
+
+def test_folder_created_later_named_groups(two):
+    """`mailboxes` with a name that does not exist yet and `subtree`:
+    folders made later under them are watched; one outside them is
+    not."""
+    server, c, c2 = two
+    assert c2.command("CREATE Projects").ok
+    notify(c, f"SET (mailboxes Future {MSG_EVENTS}) "
+           f"(subtree Projects {MSG_EVENTS})")
+    md = server.maildir("testuser1")
+    assert c2.command("CREATE Future").ok
+    assert c2.command("CREATE Projects/A/B").ok
+    assert c2.command("CREATE Elsewhere").ok
+    drop_file(server, md / ".Elsewhere", 1)
+    drop_file(server, md / ".Future", 2)
+    seen = wait_line(c, rb'^\* STATUS "?Future"? ')
+    drop_file(server, md / ".Projects.A.B", 3)
+    seen += wait_line(c, rb'^\* STATUS "?Projects/A/B"? ')
+    assert not any(b"Elsewhere" in l for l in seen), seen
+
+
+def test_folder_renamed_in_and_away(two):
+    """A folder renamed into a covered name (moat's RENAME, with its
+    children, or another program's rename(2)) is watched under the new
+    name; one renamed away is not watched under its old name any more
+    (a message dropped there is not told as the old name's)."""
+    server, c, c2 = two
+    md = server.maildir("testuser1")
+    assert c2.command("CREATE Src/Kid").ok
+    assert c2.command("CREATE Src2").ok
+    notify(c, f"SET (subtree Target {MSG_EVENTS}) "
+           f"(mailboxes (Target2 Archive) {MSG_EVENTS})")
+    assert c2.command("RENAME Src Target").ok
+    drop_file(server, md / ".Target.Kid", 1)
+    seen = wait_line(c, rb'^\* STATUS "?Target/Kid"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    drop_file(server, md / ".Target", 2)
+    wait_line(c, rb'^\* STATUS "?Target"? .*MESSAGES 1')
+    # another program's rename, and a message at once (before or after
+    # moat watches the folder: either way it is told)
+    os.rename(md / ".Src2", md / ".Target2")
+    drop_file(server, md / ".Target2", 10)
+    seen = wait_line(c, rb'^\* STATUS "?Target2"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    drop_file(server, md / ".Target2", 11)
+    wait_line(c, rb'^\* STATUS "?Target2"? .*MESSAGES 2 ')
+    # from one covered name to another
+    assert c2.command("RENAME Target2 Target/Sub").ok
+    drop_file(server, md / ".Target.Sub", 12)
+    wait_line(c, rb'^\* STATUS "?Target/Sub"? .*MESSAGES 3 ')
+    # renamed away: nothing reported under the old name
+    assert c2.command("RENAME Target Gone").ok
+    drop_file(server, md / ".Gone", 3)
+    drop_file(server, md / ".Gone.Kid", 4)
+    drop_file(server, md / ".Archive", 5)
+    seen = wait_line(c, rb'^\* STATUS "?Archive"? ')
+    assert not any(b"Target" in l or b"Gone" in l for l in seen), seen
+
+
+def test_folder_subscribed_later(two):
+    """`subscribed`: a folder subscribed after NOTIFY SET is watched; one
+    unsubscribed is not any more."""
+    server, c, c2 = two
+    md = server.maildir("testuser1")
+    assert c2.command("CREATE Sub1").ok
+    notify(c, f"SET (subscribed {MSG_EVENTS}) "
+           f"(mailboxes Archive {MSG_EVENTS})")
+    assert c2.command("SUBSCRIBE Sub1").ok
+    drop_file(server, md / ".Sub1", 1)
+    seen = wait_line(c, rb'^\* STATUS "?Sub1"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    assert c2.command("UNSUBSCRIBE Sub1").ok
+    drop_file(server, md / ".Sub1", 2)
+    drop_file(server, md / ".Archive", 3)
+    seen = wait_line(c, rb'^\* STATUS "?Archive"? ')
+    assert not any(b"Sub1" in l for l in seen), seen
+
+
+# ---- inotify queue overflow
+
+def imap_process_stopped(server):
+    """A context: the user's imap process is stopped (SIGSTOP) inside,
+    so that the events made there pile up in its inotify queue."""
+    import contextlib
+    import signal
+    from moatserver import wait_for
+
+    @contextlib.contextmanager
+    def stopped():
+        pid = server.wait_children("imap", 1)[0]
+        os.kill(pid, signal.SIGSTOP)
+
+        def is_stopped():
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] == "T"
+        try:
+            assert wait_for(is_stopped, 10)
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    return stopped()
+
+
+def flood_events(server):
+    """More inotify events than a queue holds: a file made and removed
+    in the Maildir++ root (two events each; not a folder)."""
+    with open("/proc/sys/fs/inotify/max_queued_events") as f:
+        limit = int(f.read())
+    if limit > 1000000:
+        pytest.skip(f"fs.inotify.max_queued_events is {limit}")
+    path = server.maildir("testuser1") / "flood"
+    for _ in range(limit // 2 + 100):
+        path.write_bytes(b"")
+        path.unlink()
+
+
+def test_queue_overflow_message_events(two):
+    """Events lost to a queue overflow: the folder watches are set again
+    from the folder list (a folder made meanwhile is watched) and every
+    covered folder's STATUS goes out, so a message dropped meanwhile is
+    told; no NOTIFICATIONOVERFLOW for a set without MailboxName."""
+    server, c, c2 = two
+    notify(c, f"SET (personal {MSG_EVENTS})")
+    md = server.maildir("testuser1")
+    with imap_process_stopped(server):
+        flood_events(server)
+        d = writer_folder(server, "Lost")
+        drop_file(server, d, 1)
+        drop_file(server, md / ".Archive", 2)
+    seen = wait_line(c, rb'^\* STATUS "?Lost"? ')
+    if not any(re.match(rb'^\* STATUS "?Archive"? ', l) for l in seen):
+        seen += wait_line(c, rb'^\* STATUS "?Archive"? ')
+    assert not any(b"NOTIFICATIONOVERFLOW" in l for l in seen), seen
+    assert b"MESSAGES 1" in [l for l in seen if b"Lost" in l][-1], seen
+    assert "inotify event queue overflowed" in server.logs()
+    # Lost is watched from now on
+    drop_file(server, d, 3)
+    wait_line(c, rb'^\* STATUS "?Lost"? .*MESSAGES 2 ')
+
+
+def test_queue_overflow_mailbox_name(two):
+    """A set asking for MailboxName gets OK [NOTIFICATIONOVERFLOW] when
+    the root's events were lost (which folders came is not known) and
+    NOTIFY is off for it (RFC 5465 5.8); another session's set without
+    MailboxName goes on."""
+    server, c, c2 = two
+    notify(c, "SET (personal (MailboxName))")
+    notify(c2, f"SET (mailboxes Archive {MSG_EVENTS})")
+    md = server.maildir("testuser1")
+    with imap_process_stopped(server):
+        flood_events(server)
+        writer_folder(server, "Unseen")
+    seen = wait_line(c, rb"^\* OK \[NOTIFICATIONOVERFLOW\]")
+    assert not any(b"Unseen" in l for l in seen), seen
+    wait_line(c2, rb'^\* STATUS "?Archive"? ')
+    drop_file(server, md / ".Archive", 1)
+    seen = wait_line(c2, rb'^\* STATUS "?Archive"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+    assert c2.command("CREATE after").ok
+    r = c.command("NOOP")
+    assert not any(l.startswith(b"* LIST") for l in r.untagged), r
+
+
 # ---- other writers in many folders: one shared watch per folder
 
 def test_many_folders_other_writers(two):
@@ -768,3 +969,59 @@ def test_overflow(moat_server):
     notify(c, "SET (personal (MailboxName))")
     assert c2.command("CREATE again").ok
     wait_line(c, rb"^\* LIST .*again")
+
+
+# ---- RFC 5465 7: UPDATE's fetch-atts for a client that does not read
+
+def read_until_closed(c, timeout=30.0):
+    """Every byte the server sends until it closes the connection."""
+    deadline = time.monotonic() + timeout
+    data = c.buf
+    c.buf = b""
+    while True:
+        c.sock.settimeout(max(0.1, deadline - time.monotonic()))
+        try:
+            chunk = c.sock.recv(65536)
+        except socket.timeout:
+            raise AssertionError(f"not closed within {timeout}s; "
+                                 f"{len(data)} bytes, ends {data[-200:]!r}")
+        except ConnectionResetError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+@pytest.mark.parametrize("how", ["idle", "notify"])
+def test_update_fetch_does_not_fit(moat_server, how):
+    """A new message joins a SEARCH UPDATE context whose fetch-atts
+    (BODY.PEEK[] of 4 MiB) do not fit the output buffer while the client
+    does not read, during IDLE or between commands with a NOTIFY set:
+    what was written of the FETCH cannot be taken back, and the ESEARCH
+    must follow it (RFC 5465 7), so the session ends: the connection is
+    closed after the cut FETCH (no BYE inside its literal), logged; the
+    user's other sessions go on."""
+    c2 = moat_server.login("testuser1")
+    c = small_window_login(moat_server)
+    assert c.command("SELECT INBOX").ok
+    if how == "notify":
+        notify(c, "SET (selected (MessageNew MessageExpunge))")
+    r = c.command("SEARCH RETURN (UPDATE (BODY.PEEK[])) ALL", tag="S1")
+    assert r.ok, r
+    if how == "idle":
+        c.send("i1 IDLE\r\n")
+        assert c.read_line().startswith(b"+ ")
+    assert c2.append("INBOX", big_message(4096 * 1024)).ok
+    data = read_until_closed(c)
+    assert re.match(rb"^\* 1 EXISTS\r\n(\* 1 RECENT\r\n)?"
+                    rb"\* 1 FETCH \(UID 1 BODY\[\] \{", data), data[:300]
+    literal = int(data.split(b"BODY[] {", 1)[1].split(b"}", 1)[0])
+    body = data.split(b"BODY[] {", 1)[1].split(b"}\r\n", 1)[1]
+    assert len(body) < literal, len(body)
+    assert b"* BYE" not in body and b"ESEARCH" not in body, body[-200:]
+    deadline = time.monotonic() + WAKE_TIMEOUT
+    while "SEARCH UPDATE FETCH does not fit" not in moat_server.logs():
+        assert time.monotonic() < deadline, moat_server.logs()
+        time.sleep(0.05)
+    r = c2.command("STATUS INBOX (MESSAGES)")
+    assert r.ok and r.untagged == [b"* STATUS INBOX (MESSAGES 1)"], r
