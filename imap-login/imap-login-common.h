@@ -86,6 +86,8 @@ struct login_process {
 	struct ipc_conn *master;       /* moat-login-master on fd 3 */
 	struct ipc_conn *auth;         /* moat-auth-client; NULL while lost */
 	bool auth_reconnect_sent;
+	/* Clients whose AUTH waits for auth (login-client-park.c). */
+	unsigned int auth_parked_count;
 
 	struct login_client *clients;  /* doubly linked */
 	/* Sockets of disconnected clients that still drain their input

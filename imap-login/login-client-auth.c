@@ -34,9 +34,18 @@ void login_client_auth_begin(struct login_client *client, const char *tag,
 	client_set_request(client, tag, mech);
 	client->auth_attempts++;
 	if (!login_auth_is_connected(lp)) {
-		login_client_send_tagline(client, tag, TEMPFAIL_TEXT);
+		/* auth restarts (reload, crash): wait for it, bounded */
+		if (!login_client_auth_park(client, ir_b64))
+			login_client_send_tagline(client, tag, TEMPFAIL_TEXT);
 		return;
 	}
+	login_client_auth_send(client, ir_b64);
+}
+
+void login_client_auth_send(struct login_client *client, const char *ir_b64)
+{
+	struct login_process *lp = client->lp;
+
 	client->auth_id = login_process_next_id(lp);
 	client->state = LOGIN_CLIENT_STATE_AUTH_WAIT;
 	/* Input is not parsed until auth answers (client_update_io). */
@@ -44,8 +53,8 @@ void login_client_auth_begin(struct login_client *client, const char *tag,
 	/* A trusted proxy, or a balancer that took the client's TLS (its
 	   PROXY header's SSL TLV), is as safe as TLS for plaintext (auth
 	   spares trusted addresses the penalty by itself). */
-	if (login_auth_request(lp, client->auth_id, mech, client->remote_ip,
-			       client->local_ip,
+	if (login_auth_request(lp, client->auth_id, client->auth_mech,
+			       client->remote_ip, client->local_ip,
 			       client->secured || client->trusted ||
 			       client->haproxy_ssl, ir_b64,
 			       client->cbind_b64, client->cert_user) < 0 &&
