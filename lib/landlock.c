@@ -36,6 +36,17 @@ const char *const landlock_system_ro_paths[] = {
 	NULL
 };
 
+const char *const landlock_pam_ro_paths[] = {
+	"/etc", "/usr/lib", "/lib", "/lib64", "/run/systemd/userdb",
+#ifdef LANDLOCK_SANITIZER
+	"/proc",
+#else
+	/* opened as a directory: /proc/PID of the caller */
+	"/proc/self",
+#endif
+	NULL
+};
+
 #define LANDLOCK_RO_ACCESS \
 	(LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
 /* No exec, no symlinks, sockets, fifos or devices: a Maildir has none. */
