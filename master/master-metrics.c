@@ -162,9 +162,32 @@ static int metrics_family(buffer_t *out, const char *name, const char *type,
 			     name, help);
 }
 
+/* A histogram's _bucket, _count and _sum lines for one label set
+   (labels: 'name="value"'). */
+static int metrics_histogram(buffer_t *out, const char *family,
+			     const char *labels, const uint64_t *le,
+			     uint64_t count, uint64_t usecs)
+{
+	int ret = 0;
+
+	for (unsigned int b = 0; b < METRICS_BUCKETS; b++)
+		ret |= buffer_printf(out, "%s_bucket{%s,le=\"%s\"} %llu\n",
+				     family, labels, metrics_bucket_le[b],
+				     (unsigned long long)le[b]);
+	ret |= buffer_printf(out, "%s_bucket{%s,le=\"+Inf\"} %llu\n"
+			     "%s_count{%s} %llu\n%s_sum{%s} %llu.%06llu\n",
+			     family, labels, (unsigned long long)count,
+			     family, labels, (unsigned long long)count,
+			     family, labels,
+			     (unsigned long long)(usecs / 1000000),
+			     (unsigned long long)(usecs % 1000000));
+	return ret;
+}
+
 static int metrics_imap_commands_text(const struct master_metrics *metrics,
 				      buffer_t *out)
 {
+	char labels[64];   /* command="" and METRICS_COMMAND_NAME_MAX */
 	int ret = 0;
 
 	ret |= metrics_family(out, "moat_imap_commands", "counter",
@@ -177,25 +200,24 @@ static int metrics_imap_commands_text(const struct master_metrics *metrics,
 		"histogram", "Time from an IMAP command's line to its end.");
 	for (unsigned int i = 0; i < metrics->cmd_count; i++) {
 		const struct metrics_imap_cmd *c = &metrics->cmds[i];
-		for (unsigned int b = 0; b < METRICS_BUCKETS; b++)
-			ret |= buffer_printf(out,
-				"moat_imap_command_duration_seconds_bucket"
-				"{command=\"%s\",le=\"%s\"} %llu\n", c->name,
-				metrics_bucket_le[b],
-				(unsigned long long)c->le[b]);
-		ret |= buffer_printf(out,
-			"moat_imap_command_duration_seconds_bucket"
-			"{command=\"%s\",le=\"+Inf\"} %llu\n"
-			"moat_imap_command_duration_seconds_count"
-			"{command=\"%s\"} %llu\n"
-			"moat_imap_command_duration_seconds_sum"
-			"{command=\"%s\"} %llu.%06llu\n",
-			c->name, (unsigned long long)c->count,
-			c->name, (unsigned long long)c->count, c->name,
-			(unsigned long long)(c->usecs / 1000000),
-			(unsigned long long)(c->usecs % 1000000));
+		snprintf(labels, sizeof(labels), "command=\"%s\"", c->name);
+		ret |= metrics_histogram(out, "moat_imap_command_duration_seconds",
+					 labels, c->le, c->count, c->usecs);
 	}
 	return ret;
+}
+
+/* The METRICS_BUCKETS "at most" counts of a histogram record: numbers
+   that never decrease and never exceed total. */
+static bool metrics_buckets_parse(const char *const *args, uint64_t total,
+				  uint64_t le_r[METRICS_BUCKETS])
+{
+	for (unsigned int b = 0; b < METRICS_BUCKETS; b++) {
+		if (str_to_uint64(args[b], &le_r[b]) < 0 || le_r[b] > total ||
+		    (b > 0 && le_r[b] < le_r[b - 1]))
+			return false;
+	}
+	return true;
 }
 
 static bool command_name_valid(const char *name)
@@ -240,13 +262,9 @@ bool master_metrics_imap_stats(struct master *master,
 	if (str_array_length(args) != 4 + METRICS_BUCKETS ||
 	    !command_name_valid(args[1]) ||
 	    str_to_uint64(args[2], &count) < 0 ||
-	    str_to_uint64(args[3], &usecs) < 0)
+	    str_to_uint64(args[3], &usecs) < 0 ||
+	    !metrics_buckets_parse(args + 4, count, le))
 		return false;
-	for (unsigned int b = 0; b < METRICS_BUCKETS; b++) {
-		if (str_to_uint64(args[4 + b], &le[b]) < 0 || le[b] > count ||
-		    (b > 0 && le[b] < le[b - 1]))
-			return false;
-	}
 	struct metrics_imap_cmd *c =
 		metrics_imap_cmd_get(master->metrics, args[1]);
 	if (c == NULL)
@@ -291,13 +309,9 @@ bool master_metrics_auth_stats(struct master *master,
 	if (str_array_length(args) != 5 + METRICS_BUCKETS ||
 	    !mech_name_valid(args[1]) || str_to_uint64(args[2], &ok) < 0 ||
 	    str_to_uint64(args[3], &failed) < 0 ||
-	    str_to_uint64(args[4], &usecs) < 0 || ok > UINT64_MAX - failed)
+	    str_to_uint64(args[4], &usecs) < 0 || ok > UINT64_MAX - failed ||
+	    !metrics_buckets_parse(args + 5, ok + failed, le))
 		return false;
-	for (unsigned int b = 0; b < METRICS_BUCKETS; b++) {
-		if (str_to_uint64(args[5 + b], &le[b]) < 0 ||
-		    le[b] > ok + failed || (b > 0 && le[b] < le[b - 1]))
-			return false;
-	}
 	struct metrics_auth_mech *m =
 		metrics_auth_mech_get(master->metrics, args[1]);
 	if (m == NULL)
@@ -382,28 +396,6 @@ void master_metrics_auth_foreach(struct master *master,
 		const struct metrics_auth_mech *m = &metrics->mechs[i];
 		cb(context, m->name, m->ok, m->failed, m->usecs);
 	}
-}
-
-/* A histogram's _bucket, _count and _sum lines for one label set
-   (labels: 'name="value"'). */
-static int metrics_histogram(buffer_t *out, const char *family,
-			     const char *labels, const uint64_t *le,
-			     uint64_t count, uint64_t usecs)
-{
-	int ret = 0;
-
-	for (unsigned int b = 0; b < METRICS_BUCKETS; b++)
-		ret |= buffer_printf(out, "%s_bucket{%s,le=\"%s\"} %llu\n",
-				     family, labels, metrics_bucket_le[b],
-				     (unsigned long long)le[b]);
-	ret |= buffer_printf(out, "%s_bucket{%s,le=\"+Inf\"} %llu\n"
-			     "%s_count{%s} %llu\n%s_sum{%s} %llu.%06llu\n",
-			     family, labels, (unsigned long long)count,
-			     family, labels, (unsigned long long)count,
-			     family, labels,
-			     (unsigned long long)(usecs / 1000000),
-			     (unsigned long long)(usecs % 1000000));
-	return ret;
 }
 
 static int metrics_auth_text(const struct master_metrics *metrics,

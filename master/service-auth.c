@@ -21,7 +21,6 @@ struct child *auth_spawn(struct master *master)
 int auth_connect_login(struct master *master, pid_t login_pid)
 {
 	int pair[2];
-	char pid_str[32];
 
 	if (master->auth == NULL || master->auth->conn == NULL ||
 	    master->auth->shutting_down)
@@ -30,8 +29,7 @@ int auth_connect_login(struct master *master, pid_t login_pid)
 		i_error("socketpair() failed: %s", strerror(errno));
 		return -1;
 	}
-	snprintf(pid_str, sizeof(pid_str), "%d", (int)login_pid);
-	if (ipc_sendv(master->auth->conn, pair[0], "LOGIN-CONN", pid_str, NULL) < 0) {
+	if (child_send_peer(master->auth, "LOGIN-CONN", login_pid, pair[0]) < 0) {
 		close(pair[0]);
 		close(pair[1]);
 		return -1;
