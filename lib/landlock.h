@@ -40,7 +40,8 @@ extern const char *const landlock_system_ro_paths[];
    sockets (/run/systemd/userdb, for nss_systemd) and the process's own
    /proc entry: libcap-ng, for libaudit's records of pam_unix, reads
    CapBnd from /proc/PID/status and, when it cannot, asks prctl(), which
-   the seccomp list does not allow (a release build died of it: SIGSYS). Not /dev, the rest of /usr, or /proc.
+   the seccomp list does not allow (a release build died of it: SIGSYS).
+   The same in sanitizer builds. Not /dev, the rest of /usr, or /proc.
    NULL-terminated. */
 extern const char *const landlock_pam_ro_paths[];
 
