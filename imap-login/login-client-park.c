@@ -1,6 +1,9 @@
 /* Requests parked while the process has no connection to auth (a reload
    or a crash of auth): they wait, bounded in number and time, and are
-   sent to the new auth as soon as master hands us a socket to it. auth
+   sent to the new auth as soon as master hands us a socket to it. A
+   request that was at auth without an answer when auth went away is
+   parked again, once, if nothing of it but the AUTH record was sent
+   (no SASL exchange started) and its initial response is short. auth
    sees a parked request like any other, so its penalty (waits, the
    per-address queue) applies to it unchanged; the wait here counts
    toward login_timeout like the penalty's. */
@@ -93,4 +96,37 @@ void login_clients_auth_send_parked(struct login_process *lp)
 		i_free(ir);
 		login_client_unref(&client);
 	}
+}
+
+void login_client_auth_keep_replay(struct login_client *client,
+				   const char *ir_b64)
+{
+	login_client_auth_forget_replay(client);
+	if (!client->auth_replayed && strlen(ir_b64) <= LOGIN_MAX_REPLAY_IR)
+		client->replay_ir = i_strdup(ir_b64);
+}
+
+void login_client_auth_forget_replay(struct login_client *client)
+{
+	if (client->replay_ir == NULL)
+		return;
+	safe_memset(client->replay_ir, 0, strlen(client->replay_ir));
+	i_free(client->replay_ir);
+}
+
+bool login_client_auth_repark(struct login_client *client)
+{
+	char *ir = client->replay_ir;
+	bool parked;
+
+	if (ir == NULL || client->auth_cancel_reason != NULL)
+		return false;
+	client->replay_ir = NULL;
+	/* Once: a request that auth died on twice is not sent a third
+	   time (it may be what kills it). */
+	client->auth_replayed = true;
+	parked = login_client_auth_park(client, ir);
+	safe_memset(ir, 0, strlen(ir));
+	i_free(ir);
+	return parked;
 }

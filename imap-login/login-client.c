@@ -35,6 +35,7 @@ static void client_free(struct login_client *client)
 		safe_memset(client->handoff_token, 0, strlen(client->handoff_token));
 		i_free(client->handoff_token);
 	}
+	login_client_auth_forget_replay(client);
 	i_free(client->cmd_tag);
 	i_free(client->auth_mech);
 	i_free(client->log_user);

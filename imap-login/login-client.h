@@ -123,6 +123,14 @@ struct login_client {
 	bool auth_parked;
 	char *park_ir;
 	struct timeout *to_park;
+	/* The AUTH at auth has had no answer yet: its initial response
+	   (i_strdup'd, at most LOGIN_MAX_REPLAY_IR, wiped when freed) to
+	   park it again if auth goes away, once per command
+	   (auth_replayed). */
+	char *replay_ir;
+	bool auth_replayed;
+	/* lp->auth_generation of the auth that said OK */
+	unsigned int auth_generation;
 
 	/* Handoff: the token is wiped as soon as it was sent. */
 	unsigned int handoff_id;
@@ -221,6 +229,10 @@ void login_client_handoff_flushed(struct login_client *client);
 /* Records from master about this client. */
 void login_client_handoff_ok(struct login_client *client);
 void login_client_handoff_fail(struct login_client *client, const char *text);
+/* HANDOFF-RETRY: the auth that issued the token is gone. Authenticate
+   again with the next auth if the request can be replayed, else as
+   HANDOFF-FAIL. */
+void login_client_handoff_retry(struct login_client *client, const char *text);
 
 /* login-client-park.c: requests that wait while auth is not connected. */
 /* Park the request (AUTH_WAIT, auth_id 0) unless login_auth_park_limit
@@ -232,6 +244,15 @@ bool login_client_auth_park(struct login_client *client, const char *ir_b64);
 void login_client_auth_unpark(struct login_client *client);
 /* auth is connected: send every parked request. */
 void login_clients_auth_send_parked(struct login_process *lp);
+/* Keep ir_b64 for a replay of the AUTH just sent (if it is short enough
+   and the command was not replayed yet). */
+void login_client_auth_keep_replay(struct login_client *client,
+				   const char *ir_b64);
+/* auth answered (or the request ended): nothing to replay any more. */
+void login_client_auth_forget_replay(struct login_client *client);
+/* auth went away with the request unanswered: park it again if it can
+   be replayed. Returns false if not: the caller answers it. */
+bool login_client_auth_repark(struct login_client *client);
 
 /* login-client-haproxy.c */
 /* Refuse a connection from outside haproxy_trusted_networks, else start

@@ -206,7 +206,10 @@ void keyd_connect_login(struct master *master, struct child *login);
 /* handoff.c */
 void handoff_start(struct child *login, const char *const *args, int fd);
 void handoff_auth_reply(struct master *master, const char *const *args);
-void handoff_fail_all(struct master *master, const char *reason);
+/* Answer every handoff waiting for auth: HANDOFF-RETRY when auth went
+   away (its tokens died with it; imap-login may authenticate the client
+   again with the next auth), else HANDOFF-FAIL. */
+void handoff_fail_all(struct master *master, const char *reason, bool retry);
 void handoff_login_gone(struct master *master, struct child *login);
 /* CONN-DONE <id> from an imap process: false if malformed. */
 bool handoff_conn_done(struct child *imap, const char *const *args);

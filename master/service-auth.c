@@ -48,7 +48,8 @@ void auth_input(void *context, const char *const *args, int fd)
 		if (master->auth == child) {
 			/* Dying or broken: stop routing through it now; its
 			   exit restarts it. */
-			handoff_fail_all(master, "Authentication process is gone");
+			handoff_fail_all(master, "Authentication process is gone",
+					 true);
 			lmtp_rcpt_fail_all(master, "User database process is gone");
 		}
 		return;

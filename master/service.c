@@ -407,7 +407,7 @@ void services_child_exited(struct master *master, pid_t pid, int status)
 
 	if (master->auth == child) {
 		master->auth = NULL;
-		handoff_fail_all(master, "Authentication process died");
+		handoff_fail_all(master, "Authentication process died", true);
 		lmtp_rcpt_fail_all(master, "User database process died");
 	}
 	if (service->kind == SERVICE_LOGIN) {
@@ -500,7 +500,7 @@ void services_stop(struct master *master)
 	timeout_remove(&master->idle_check_timeout);
 	for (unsigned int i = 0; i < SERVICE_KIND_COUNT; i++)
 		timeout_remove(&master->services[i].restart_timeout);
-	handoff_fail_all(master, "Server shutting down");
+	handoff_fail_all(master, "Server shutting down", false);
 	lmtp_rcpt_fail_all(master, "Server shutting down");
 	if (master->children == NULL) {
 		io_loop_stop(master->ioloop);

@@ -21,11 +21,20 @@ from moatserver import wait_for
 PARKED = "auth is not connected: request of"
 
 
+def auth_ready(server):
+    """auth's pid once it serves logins: stopped earlier, before it routes
+    SIGTERM through its event loop, master's SIGTERM would kill it at
+    once."""
+    server.login("testuser2").close()
+    [auth] = server.wait_children("auth", 1)
+    return auth
+
+
 @pytest.fixture
 def auth_held(moat_server):
     """Reload with auth stopped; yields a function that lets it go. The new
     imap-login process is running (and has no auth) when it yields."""
-    [auth] = moat_server.wait_children("auth", 1)
+    auth = auth_ready(moat_server)
     old_logins = moat_server.child_pids("imap-login")
     os.kill(auth, signal.SIGSTOP)
     released = []
@@ -112,8 +121,10 @@ def test_park_timeout_answers_unavailable(moat_server, auth_held):
     waited = time.monotonic() - start
     assert r.status == "NO" and r.code == "UNAVAILABLE", r
     assert waited >= 0.9, waited
+    # (the log lines come through master, maybe after the answer)
+    assert wait_for(lambda: "login_auth_park_timeout" in moat_server.logs(),
+                    30), moat_server.logs()
     assert parked_count(moat_server) == 1, moat_server.logs()
-    assert "login_auth_park_timeout" in moat_server.logs()
     auth_held()
     # The same connection logs in once auth is back (a tempfail is no
     # failed authentication).
@@ -160,3 +171,27 @@ def test_parked_requests_pay_the_penalty(moat_server, auth_held):
     r = c.command("LOGIN testuser1 " + moat_server.users["testuser1"]["password"])
     assert r.ok, (r, moat_server.logs())
     assert time.monotonic() - start >= 0.9
+
+
+@pytest.mark.moat_settings(log_debug="yes")
+def test_request_at_auth_during_reload_is_sent_again(moat_server):
+    """A LOGIN that auth has but has not answered when it goes away (a
+    reload's SIGTERM) is parked and sent to the new auth: the client sees
+    its OK, not NO [UNAVAILABLE]."""
+    auth = auth_ready(moat_server)
+    c = moat_server.connect()
+    os.kill(auth, signal.SIGSTOP)
+    try:
+        tag = send_login(c, "testuser1",
+                         moat_server.users["testuser1"]["password"])
+        # The record is in the stopped auth's socket; nothing answers.
+        assert c.read_line_within(0.2) is None
+        os.kill(moat_server.pid, signal.SIGHUP)
+        assert wait_for(lambda: "SIGHUP: reloading" in moat_server.logs(),
+                        30), moat_server.logs()
+    finally:
+        os.kill(auth, signal.SIGCONT)
+    r = c.read_tagged(tag)
+    assert r.ok, (r, moat_server.logs())
+    assert parked_count(moat_server) >= 1, moat_server.logs()
+    assert c.command("NOOP").ok
