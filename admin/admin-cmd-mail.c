@@ -71,11 +71,13 @@ static void admin_fetch_untagged(void *context, const char *resp, size_t len)
 	struct admin_fetch_ctx *fctx = context;
 	pool_t pool = pool_create("admin fetch response", 4096);
 	const char *pos = resp, *end = resp + len;
-	struct admin_imap_value seq, word, list, key, value;
+	struct admin_imap_value seq, word, list;
 	struct admin_imap_value found[N_ELEMENTS(admin_fetch_fields)];
-	bool have_uid = false;
+	const char *keys[N_ELEMENTS(admin_fetch_fields)];
 
 	memset(found, 0, sizeof(found));
+	for (unsigned int i = 0; i < N_ELEMENTS(admin_fetch_fields); i++)
+		keys[i] = admin_fetch_fields[i].key;
 	admin_imap_value_next(pool, &pos, end, &seq);
 	admin_imap_value_next(pool, &pos, end, &word);
 	if (word.type != ADMIN_IMAP_VALUE_ATOM ||
@@ -84,24 +86,11 @@ static void admin_fetch_untagged(void *context, const char *resp, size_t len)
 		return;
 	}
 	admin_imap_value_next(pool, &pos, end, &list);
-	const char *lpos = list.data, *lend = list.data + list.size;
-	while (list.type == ADMIN_IMAP_VALUE_LIST) {
-		admin_imap_value_next(pool, &lpos, lend, &key);
-		admin_imap_value_next(pool, &lpos, lend, &value);
-		if (key.type != ADMIN_IMAP_VALUE_ATOM ||
-		    value.type == ADMIN_IMAP_VALUE_END ||
-		    value.type == ADMIN_IMAP_VALUE_ERROR)
-			break;
-		for (unsigned int i = 0; i < N_ELEMENTS(admin_fetch_fields); i++) {
-			if (strcasecmp(key.data, admin_fetch_fields[i].key) == 0)
-				found[i] = value;
-		}
-		if (strcasecmp(key.data, "UID") == 0)
-			have_uid = true;
-	}
+	admin_imap_list_pairs(pool, &list, keys, N_ELEMENTS(keys), found);
 	/* Only our UID FETCH's answers: an unsolicited flag update has no
-	   UID (we enabled nothing that adds one). */
-	if (have_uid && fctx->out != NULL) {
+	   UID (we enabled nothing that adds one). admin_fetch_fields[0] is
+	   UID. */
+	if (found[0].type != ADMIN_IMAP_VALUE_END && fctx->out != NULL) {
 		admin_output_row_begin(fctx->out);
 		if (fctx->mailbox != NULL)
 			admin_output_field(fctx->out, "mailbox", fctx->mailbox,

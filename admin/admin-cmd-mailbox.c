@@ -51,30 +51,23 @@ static void admin_list_row(struct admin_list_ctx *lctx, pool_t pool,
 static void admin_status_row(struct admin_list_ctx *lctx, pool_t pool,
 			     const char *pos, const char *end)
 {
-	struct admin_imap_value name, list, key, value;
-	const char *values[N_ELEMENTS(admin_status_items)] = { NULL };
+	struct admin_imap_value name, list;
+	struct admin_imap_value values[N_ELEMENTS(admin_status_items) - 1];
 
 	admin_imap_value_next(pool, &pos, end, &name);
 	admin_imap_value_next(pool, &pos, end, &list);
 	if (list.type != ADMIN_IMAP_VALUE_LIST)
 		return;
-	const char *lpos = list.data, *lend = list.data + list.size;
-	for (;;) {
-		admin_imap_value_next(pool, &lpos, lend, &key);
-		admin_imap_value_next(pool, &lpos, lend, &value);
-		if (key.type != ADMIN_IMAP_VALUE_ATOM ||
-		    value.type != ADMIN_IMAP_VALUE_ATOM)
-			break;
-		for (unsigned int i = 0; admin_status_items[i] != NULL; i++) {
-			if (strcasecmp(key.data, admin_status_items[i]) == 0)
-				values[i] = value.data;
-		}
-	}
+	memset(values, 0, sizeof(values));   /* ADMIN_IMAP_VALUE_END */
+	admin_imap_list_pairs(pool, &list, admin_status_items,
+			      N_ELEMENTS(values), values);
 	admin_output_row_begin(lctx->out);
 	const char *mailbox = admin_imap_mailbox_utf8(pool, name.data);
 	admin_output_field(lctx->out, "mailbox", mailbox, strlen(mailbox));
-	for (unsigned int i = 0; admin_status_items[i] != NULL; i++) {
-		const char *v = values[i] != NULL ? values[i] : "";
+	for (unsigned int i = 0; i < N_ELEMENTS(values); i++) {
+		/* the counts are numbers: atoms */
+		const char *v = values[i].type == ADMIN_IMAP_VALUE_ATOM ?
+			values[i].data : "";
 		admin_output_field(lctx->out, admin_status_numeric[i], v,
 				   strlen(v));
 	}

@@ -286,6 +286,29 @@ static const char *admin_imap_list_end(pool_t pool, const char *p,
 	}
 }
 
+void admin_imap_list_pairs(pool_t pool, const struct admin_imap_value *list,
+			   const char *const *keys, unsigned int key_count,
+			   struct admin_imap_value *values_r)
+{
+	struct admin_imap_value key, value;
+
+	if (list->type != ADMIN_IMAP_VALUE_LIST)
+		return;
+	const char *pos = list->data, *end = list->data + list->size;
+	for (;;) {
+		admin_imap_value_next(pool, &pos, end, &key);
+		admin_imap_value_next(pool, &pos, end, &value);
+		if (key.type != ADMIN_IMAP_VALUE_ATOM ||
+		    value.type == ADMIN_IMAP_VALUE_END ||
+		    value.type == ADMIN_IMAP_VALUE_ERROR)
+			return;
+		for (unsigned int i = 0; i < key_count; i++) {
+			if (strcasecmp(key.data, keys[i]) == 0)
+				values_r[i] = value;
+		}
+	}
+}
+
 void admin_imap_value_next(pool_t pool, const char **pos, const char *end,
 			   struct admin_imap_value *v)
 {

@@ -59,6 +59,14 @@ struct admin_imap_value {
    are unescaped into pool; the rest point into the response. */
 void admin_imap_value_next(pool_t pool, const char **pos, const char *end,
 			   struct admin_imap_value *value_r);
+/* The "KEY value KEY value ..." pairs of list (a FETCH or a STATUS
+   response's list; nothing if it is not a list): values_r[i] becomes
+   the value of the last pair whose key is keys[i] (any case), the
+   others keep what the caller put there. The walk ends at the list's
+   end or at a pair that does not parse. */
+void admin_imap_list_pairs(pool_t pool, const struct admin_imap_value *list,
+			   const char *const *keys, unsigned int key_count,
+			   struct admin_imap_value *values_r);
 /* "NAME" quoted for a command, or a LITERAL+ literal when it is not
    plain printable ASCII. */
 const char *admin_imap_quote(pool_t pool, const char *str);

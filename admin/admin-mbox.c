@@ -634,10 +634,14 @@ time_t admin_mbox_imap_date_parse(const char *str)
 void admin_export_resp_parse(pool_t pool, const char *resp, size_t len,
 			     struct admin_export_resp *r_r)
 {
+	static const char *const keys[] = {
+		"FLAGS", "INTERNALDATE", "BODY[]", "UID"
+	};
 	const char *pos = resp, *end = resp + len;
-	struct admin_imap_value seq, word, list, key, value;
-	struct admin_imap_value flags = { .type = ADMIN_IMAP_VALUE_END };
-	struct admin_imap_value date = flags, body = flags, uid = flags;
+	struct admin_imap_value seq, word, list;
+	struct admin_imap_value values[N_ELEMENTS(keys)];
+	const struct admin_imap_value *flags = &values[0], *date = &values[1];
+	const struct admin_imap_value *body = &values[2], *uid = &values[3];
 	const char *p;
 	unsigned int num;
 
@@ -667,33 +671,19 @@ void admin_export_resp_parse(pool_t pool, const char *resp, size_t len,
 	    strcasecmp(word.data, "FETCH") != 0)
 		return;
 	admin_imap_value_next(pool, &pos, end, &list);
-	const char *lpos = list.data, *lend = list.data + list.size;
-	while (list.type == ADMIN_IMAP_VALUE_LIST) {
-		admin_imap_value_next(pool, &lpos, lend, &key);
-		admin_imap_value_next(pool, &lpos, lend, &value);
-		if (key.type != ADMIN_IMAP_VALUE_ATOM ||
-		    value.type == ADMIN_IMAP_VALUE_END ||
-		    value.type == ADMIN_IMAP_VALUE_ERROR)
-			break;
-		if (strcasecmp(key.data, "FLAGS") == 0)
-			flags = value;
-		else if (strcasecmp(key.data, "INTERNALDATE") == 0)
-			date = value;
-		else if (strcasecmp(key.data, "BODY[]") == 0)
-			body = value;
-		else if (strcasecmp(key.data, "UID") == 0)
-			uid = value;
-	}
-	if (body.type != ADMIN_IMAP_VALUE_STRING)
+	memset(values, 0, sizeof(values));   /* ADMIN_IMAP_VALUE_END */
+	admin_imap_list_pairs(pool, &list, keys, N_ELEMENTS(keys), values);
+	if (body->type != ADMIN_IMAP_VALUE_STRING)
 		return;
-	time_t t = date.type == ADMIN_IMAP_VALUE_STRING ?
-		admin_mbox_imap_date_parse(date.data) : (time_t)-1;
+	time_t t = date->type == ADMIN_IMAP_VALUE_STRING ?
+		admin_mbox_imap_date_parse(date->data) : (time_t)-1;
 	r_r->message = true;
-	if (uid.type != ADMIN_IMAP_VALUE_ATOM || str_to_uint(uid.data, &r_r->uid) < 0)
+	if (uid->type != ADMIN_IMAP_VALUE_ATOM ||
+	    str_to_uint(uid->data, &r_r->uid) < 0)
 		r_r->uid = 0;
 	r_r->internaldate = t == (time_t)-1 ? 0 : t;
-	r_r->flags = flags.type == ADMIN_IMAP_VALUE_LIST ?
-		p_strndup(pool, flags.data, flags.size) : "";
-	r_r->body = body.data;
-	r_r->body_size = body.size;
+	r_r->flags = flags->type == ADMIN_IMAP_VALUE_LIST ?
+		p_strndup(pool, flags->data, flags->size) : "";
+	r_r->body = body->data;
+	r_r->body_size = body->size;
 }

@@ -7,9 +7,10 @@
    drops every capability (effective, permitted, inheritable, ambient and
    bounding), sets no_new_privs, is not dumpable (it sees passwords) and
    runs under the auth-worker seccomp allowlist (no exec, no ptrace, no
-   setuid: PAM modules still get sockets and files). No Landlock domain:
-   under one, a pam_unix login in a release build ended in a prctl()
-   outside the allowlist (SIGSYS); PAM stacks differ too much per site.
+   setuid: PAM modules still get sockets and files) and, with landlock =
+   yes, a Landlock domain that lets it read only what PAM and NSS read
+   (landlock_pam_ro_paths: /etc, the libraries, its own /proc entry) and
+   change no file anywhere.
    It talks only to master (MASTER_CHANNEL_FD) and to auth (MASTER_AUTH_FD,
    moat-auth-worker); auth is trusted but its records are still bounded
    and checked, a malformed one ends the worker (master starts another).
@@ -21,6 +22,7 @@
 #include "ioloop.h"
 #include "ipc.h"
 #include "master-service.h"
+#include "landlock.h"
 #include "auth-worker-protocol.h"
 #include "auth-worker-db.h"
 
@@ -139,7 +141,12 @@ int main(void)
 	/* Before the drop: its seccomp filter has no prctl(). */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		i_fatal("prctl(PR_SET_DUMPABLE) failed: %s", strerror(errno));
-	/* Stays uid 0 (no MOAT_UID): capabilities go, no_new_privs is set. */
+	/* Stays uid 0 (no MOAT_UID): capabilities go, no_new_privs is set.
+	   uid 0 without capabilities would still own every root file, so
+	   it may change none; a PAM module that writes (pam_faillock's
+	   /run/faillock) or reads elsewhere needs landlock = no. */
+	master_service_set_landlock(worker.service, landlock_pam_ro_paths,
+				    NULL);
 	master_service_drop_privileges(worker.service,
 				       MOAT_SECCOMP_PROFILE_AUTH_WORKER);
 	worker.master_conn = master_service_connect_master(worker.service,

@@ -45,6 +45,12 @@
    LOGIN credentials: auth's limit (SASL_MAX_RESPONSE_SIZE), which long
    OAUTHBEARER tokens need. */
 #define LOGIN_MAX_SASL_DATA 8192
+/* An AUTH whose initial response (base64) is at most this long is kept
+   until auth's first answer, so that it can be sent again when auth goes
+   away before answering (login-client-park.c): LOGIN's and PLAIN's
+   credentials fit; a big OAUTHBEARER token is not kept (it gets NO
+   [UNAVAILABLE] as before). At most this much more per client. */
+#define LOGIN_MAX_REPLAY_IR 1024
 /* Listening sockets master may hand one process. */
 #define LOGIN_MAX_LISTENERS 16
 /* User names are logged (sanitized) up to this length. */
@@ -86,6 +92,10 @@ struct login_process {
 	struct ipc_conn *master;       /* moat-login-master on fd 3 */
 	struct ipc_conn *auth;         /* moat-auth-client; NULL while lost */
 	bool auth_reconnect_sent;
+	/* Clients whose AUTH waits for auth (login-client-park.c). */
+	unsigned int auth_parked_count;
+	/* One more for each auth connection (login_auth_connect()). */
+	unsigned int auth_generation;
 
 	struct login_client *clients;  /* doubly linked */
 	/* Sockets of disconnected clients that still drain their input

@@ -8,6 +8,7 @@ imap_login_imap_login_SOURCES = \
 	imap-login/login-listen.c imap-login/login-listen.h \
 	imap-login/login-client.c imap-login/login-client.h \
 	imap-login/login-client-auth.c \
+	imap-login/login-client-park.c \
 	imap-login/login-client-tls.c \
 	imap-login/login-client-haproxy.c \
 	imap-login/login-ssl.c imap-login/login-ssl.h \

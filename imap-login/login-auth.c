@@ -14,12 +14,16 @@ static void auth_fail_in_flight(struct login_process *lp)
 
 	for (client = lp->clients; client != NULL; client = next) {
 		next = client->next;
-		if (client->state == LOGIN_CLIENT_STATE_AUTH_WAIT ||
+		if ((client->state == LOGIN_CLIENT_STATE_AUTH_WAIT &&
+		     !client->auth_parked) ||
 		    client->state == LOGIN_CLIENT_STATE_AUTH_CONT) {
 			/* An AUTH_CONT client would cancel at auth on
 			   destroy; there is no auth to tell any more. */
 			client->state = LOGIN_CLIENT_STATE_AUTH_WAIT;
-			login_client_auth_fail(client, "tempfail", NULL);
+			/* Unanswered, only the AUTH sent: the new auth
+			   gets it (login-client-park.c). */
+			if (!login_client_auth_repark(client))
+				login_client_auth_fail(client, "tempfail", NULL);
 		}
 	}
 }
@@ -96,6 +100,8 @@ void login_auth_connect(struct login_process *lp, int fd)
 				   IPC_PROTO_MAJOR, IPC_PROTO_MINOR,
 				   auth_input, lp);
 	lp->auth_reconnect_sent = false;
+	lp->auth_generation++;
+	login_clients_auth_send_parked(lp);
 }
 
 void login_auth_deinit(struct login_process *lp)

@@ -33,24 +33,37 @@ void login_client_auth_begin(struct login_client *client, const char *tag,
 
 	client_set_request(client, tag, mech);
 	client->auth_attempts++;
+	client->auth_replayed = false;
 	if (!login_auth_is_connected(lp)) {
-		login_client_send_tagline(client, tag, TEMPFAIL_TEXT);
+		/* auth restarts (reload, crash): wait for it, bounded */
+		if (!login_client_auth_park(client, ir_b64))
+			login_client_send_tagline(client, tag, TEMPFAIL_TEXT);
 		return;
 	}
+	login_client_auth_send(client, ir_b64);
+}
+
+void login_client_auth_send(struct login_client *client, const char *ir_b64)
+{
+	struct login_process *lp = client->lp;
+
 	client->auth_id = login_process_next_id(lp);
 	client->state = LOGIN_CLIENT_STATE_AUTH_WAIT;
+	login_client_auth_keep_replay(client, ir_b64);
 	/* Input is not parsed until auth answers (client_update_io). */
 	login_client_ref(client);
 	/* A trusted proxy, or a balancer that took the client's TLS (its
 	   PROXY header's SSL TLV), is as safe as TLS for plaintext (auth
 	   spares trusted addresses the penalty by itself). */
-	if (login_auth_request(lp, client->auth_id, mech, client->remote_ip,
-			       client->local_ip,
+	if (login_auth_request(lp, client->auth_id, client->auth_mech,
+			       client->remote_ip, client->local_ip,
 			       client->secured || client->trusted ||
 			       client->haproxy_ssl, ir_b64,
 			       client->cbind_b64, client->cert_user) < 0 &&
-	    client->state == LOGIN_CLIENT_STATE_AUTH_WAIT) {
-		/* Lost auth had no record of us yet: answer here. */
+	    client->state == LOGIN_CLIENT_STATE_AUTH_WAIT &&
+	    !client->auth_parked) {
+		/* Lost auth had no record of us yet (and it was not parked
+		   for the next one): answer here. */
 		login_client_auth_fail(client, "tempfail", NULL);
 	}
 	login_client_unref(&client);
@@ -106,6 +119,8 @@ void login_client_auth_cont(struct login_client *client, const char *challenge)
 			client->auth_id);
 		return;
 	}
+	/* The exchange has begun: a new auth could not pick it up. */
+	login_client_auth_forget_replay(client);
 	login_client_ref(client);
 	if (client->auth_cancel_reason != NULL) {
 		/* Crossed our cancel; auth's FAIL follows. */
@@ -166,6 +181,7 @@ static void client_auth_failed(struct login_client *client, const char *code,
 void login_client_auth_fail(struct login_client *client, const char *code,
 			    const char *text)
 {
+	login_client_auth_forget_replay(client);
 	login_client_ref(client);
 	client->state = LOGIN_CLIENT_STATE_CMD;
 	client_auth_failed(client, code, text);
@@ -240,6 +256,9 @@ void login_client_auth_ok(struct login_client *client, const char *user,
 {
 	pool_t pool = pool_create("auth ok", 256);
 
+	/* The replay copy stays until master redeemed the token: if this
+	   auth dies first, the token dies with it (HANDOFF-RETRY). */
+	client->auth_generation = client->lp->auth_generation;
 	login_client_ref(client);
 	i_free(client->log_user);
 	client->log_user = i_strdup(str_sanitize(pool, user, LOGIN_MAX_LOG_USER));
@@ -274,6 +293,7 @@ void login_client_handoff_ok(struct login_client *client)
 	       client->ssl == NULL ? "" : login_ssl_get_version(client->ssl),
 	       client->ktls_handoff ? ", kTLS" : "");
 	client->handed_off = true;
+	login_client_auth_forget_replay(client);
 	if (client->ssl != NULL && !client->ktls_handoff) {
 		/* The TLS session stays here for the rest of the connection.
 		   The client's streams go first: the proxy takes the fd's ios. */
@@ -288,17 +308,41 @@ void login_client_handoff_ok(struct login_client *client)
 	login_client_destroy(client, NULL);
 }
 
-void login_client_handoff_fail(struct login_client *client, const char *text)
+static void client_handoff_reset(struct login_client *client)
 {
-	char *reason = reason_sanitize(text, "Login service unavailable.");
-
-	login_client_ref(client);
-	client->state = LOGIN_CLIENT_STATE_CMD;
 	client->handoff_sent = false;
 	client->handoff_id = 0;
 	client->ktls_handoff = false;
 	i_close_fd(&client->proxy_fd);
 	login_client_timeout_arm(client);
+}
+
+void login_client_handoff_retry(struct login_client *client, const char *text)
+{
+	struct login_process *lp = client->lp;
+
+	client->state = LOGIN_CLIENT_STATE_AUTH_WAIT;
+	if (!login_client_auth_repark(client)) {
+		login_client_handoff_fail(client, text);
+		return;
+	}
+	login_client_ref(client);
+	client_handoff_reset(client);
+	/* Sent when the next auth is connected; if it already is, now. */
+	if (lp->auth_generation != client->auth_generation)
+		login_clients_auth_send_parked(lp);
+	login_client_input_resume(client);
+	login_client_unref(&client);
+}
+
+void login_client_handoff_fail(struct login_client *client, const char *text)
+{
+	char *reason = reason_sanitize(text, "Login service unavailable.");
+
+	login_client_auth_forget_replay(client);
+	login_client_ref(client);
+	client->state = LOGIN_CLIENT_STATE_CMD;
+	client_handoff_reset(client);
 	login_client_send_tagline(client, client->cmd_tag,
 				  "NO [UNAVAILABLE] %s", reason);
 	i_free(reason);

@@ -35,6 +35,7 @@ static void client_free(struct login_client *client)
 		safe_memset(client->handoff_token, 0, strlen(client->handoff_token));
 		i_free(client->handoff_token);
 	}
+	login_client_auth_forget_replay(client);
 	i_free(client->cmd_tag);
 	i_free(client->auth_mech);
 	i_free(client->log_user);
@@ -345,9 +346,11 @@ void login_client_destroy(struct login_client *client, const char *reason)
 	/* auth is waiting for our response line, or the request waits
 	   there for its turn or its answer: let auth drop it, so it does
 	   not hold a place in its address's penalty queue. */
-	if (client->state == LOGIN_CLIENT_STATE_AUTH_CONT ||
-	    (client->state == LOGIN_CLIENT_STATE_AUTH_WAIT &&
-	     client->auth_cancel_reason == NULL))
+	if (client->auth_parked)
+		login_client_auth_unpark(client);   /* auth never saw it */
+	else if (client->state == LOGIN_CLIENT_STATE_AUTH_CONT ||
+		 (client->state == LOGIN_CLIENT_STATE_AUTH_WAIT &&
+		  client->auth_cancel_reason == NULL))
 		(void)login_auth_continue(lp, client->auth_id, "*");
 	io_remove(&client->io);
 	login_client_timeout_stop(client);

@@ -17,10 +17,11 @@
                 allows this client (CONNECT); nothing is read or written
                 until it answers
      CMD        reading and running commands
-     AUTH_WAIT  an AUTH or CONT record is at auth; client input is not
-                parsed, only read into our bounded input buffer (then the
-                kernel buffers it) so that a hangup is noticed: the
-                request is then cancelled at auth
+     AUTH_WAIT  an AUTH or CONT record is at auth, or the AUTH is parked
+                (auth_parked) until the process has auth again; client
+                input is not parsed, only read into our bounded input
+                buffer (then the kernel buffers it) so that a hangup is
+                noticed: the request is then cancelled at auth
      AUTH_CONT  "+ challenge" was sent; reading the client's response line
      HANDOFF    auth said OK; waiting for our output to drain and then for
                 master's HANDOFF-OK/-FAIL. Nothing is read or written.
@@ -117,6 +118,19 @@ struct login_client {
 	/* The client cancelled ("*") or sent bad base64: auth's FAIL that
 	   answers our "CONT id *" is reported with this BAD text. */
 	const char *auth_cancel_reason;
+	/* Parked AUTH (login-client-park.c): its initial response (base64,
+	   i_strdup'd, wiped when freed) and the login_auth_park_timeout. */
+	bool auth_parked;
+	char *park_ir;
+	struct timeout *to_park;
+	/* The AUTH at auth has had no answer yet: its initial response
+	   (i_strdup'd, at most LOGIN_MAX_REPLAY_IR, wiped when freed) to
+	   park it again if auth goes away, once per command
+	   (auth_replayed). */
+	char *replay_ir;
+	bool auth_replayed;
+	/* lp->auth_generation of the auth that said OK */
+	unsigned int auth_generation;
 
 	/* Handoff: the token is wiped as soon as it was sent. */
 	unsigned int handoff_id;
@@ -197,6 +211,9 @@ struct login_client *login_client_find_handoff(struct login_process *lp,
    response ir_b64 ("" for none). tag is the command's. */
 void login_client_auth_begin(struct login_client *client, const char *tag,
 			     const char *mech, const char *ir_b64);
+/* Send the AUTH record of the request set up by login_client_auth_begin()
+   (a parked one, too). The client may be answered, or destroyed. */
+void login_client_auth_send(struct login_client *client, const char *ir_b64);
 /* AUTH_CONT: handle the client's response line if one is buffered.
    Returns 1 if a line was handled, 0 if more input is needed, -1 if the
    client was destroyed. */
@@ -212,6 +229,30 @@ void login_client_handoff_flushed(struct login_client *client);
 /* Records from master about this client. */
 void login_client_handoff_ok(struct login_client *client);
 void login_client_handoff_fail(struct login_client *client, const char *text);
+/* HANDOFF-RETRY: the auth that issued the token is gone. Authenticate
+   again with the next auth if the request can be replayed, else as
+   HANDOFF-FAIL. */
+void login_client_handoff_retry(struct login_client *client, const char *text);
+
+/* login-client-park.c: requests that wait while auth is not connected. */
+/* Park the request (AUTH_WAIT, auth_id 0) unless login_auth_park_limit
+   requests of the process wait already. Returns false if not parked: the
+   caller answers it. */
+bool login_client_auth_park(struct login_client *client, const char *ir_b64);
+/* Forget a parked request without answering it (client destroyed, or
+   its timeout). No-op if the client has none. */
+void login_client_auth_unpark(struct login_client *client);
+/* auth is connected: send every parked request. */
+void login_clients_auth_send_parked(struct login_process *lp);
+/* Keep ir_b64 for a replay of the AUTH just sent (if it is short enough
+   and the command was not replayed yet). */
+void login_client_auth_keep_replay(struct login_client *client,
+				   const char *ir_b64);
+/* auth answered (or the request ended): nothing to replay any more. */
+void login_client_auth_forget_replay(struct login_client *client);
+/* auth went away with the request unanswered: park it again if it can
+   be replayed. Returns false if not: the caller answers it. */
+bool login_client_auth_repark(struct login_client *client);
 
 /* login-client-haproxy.c */
 /* Refuse a connection from outside haproxy_trusted_networks, else start

@@ -47,6 +47,11 @@ static bool master_handle_record(struct login_process *lp,
 		client = login_client_find_handoff(lp, id);
 		if (client != NULL)
 			login_client_handoff_fail(client, args[2]);
+	} else if (strcmp(args[0], "HANDOFF-RETRY") == 0 && count == 3 &&
+		   master_parse_id(args[1], &id)) {
+		client = login_client_find_handoff(lp, id);
+		if (client != NULL)
+			login_client_handoff_retry(client, args[2]);
 	} else if ((strcmp(args[0], "CONNECT-OK") == 0 ||
 		    strcmp(args[0], "CONNECT-FAIL") == 0) && count == 2 &&
 		   master_parse_id(args[1], &id)) {

@@ -3,8 +3,8 @@
 /* The moat-login-master channel (fd 3, doc/architecture.md): HANDOFF of
    authenticated clients, AUTH-RECONNECT, LISTEN-DONE, CONNECT and
    DISCONNECT (login_max_connections_per_ip, counted by master over all
-   imap-login processes); from master HANDOFF-OK/-FAIL, CONNECT-OK/-FAIL,
-   AUTH-CONN and SHUTDOWN. A malformed record from
+   imap-login processes); from master HANDOFF-OK/-FAIL/-RETRY,
+   CONNECT-OK/-FAIL, AUTH-CONN and SHUTDOWN. A malformed record from
    master is a bug in a trusted peer: the process exits. Losing master
    stops the process (no handoff is possible any more). */
 

@@ -36,6 +36,15 @@ const char *const landlock_system_ro_paths[] = {
 	NULL
 };
 
+const char *const landlock_pam_ro_paths[] = {
+	"/etc", "/usr/lib", "/lib", "/lib64", "/run/systemd/userdb",
+	/* opened as a directory: /proc/PID of the caller. The sanitizer
+	   runtimes read only /proc/self/maps there, so sanitizer builds
+	   get no more and fail as release builds would. */
+	"/proc/self",
+	NULL
+};
+
 #define LANDLOCK_RO_ACCESS \
 	(LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
 /* No exec, no symlinks, sockets, fifos or devices: a Maildir has none. */

@@ -11,7 +11,8 @@
                   cannot open another user's Maildir under the same uid
      auth         ro: the system list and the directories of its
                   passwd-files and oauth2-file; rw: nothing
-     auth-worker  ro: the system list (PAM, NSS, /etc/shadow); rw: nothing
+     auth-worker  ro: landlock_pam_ro_paths (PAM, NSS, /etc/shadow, its
+                  own /proc entry); rw: nothing
      imap-login   nothing at all (it opens no file after its chroot)
    restrict_process() calls it after no_new_privs and before the seccomp
    filter (which does not allow the Landlock calls). */
@@ -29,6 +30,20 @@
    sanitizer builds, /proc (the runtimes read /proc/self/maps).
    NULL-terminated. */
 extern const char *const landlock_system_ro_paths[];
+
+/* What auth-worker's PAM and NSS lookups read, as strace -f of PAM logins
+   through pam_unix and Debian's default stack (/etc/pam.d/other:
+   pam_unix, pam_deny, pam_permit, pam_cap) showed: /etc (pam.d,
+   security/, shadow, passwd, group, nsswitch.conf, login.defs,
+   ld.so.cache), the libraries and PAM modules beneath /usr/lib (/lib and
+   /lib64 where they are not links to it), systemd's user database
+   sockets (/run/systemd/userdb, for nss_systemd) and the process's own
+   /proc entry: libcap-ng, for libaudit's records of pam_unix, reads
+   CapBnd from /proc/PID/status and, when it cannot, asks prctl(), which
+   the seccomp list does not allow (a release build died of it: SIGSYS).
+   The same in sanitizer builds. Not /dev, the rest of /usr, or /proc.
+   NULL-terminated. */
+extern const char *const landlock_pam_ro_paths[];
 
 /* Confines the calling process. ro_paths and rw_paths: NULL-terminated
    lists of directories (either may be empty: { NULL }); a path that does

@@ -158,6 +158,11 @@ static const struct setting_def global_defs[] = {
 	GLOBAL(mail_max_user_connections, SET_UINT, "200"),
 	GLOBAL(login_max_connections_per_ip, SET_UINT, "100"),
 	GLOBAL(imap_max_auth_attempts, SET_UINT, "3", .min = 1),
+	/* auth restarts within a second on a reload; a crash is restarted
+	   at once the first time. 100 requests of a few KiB each. */
+	GLOBAL(login_auth_park_limit, SET_UINT, "100", .max = 100000),
+	GLOBAL(login_auth_park_timeout, SET_TIME, "10 secs", .min = 1,
+	       .max = 300),
 	GLOBAL(login_trusted_networks, SET_STRING, "",
 	       .check = check_networks),
 	GLOBAL(haproxy_trusted_networks, SET_STRING, "",

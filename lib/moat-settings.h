@@ -182,6 +182,12 @@ struct moat_settings {
 	unsigned int mail_max_user_connections;
 	unsigned int login_max_connections_per_ip;
 	unsigned int imap_max_auth_attempts;
+	/* While an imap-login process has no connection to auth (a reload
+	   or a crash of auth), at most this many of its LOGIN/AUTHENTICATE
+	   requests wait for the new one, each at most
+	   login_auth_park_timeout seconds (0 = none wait). */
+	unsigned int login_auth_park_limit;
+	unsigned int login_auth_park_timeout;
 	/* "10.0.0.0/8 2001:db8::/32 192.0.2.1": clients there count as
 	   secured, are not penalised, and may pass the real client address
 	   in ID x-originating-ip (proxies, webmail). */

@@ -109,7 +109,10 @@ void handoff_start(struct child *login, const char *const *args, int fd)
 	if (master->auth == NULL || master->auth->conn == NULL ||
 	    pending >= HANDOFF_MAX_PENDING) {
 		close(fd);
-		(void)ipc_sendv(login->conn, -1, "HANDOFF-FAIL", args[HF_ID],
+		/* No auth: the one that issued the token is gone, and a new
+		   authentication with the next one may succeed. */
+		(void)ipc_sendv(login->conn, -1, pending >= HANDOFF_MAX_PENDING ?
+				"HANDOFF-FAIL" : "HANDOFF-RETRY", args[HF_ID],
 				"Authentication service unavailable", NULL);
 		return;
 	}
@@ -127,7 +130,7 @@ void handoff_start(struct child *login, const char *const *args, int fd)
 	snprintf(pid, sizeof(pid), "%d", (int)login->pid);
 	if (ipc_sendv(master->auth->conn, -1, "REDEEM", id, args[HF_TOKEN], pid, NULL) < 0) {
 		handoff_unlink(master, handoff->id);
-		handoff_reply(handoff, "HANDOFF-FAIL", "Authentication service unavailable");
+		handoff_reply(handoff, "HANDOFF-RETRY", "Authentication service unavailable");
 		handoff_free(handoff);
 	}
 }
@@ -296,14 +299,15 @@ void handoff_imap_gone(struct master *master, struct child *imap)
 	}
 }
 
-void handoff_fail_all(struct master *master, const char *reason)
+void handoff_fail_all(struct master *master, const char *reason, bool retry)
 {
 	/* routed ones are the imap processes' now: waiting for CONN-DONE
 	   needs no auth, and at shutdown their processes' exits close them */
 	while (master->handoffs != NULL) {
 		struct handoff *handoff = master->handoffs;
 		master->handoffs = handoff->next;
-		handoff_reply(handoff, "HANDOFF-FAIL", reason);
+		handoff_reply(handoff, retry ? "HANDOFF-RETRY" : "HANDOFF-FAIL",
+			      reason);
 		handoff_free(handoff);
 	}
 }

@@ -154,6 +154,14 @@ struct child *child_spawn(struct service *service, const int *extra_fds,
 			  const char *log_user);
 void child_kill(struct child *child, int signo);
 struct child *child_find_pid(struct master *master, pid_t pid);
+/* The channel of a service that sends master nothing (key-signer,
+   auth-worker): EOF ends it; any record is a bug, and the child is
+   killed. */
+void child_input_none(void *context, const char *const *args, int fd);
+/* Send fd to a child in the record "<record> <pid>" (LOGIN-CONN,
+   WORKER-CONN: the pid of the process at the socket's other end).
+   Returns 0, or -1 if it could not be sent. fd stays the caller's. */
+int child_send_peer(struct child *to, const char *record, pid_t pid, int fd);
 
 /* service-login.c */
 struct child *login_spawn(struct master *master);
@@ -183,7 +191,6 @@ int auth_connect_login(struct master *master, pid_t login_pid);
 /* Start auth-worker processes up to process_limit when a passdb/userdb
    needs them and auth is running (each hands auth its socket). */
 void auth_worker_ensure(struct master *master);
-void auth_worker_input(void *context, const char *const *args, int fd);
 
 /* service-keyd.c: the key-signer (ssl_key_isolation = yes) */
 /* Whether a key-signer should run (isolation on and TLS offered). */
@@ -195,12 +202,14 @@ void keyd_reload(struct master *master);
 /* Hand login (a new imap-login, or every one when a key-signer starts)
    a socketpair to the running key-signer. No-op without one. */
 void keyd_connect_login(struct master *master, struct child *login);
-void keyd_input(void *context, const char *const *args, int fd);
 
 /* handoff.c */
 void handoff_start(struct child *login, const char *const *args, int fd);
 void handoff_auth_reply(struct master *master, const char *const *args);
-void handoff_fail_all(struct master *master, const char *reason);
+/* Answer every handoff waiting for auth: HANDOFF-RETRY when auth went
+   away (its tokens died with it; imap-login may authenticate the client
+   again with the next auth), else HANDOFF-FAIL. */
+void handoff_fail_all(struct master *master, const char *reason, bool retry);
 void handoff_login_gone(struct master *master, struct child *login);
 /* CONN-DONE <id> from an imap process: false if malformed. */
 bool handoff_conn_done(struct child *imap, const char *const *args);

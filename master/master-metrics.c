@@ -34,7 +34,9 @@
 /* Distinct IMAP command names counted: moat's table has 38; names past
    this are not counted (an imap process only sends its table's). */
 #define METRICS_IMAP_COMMANDS_MAX 64
-#define METRICS_COMMAND_NAME_MAX 32
+/* A command's or mechanism's name: imap's longest is 12, auth's 18. */
+#define METRICS_SERIES_NAME_MAX 32
+#define METRICS_COMMAND_NAME_MAX METRICS_SERIES_NAME_MAX
 /* The latency histogram of lib/latency-histogram.h (LATENCY_BUCKETS and
    LATENCY_BUCKET_BOUNDS_US), which imap and auth keep: the CMD-STATS and
    AUTH-STATS records have one count per bound, and the exposition writes
@@ -46,7 +48,7 @@ static const char *const metrics_bucket_le[METRICS_BUCKETS] = {
 /* SASL mechanisms counted: auth's table has 10; names past this are
    not counted. */
 #define METRICS_AUTH_MECHS_MAX 16
-#define METRICS_MECH_NAME_MAX 32
+#define METRICS_MECH_NAME_MAX METRICS_SERIES_NAME_MAX
 #define METRICS_LISTEN_BACKLOG 16
 #define METRICS_CONTENT_TYPE \
 	"application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -68,16 +70,22 @@ struct metrics_listener {
 	struct io *io;
 };
 
-struct metrics_imap_cmd {
-	char name[METRICS_COMMAND_NAME_MAX + 1];
-	uint64_t count, usecs;
+/* The latency histogram of one IMAP command name (all counted as ok)
+   or one SASL mechanism. */
+struct metrics_series {
+	char name[METRICS_SERIES_NAME_MAX + 1];
+	uint64_t ok, failed, usecs;
 	uint64_t le[METRICS_BUCKETS];   /* cumulative, as "le" */
 };
 
-struct metrics_auth_mech {
-	char name[METRICS_MECH_NAME_MAX + 1];
-	uint64_t ok, failed, usecs;
-	uint64_t le[METRICS_BUCKETS];   /* cumulative, as "le" */
+/* The series of one kind, by name, at most max; names past it are not
+   counted (logged once). */
+struct metrics_series_table {
+	const char *what;              /* for the log: "IMAP command" */
+	const char *label;             /* the exposition's: "command" */
+	struct metrics_series *items;
+	unsigned int count, max;
+	bool full_warned;
 };
 
 /* imap-login/login-stats.h's enum login_disconnect_reason, in order. */
@@ -93,11 +101,9 @@ const char *const master_metrics_delivery_results[METRICS_DELIVERY_RESULTS] = {
 
 struct master_metrics {
 	struct master *master;
-	struct metrics_imap_cmd cmds[METRICS_IMAP_COMMANDS_MAX];
-	unsigned int cmd_count;
-	bool cmds_full_warned;
-	struct metrics_auth_mech mechs[METRICS_AUTH_MECHS_MAX];
-	unsigned int mech_count;
+	struct metrics_series cmd_items[METRICS_IMAP_COMMANDS_MAX];
+	struct metrics_series mech_items[METRICS_AUTH_MECHS_MAX];
+	struct metrics_series_table cmds, mechs;
 	struct master_metrics_totals totals;
 	struct metrics_listener unix_l, inet_l;
 	char *unix_path;
@@ -162,40 +168,76 @@ static int metrics_family(buffer_t *out, const char *name, const char *type,
 			     name, help);
 }
 
+/* A histogram's _bucket, _count and _sum lines for one label set
+   (labels: 'name="value"'). */
+static int metrics_histogram(buffer_t *out, const char *family,
+			     const char *labels, const uint64_t *le,
+			     uint64_t count, uint64_t usecs)
+{
+	int ret = 0;
+
+	for (unsigned int b = 0; b < METRICS_BUCKETS; b++)
+		ret |= buffer_printf(out, "%s_bucket{%s,le=\"%s\"} %llu\n",
+				     family, labels, metrics_bucket_le[b],
+				     (unsigned long long)le[b]);
+	ret |= buffer_printf(out, "%s_bucket{%s,le=\"+Inf\"} %llu\n"
+			     "%s_count{%s} %llu\n%s_sum{%s} %llu.%06llu\n",
+			     family, labels, (unsigned long long)count,
+			     family, labels, (unsigned long long)count,
+			     family, labels,
+			     (unsigned long long)(usecs / 1000000),
+			     (unsigned long long)(usecs % 1000000));
+	return ret;
+}
+
+/* family's histogram lines for every series of table. */
+static int metrics_series_histograms(buffer_t *out, const char *family,
+				     const struct metrics_series_table *table)
+{
+	/* label="name": a label of ours and METRICS_SERIES_NAME_MAX */
+	char labels[METRICS_SERIES_NAME_MAX + 32];
+	int ret = 0;
+
+	for (unsigned int i = 0; i < table->count; i++) {
+		const struct metrics_series *s = &table->items[i];
+		snprintf(labels, sizeof(labels), "%s=\"%s\"", table->label,
+			 s->name);
+		ret |= metrics_histogram(out, family, labels, s->le,
+					 s->ok + s->failed, s->usecs);
+	}
+	return ret;
+}
+
 static int metrics_imap_commands_text(const struct master_metrics *metrics,
 				      buffer_t *out)
 {
+	const struct metrics_series_table *cmds = &metrics->cmds;
 	int ret = 0;
 
 	ret |= metrics_family(out, "moat_imap_commands", "counter",
 		"IMAP commands the imap processes finished, by name.");
-	for (unsigned int i = 0; i < metrics->cmd_count; i++)
+	for (unsigned int i = 0; i < cmds->count; i++)
 		ret |= buffer_printf(out, "moat_imap_commands_total"
-			"{command=\"%s\"} %llu\n", metrics->cmds[i].name,
-			(unsigned long long)metrics->cmds[i].count);
+			"{command=\"%s\"} %llu\n", cmds->items[i].name,
+			(unsigned long long)cmds->items[i].ok);
 	ret |= metrics_family(out, "moat_imap_command_duration_seconds",
 		"histogram", "Time from an IMAP command's line to its end.");
-	for (unsigned int i = 0; i < metrics->cmd_count; i++) {
-		const struct metrics_imap_cmd *c = &metrics->cmds[i];
-		for (unsigned int b = 0; b < METRICS_BUCKETS; b++)
-			ret |= buffer_printf(out,
-				"moat_imap_command_duration_seconds_bucket"
-				"{command=\"%s\",le=\"%s\"} %llu\n", c->name,
-				metrics_bucket_le[b],
-				(unsigned long long)c->le[b]);
-		ret |= buffer_printf(out,
-			"moat_imap_command_duration_seconds_bucket"
-			"{command=\"%s\",le=\"+Inf\"} %llu\n"
-			"moat_imap_command_duration_seconds_count"
-			"{command=\"%s\"} %llu\n"
-			"moat_imap_command_duration_seconds_sum"
-			"{command=\"%s\"} %llu.%06llu\n",
-			c->name, (unsigned long long)c->count,
-			c->name, (unsigned long long)c->count, c->name,
-			(unsigned long long)(c->usecs / 1000000),
-			(unsigned long long)(c->usecs % 1000000));
-	}
+	ret |= metrics_series_histograms(out,
+		"moat_imap_command_duration_seconds", cmds);
 	return ret;
+}
+
+/* The METRICS_BUCKETS "at most" counts of a histogram record: numbers
+   that never decrease and never exceed total. */
+static bool metrics_buckets_parse(const char *const *args, uint64_t total,
+				  uint64_t le_r[METRICS_BUCKETS])
+{
+	for (unsigned int b = 0; b < METRICS_BUCKETS; b++) {
+		if (str_to_uint64(args[b], &le_r[b]) < 0 || le_r[b] > total ||
+		    (b > 0 && le_r[b] < le_r[b - 1]))
+			return false;
+	}
+	return true;
 }
 
 static bool command_name_valid(const char *name)
@@ -211,24 +253,35 @@ static bool command_name_valid(const char *name)
 	return true;
 }
 
-static struct metrics_imap_cmd *
-metrics_imap_cmd_get(struct master_metrics *metrics, const char *name)
+/* Add a record's counts to name's series (a new one if there is room). */
+static void metrics_series_add(struct metrics_series_table *table,
+			       const char *name, uint64_t ok, uint64_t failed,
+			       uint64_t usecs, const uint64_t le[METRICS_BUCKETS])
 {
-	for (unsigned int i = 0; i < metrics->cmd_count; i++) {
-		if (strcmp(metrics->cmds[i].name, name) == 0)
-			return &metrics->cmds[i];
+	struct metrics_series *s = NULL;
+
+	for (unsigned int i = 0; i < table->count && s == NULL; i++) {
+		if (strcmp(table->items[i].name, name) == 0)
+			s = &table->items[i];
 	}
-	if (metrics->cmd_count == METRICS_IMAP_COMMANDS_MAX) {
-		if (!metrics->cmds_full_warned)
-			i_warning("metrics: more than %u IMAP command names; "
-				  "not counting the others",
-				  METRICS_IMAP_COMMANDS_MAX);
-		metrics->cmds_full_warned = true;
-		return NULL;
+	if (s == NULL && table->count == table->max) {
+		if (!table->full_warned)
+			i_warning("metrics: more than %u %s names; not "
+				  "counting the others", table->max,
+				  table->what);
+		table->full_warned = true;
+		return;
 	}
-	struct metrics_imap_cmd *c = &metrics->cmds[metrics->cmd_count++];
-	memcpy(c->name, name, strlen(name) + 1);
-	return c;
+	if (s == NULL) {
+		s = &table->items[table->count++];
+		i_assert(strlen(name) <= METRICS_SERIES_NAME_MAX);
+		memcpy(s->name, name, strlen(name) + 1);
+	}
+	s->ok += ok;
+	s->failed += failed;
+	s->usecs += usecs;
+	for (unsigned int b = 0; b < METRICS_BUCKETS; b++)
+		s->le[b] += le[b];
 }
 
 bool master_metrics_imap_stats(struct master *master,
@@ -240,21 +293,11 @@ bool master_metrics_imap_stats(struct master *master,
 	if (str_array_length(args) != 4 + METRICS_BUCKETS ||
 	    !command_name_valid(args[1]) ||
 	    str_to_uint64(args[2], &count) < 0 ||
-	    str_to_uint64(args[3], &usecs) < 0)
+	    str_to_uint64(args[3], &usecs) < 0 ||
+	    !metrics_buckets_parse(args + 4, count, le))
 		return false;
-	for (unsigned int b = 0; b < METRICS_BUCKETS; b++) {
-		if (str_to_uint64(args[4 + b], &le[b]) < 0 || le[b] > count ||
-		    (b > 0 && le[b] < le[b - 1]))
-			return false;
-	}
-	struct metrics_imap_cmd *c =
-		metrics_imap_cmd_get(master->metrics, args[1]);
-	if (c == NULL)
-		return true;
-	c->count += count;
-	c->usecs += usecs;
-	for (unsigned int b = 0; b < METRICS_BUCKETS; b++)
-		c->le[b] += le[b];
+	metrics_series_add(&master->metrics->cmds, args[1], count, 0, usecs,
+			   le);
 	return true;
 }
 
@@ -268,20 +311,6 @@ static bool mech_name_valid(const char *name)
 	return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == len;
 }
 
-static struct metrics_auth_mech *
-metrics_auth_mech_get(struct master_metrics *metrics, const char *name)
-{
-	for (unsigned int i = 0; i < metrics->mech_count; i++) {
-		if (strcmp(metrics->mechs[i].name, name) == 0)
-			return &metrics->mechs[i];
-	}
-	if (metrics->mech_count == METRICS_AUTH_MECHS_MAX)
-		return NULL;
-	struct metrics_auth_mech *m = &metrics->mechs[metrics->mech_count++];
-	memcpy(m->name, name, strlen(name) + 1);
-	return m;
-}
-
 bool master_metrics_auth_stats(struct master *master,
 			       const char *const *args)
 {
@@ -291,22 +320,11 @@ bool master_metrics_auth_stats(struct master *master,
 	if (str_array_length(args) != 5 + METRICS_BUCKETS ||
 	    !mech_name_valid(args[1]) || str_to_uint64(args[2], &ok) < 0 ||
 	    str_to_uint64(args[3], &failed) < 0 ||
-	    str_to_uint64(args[4], &usecs) < 0 || ok > UINT64_MAX - failed)
+	    str_to_uint64(args[4], &usecs) < 0 || ok > UINT64_MAX - failed ||
+	    !metrics_buckets_parse(args + 5, ok + failed, le))
 		return false;
-	for (unsigned int b = 0; b < METRICS_BUCKETS; b++) {
-		if (str_to_uint64(args[5 + b], &le[b]) < 0 ||
-		    le[b] > ok + failed || (b > 0 && le[b] < le[b - 1]))
-			return false;
-	}
-	struct metrics_auth_mech *m =
-		metrics_auth_mech_get(master->metrics, args[1]);
-	if (m == NULL)
-		return true;
-	m->ok += ok;
-	m->failed += failed;
-	m->usecs += usecs;
-	for (unsigned int b = 0; b < METRICS_BUCKETS; b++)
-		m->le[b] += le[b];
+	metrics_series_add(&master->metrics->mechs, args[1], ok, failed, usecs,
+			   le);
 	return true;
 }
 
@@ -378,44 +396,21 @@ void master_metrics_auth_foreach(struct master *master,
 {
 	const struct master_metrics *metrics = master->metrics;
 
-	for (unsigned int i = 0; i < metrics->mech_count; i++) {
-		const struct metrics_auth_mech *m = &metrics->mechs[i];
+	for (unsigned int i = 0; i < metrics->mechs.count; i++) {
+		const struct metrics_series *m = &metrics->mechs.items[i];
 		cb(context, m->name, m->ok, m->failed, m->usecs);
 	}
-}
-
-/* A histogram's _bucket, _count and _sum lines for one label set
-   (labels: 'name="value"'). */
-static int metrics_histogram(buffer_t *out, const char *family,
-			     const char *labels, const uint64_t *le,
-			     uint64_t count, uint64_t usecs)
-{
-	int ret = 0;
-
-	for (unsigned int b = 0; b < METRICS_BUCKETS; b++)
-		ret |= buffer_printf(out, "%s_bucket{%s,le=\"%s\"} %llu\n",
-				     family, labels, metrics_bucket_le[b],
-				     (unsigned long long)le[b]);
-	ret |= buffer_printf(out, "%s_bucket{%s,le=\"+Inf\"} %llu\n"
-			     "%s_count{%s} %llu\n%s_sum{%s} %llu.%06llu\n",
-			     family, labels, (unsigned long long)count,
-			     family, labels, (unsigned long long)count,
-			     family, labels,
-			     (unsigned long long)(usecs / 1000000),
-			     (unsigned long long)(usecs % 1000000));
-	return ret;
 }
 
 static int metrics_auth_text(const struct master_metrics *metrics,
 			     buffer_t *out)
 {
-	char labels[64];
 	int ret = 0;
 
 	ret |= metrics_family(out, "moat_auth_requests", "counter",
 		"Authentications auth decided, by SASL mechanism and result.");
-	for (unsigned int i = 0; i < metrics->mech_count; i++) {
-		const struct metrics_auth_mech *m = &metrics->mechs[i];
+	for (unsigned int i = 0; i < metrics->mechs.count; i++) {
+		const struct metrics_series *m = &metrics->mechs.items[i];
 		ret |= buffer_printf(out, "moat_auth_requests_total"
 			"{mechanism=\"%s\",result=\"ok\"} %llu\n"
 			"moat_auth_requests_total"
@@ -425,13 +420,8 @@ static int metrics_auth_text(const struct master_metrics *metrics,
 	}
 	ret |= metrics_family(out, "moat_auth_duration_seconds", "histogram",
 		"Time from an AUTH request's arrival in auth to its decision.");
-	for (unsigned int i = 0; i < metrics->mech_count; i++) {
-		const struct metrics_auth_mech *m = &metrics->mechs[i];
-		snprintf(labels, sizeof(labels), "mechanism=\"%s\"", m->name);
-		ret |= metrics_histogram(out, "moat_auth_duration_seconds",
-					 labels, m->le, m->ok + m->failed,
-					 m->usecs);
-	}
+	ret |= metrics_series_histograms(out, "moat_auth_duration_seconds",
+					 &metrics->mechs);
 	return ret;
 }
 
@@ -801,6 +791,14 @@ void master_metrics_init(struct master *master)
 	struct master_metrics *metrics = i_malloc(sizeof(*metrics));
 
 	metrics->master = master;
+	metrics->cmds = (struct metrics_series_table){
+		.what = "IMAP command", .label = "command",
+		.items = metrics->cmd_items, .max = METRICS_IMAP_COMMANDS_MAX,
+	};
+	metrics->mechs = (struct metrics_series_table){
+		.what = "SASL mechanism", .label = "mechanism",
+		.items = metrics->mech_items, .max = METRICS_AUTH_MECHS_MAX,
+	};
 	metrics->unix_l.fd = metrics->inet_l.fd = -1;
 	master->metrics = metrics;
 	/* A scraper that cannot connect is logged, not fatal: mail goes on. */

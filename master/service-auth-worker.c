@@ -4,8 +4,6 @@
    exits when its auth does, and is replaced for the new one. */
 #include "master-common.h"
 
-#include <signal.h>
-
 static bool db_needs_worker(const struct moat_db_settings *dbs,
 			    unsigned int count)
 {
@@ -29,7 +27,6 @@ static bool auth_worker_needed(const struct master *master)
 static struct child *auth_worker_spawn(struct master *master)
 {
 	struct service *service = &master->services[SERVICE_AUTH_WORKER];
-	char pid_str[32];
 	int pair[2];
 
 	if (ipc_socketpair(pair) < 0) {
@@ -43,9 +40,8 @@ static struct child *auth_worker_spawn(struct master *master)
 		close(pair[0]);
 		return NULL;
 	}
-	snprintf(pid_str, sizeof(pid_str), "%d", (int)child->pid);
-	if (ipc_sendv(master->auth->conn, pair[0], "WORKER-CONN", pid_str,
-		      NULL) < 0) {
+	if (child_send_peer(master->auth, "WORKER-CONN", child->pid,
+			    pair[0]) < 0) {
 		/* auth is going; the worker sees EOF and is replaced. */
 		i_error("could not pass auth-worker %d's socket to auth",
 			(int)child->pid);
@@ -66,20 +62,4 @@ void auth_worker_ensure(struct master *master)
 		if (auth_worker_spawn(master) == NULL)
 			break;
 	}
-}
-
-void auth_worker_input(void *context, const char *const *args, int fd)
-{
-	struct child *child = context;
-
-	if (args == NULL) {
-		ipc_conn_destroy(&child->conn);
-		return;
-	}
-	if (fd >= 0)
-		close(fd);
-	/* Workers have nothing to tell master: a record is a bug. */
-	i_error("auth-worker %d sent an unknown record, killing it",
-		(int)child->pid);
-	child_kill(child, SIGKILL);
 }

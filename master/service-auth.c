@@ -21,7 +21,6 @@ struct child *auth_spawn(struct master *master)
 int auth_connect_login(struct master *master, pid_t login_pid)
 {
 	int pair[2];
-	char pid_str[32];
 
 	if (master->auth == NULL || master->auth->conn == NULL ||
 	    master->auth->shutting_down)
@@ -30,8 +29,7 @@ int auth_connect_login(struct master *master, pid_t login_pid)
 		i_error("socketpair() failed: %s", strerror(errno));
 		return -1;
 	}
-	snprintf(pid_str, sizeof(pid_str), "%d", (int)login_pid);
-	if (ipc_sendv(master->auth->conn, pair[0], "LOGIN-CONN", pid_str, NULL) < 0) {
+	if (child_send_peer(master->auth, "LOGIN-CONN", login_pid, pair[0]) < 0) {
 		close(pair[0]);
 		close(pair[1]);
 		return -1;
@@ -50,7 +48,8 @@ void auth_input(void *context, const char *const *args, int fd)
 		if (master->auth == child) {
 			/* Dying or broken: stop routing through it now; its
 			   exit restarts it. */
-			handoff_fail_all(master, "Authentication process is gone");
+			handoff_fail_all(master, "Authentication process is gone",
+					 true);
 			lmtp_rcpt_fail_all(master, "User database process is gone");
 		}
 		return;

@@ -17,7 +17,6 @@ bool keyd_enabled(const struct master *master)
 void keyd_connect_login(struct master *master, struct child *login)
 {
 	struct child *keyd = master->keyd;
-	char pid_str[32];
 	int pair[2];
 
 	if (keyd == NULL || keyd->conn == NULL || keyd->shutting_down ||
@@ -27,8 +26,7 @@ void keyd_connect_login(struct master *master, struct child *login)
 		i_error("socketpair() failed: %s", strerror(errno));
 		return;
 	}
-	snprintf(pid_str, sizeof(pid_str), "%d", (int)login->pid);
-	if (ipc_sendv(keyd->conn, pair[0], "LOGIN-CONN", pid_str, NULL) < 0 ||
+	if (child_send_peer(keyd, "LOGIN-CONN", login->pid, pair[0]) < 0 ||
 	    ipc_sendv(login->conn, pair[1], "KEYD-CONN", NULL) < 0)
 		i_error("could not connect imap-login %d to the key-signer",
 			(int)login->pid);
@@ -67,20 +65,4 @@ void keyd_reload(struct master *master)
 		master->keyd = NULL;
 	}
 	keyd_ensure(master);
-}
-
-void keyd_input(void *context, const char *const *args, int fd)
-{
-	struct child *child = context;
-
-	if (args == NULL) {
-		ipc_conn_destroy(&child->conn);
-		return;
-	}
-	if (fd >= 0)
-		close(fd);
-	/* The key-signer has nothing to tell master: a record is a bug. */
-	i_error("key-signer %d sent an unknown record, killing it",
-		(int)child->pid);
-	child_kill(child, SIGKILL);
 }

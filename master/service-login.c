@@ -48,14 +48,11 @@ struct child *login_spawn(struct master *master)
 	child->listening = true;
 	child->idle_since_ms = time_monotonic_ms();
 	child->client_limit = service->set->client_limit;
-	if (master->auth != NULL && !master->auth->shutting_down) {
-		char pid_str[32];
-		snprintf(pid_str, sizeof(pid_str), "%d", (int)child->pid);
-		if (ipc_sendv(master->auth->conn, pair[0], "LOGIN-CONN",
-			      pid_str, NULL) < 0)
-			i_error("could not pass imap-login %d's socket to auth",
-				(int)child->pid);
-	}
+	if (master->auth != NULL && !master->auth->shutting_down &&
+	    child_send_peer(master->auth, "LOGIN-CONN", child->pid,
+			    pair[0]) < 0)
+		i_error("could not pass imap-login %d's socket to auth",
+			(int)child->pid);
 	close(pair[0]);
 	keyd_connect_login(master, child);
 	return child;

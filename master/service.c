@@ -247,12 +247,37 @@ struct child *child_spawn(struct service *service, const int *extra_fds,
 		IPC_PROTO_IMAP_MASTER, IPC_PROTO_MAJOR, IPC_PROTO_MINOR,
 		service->kind == SERVICE_LOGIN ? login_input :
 		service->kind == SERVICE_AUTH ? auth_input :
-		service->kind == SERVICE_AUTH_WORKER ? auth_worker_input :
+		service->kind == SERVICE_AUTH_WORKER ? child_input_none :
 		service->kind == SERVICE_LMTP ? lmtp_input :
-		service->kind == SERVICE_KEY_SIGNER ? keyd_input :
+		service->kind == SERVICE_KEY_SIGNER ? child_input_none :
 		imap_input, child);
 	i_debug("service(%s): started process %d", service->name, (int)pid);
 	return child;
+}
+
+void child_input_none(void *context, const char *const *args, int fd)
+{
+	struct child *child = context;
+
+	if (args == NULL) {
+		ipc_conn_destroy(&child->conn);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	i_error("service(%s): process %d sent an unknown record, killing it",
+		child->service->name, (int)child->pid);
+	child_kill(child, SIGKILL);
+}
+
+int child_send_peer(struct child *to, const char *record, pid_t pid, int fd)
+{
+	char pid_str[32];
+
+	if (to->conn == NULL)
+		return -1;
+	snprintf(pid_str, sizeof(pid_str), "%d", (int)pid);
+	return ipc_sendv(to->conn, fd, record, pid_str, NULL);
 }
 
 void child_kill(struct child *child, int signo)
@@ -382,7 +407,7 @@ void services_child_exited(struct master *master, pid_t pid, int status)
 
 	if (master->auth == child) {
 		master->auth = NULL;
-		handoff_fail_all(master, "Authentication process died");
+		handoff_fail_all(master, "Authentication process died", true);
 		lmtp_rcpt_fail_all(master, "User database process died");
 	}
 	if (service->kind == SERVICE_LOGIN) {
@@ -475,7 +500,7 @@ void services_stop(struct master *master)
 	timeout_remove(&master->idle_check_timeout);
 	for (unsigned int i = 0; i < SERVICE_KIND_COUNT; i++)
 		timeout_remove(&master->services[i].restart_timeout);
-	handoff_fail_all(master, "Server shutting down");
+	handoff_fail_all(master, "Server shutting down", false);
 	lmtp_rcpt_fail_all(master, "Server shutting down");
 	if (master->children == NULL) {
 		io_loop_stop(master->ioloop);

@@ -534,8 +534,9 @@ class MoatServer:
     def login_after_reload(self, user="testuser1", client=None, timeout=30):
         """LOGIN (on client, or a new connection each try) until it is not
         a temporary failure: after a reload auth restarts with the new
-        settings, and until imap-login has its socket to the new one a
-        login gets NO [UNAVAILABLE]. Returns the last response."""
+        settings; imap-login parks logins until it has its socket to the
+        new one (test_auth_park.py), but one past login_auth_park_limit or
+        _timeout still gets NO [UNAVAILABLE]. Returns the connection."""
         password = self.users[user]["password"]
 
         def once():

@@ -118,6 +118,8 @@ static void test_defaults(void)
 	test_assert_int(set->mail_max_user_connections, 200);
 	test_assert_int(set->login_max_connections_per_ip, 100);
 	test_assert_int(set->imap_max_auth_attempts, 3);
+	test_assert_int(set->login_auth_park_limit, 100);
+	test_assert_int(set->login_auth_park_timeout, 10);
 	test_assert_str(set->login_trusted_networks, "");
 	test_assert(moat_settings_net_match("10.0.0.0/8, 2001:db8::/32 192.0.2.1",
 					    "10.1.2.3"));
@@ -316,6 +318,10 @@ static void test_bad_values(void)
 	assert_error("badnet2.conf", "login_trusted_networks = 10.0.0.0/8 foo\n", 1,
 		     "'foo' is not ADDRESS");
 	assert_error("badmaxauth.conf", "imap_max_auth_attempts = 0\n", 1, "");
+	assert_error("badpark1.conf", "login_auth_park_timeout = 0\n", 1,
+		     "at least 1");
+	assert_error("badpark2.conf", "login_auth_park_limit = 100001\n", 1,
+		     "at most 100000");
 	assert_error("bad12.conf", "imap_max_bad_commands = 0\n", 1,
 		     "at least 1");
 	assert_error("badpipe1.conf", "imap_max_pipelined_commands = 0\n", 1,

@@ -266,7 +266,55 @@ static void test_landlock_auth_reads_its_files(void)
 	run_confined(none, none, login_checks);
 }
 
+/* auth-worker: what PAM and NSS read, its own /proc entry; nothing else
+   (no file of ours, no other process, no /usr/bin, no device), nothing
+   written, nothing executed. */
+static int auth_worker_checks(void)
+{
+	if (!can_open("/etc/passwd", O_RDONLY))
+		return 1;
+	if (can_open("/etc/passwd", O_WRONLY))
+		return 2;
+	if (!can_open("/proc/self/status", O_RDONLY))
+		return 3;
+	if (can_open(passdb_file, O_RDONLY) || errno != EACCES)
+		return 4;
+	if (can_open(path(test_tmpdir(), "planted"), O_WRONLY | O_CREAT))
+		return 5;
+	DIR *dir = opendir("/usr/lib");
+	if (dir == NULL)
+		return 6;
+	closedir(dir);
+	if (opendir("/usr/bin") != NULL || errno != EACCES)
+		return 7;
+	char *const argv[] = { (char *)"true", NULL };
+	char *const envp[] = { NULL };
+	if (execve("/bin/true", argv, envp) == 0 || errno != EACCES)
+		return 8;
+	/* its own /proc entry only; no device */
+	if (can_open("/proc/1/status", O_RDONLY) || errno != EACCES)
+		return 9;
+	if (can_open("/dev/null", O_RDONLY))
+		return 10;
+	return 0;
+}
+
+static void test_landlock_auth_worker_pam(void)
+{
+	(void)snprintf(passdb_dir, sizeof(passdb_dir), "%s/etc-worker",
+		       test_tmpdir());
+	(void)snprintf(passdb_file, sizeof(passdb_file), "%s/users",
+		       passdb_dir);
+	test_assert(mkdir(passdb_dir, 0700) == 0);
+	int fd = open(passdb_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	test_assert(fd >= 0 && write(fd, "u\n", 2) == 2);
+	close(fd);
+	const char *const none[] = { NULL };
+	run_confined(landlock_pam_ro_paths, none, auth_worker_checks);
+}
+
 TEST_MAIN(TEST(test_landlock_other_user_unreachable),
 	  TEST(test_landlock_missing_path),
 	  TEST(test_landlock_auth_reads_its_files),
+	  TEST(test_landlock_auth_worker_pam),
 	  TEST(test_landlock_login_nothing))
