@@ -3,6 +3,7 @@
    process. */
 #include "lmtp-common.h"
 #include "lmtp-master.h"
+#include "lmtp-delivery.h"
 
 struct lmtp_rcpt_wait {
 	struct lmtp_rcpt_wait *next, *prev;
@@ -90,6 +91,8 @@ static void master_input(void *context, const char *const *args, int fd)
 	}
 	if (strcmp(args[0], "SHUTDOWN") == 0 && count == 1 && fd < 0) {
 		proc->shutting_down = true;
+		/* idle sockets would keep the users' processes */
+		lmtp_delivery_pool_deinit(proc);
 		lmtp_listen_update(proc);
 		if (proc->client_count == 0)
 			master_service_stop(proc->service);
