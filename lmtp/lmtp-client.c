@@ -497,6 +497,7 @@ static void cmd_rcpt(struct lmtp_client *client, const char *args)
 	/* the user had a delivery a moment ago: its socket, no lookup */
 	struct lmtp_delivery *pooled = lmtp_delivery_take(client->proc, key);
 	if (pooled != NULL) {
+		client->proc->rcpts_reused++;
 		rcpt_accept(client, lmtp_delivery_get_user(pooled), -1, &pooled);
 		return;
 	}

@@ -79,6 +79,8 @@ struct lmtp_process {
 	/* metrics: recipients' DATA answers by class (2xx 4xx 5xx), not yet
 	   sent to master (lmtp-master.h) */
 	uint64_t deliveries[LMTP_DELIVERY_RESULTS];
+	/* recipients accepted over a kept delivery socket, not yet sent */
+	uint64_t rcpts_reused;
 	struct timeout *to_stats;
 	/* idle delivery sockets for the next recipient of their user
 	   (lmtp-delivery.h), doubly linked */

@@ -3,6 +3,7 @@
 #include "lmtp-delivery.h"
 
 #include <poll.h>
+#include <time.h>
 
 /* lmtp's userdb keys: master's RCPT field limit (lmtp-client.c). */
 #define LMTP_DELIVERY_KEY_MAX 256
@@ -17,7 +18,18 @@ struct lmtp_delivery {
 	void *context;
 	bool pooled;
 	struct timeout *to_expire;           /* while pooled */
+	/* master's lookup is this old then: no reuse from then on, however
+	   often the socket was used meanwhile */
+	uint64_t expires_msecs;
 };
+
+static uint64_t now_msecs(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static void pool_unlink(struct lmtp_delivery *d)
 {
@@ -66,6 +78,7 @@ lmtp_delivery_create(struct lmtp_process *proc, int fd, const char *key,
 	struct lmtp_delivery *d = i_malloc(sizeof(*d));
 
 	d->proc = proc;
+	d->expires_msecs = now_msecs() + LMTP_DELIVERY_REUSE_MSECS;
 	/* longer ones are never pooled (empty key) */
 	if (strlen(key) <= LMTP_DELIVERY_KEY_MAX &&
 	    strlen(user) <= LMTP_DELIVERY_KEY_MAX) {
@@ -97,7 +110,7 @@ lmtp_delivery_take(struct lmtp_process *proc, const char *key)
 		if (strcmp(d->key, key) != 0)
 			continue;
 		pool_unlink(d);
-		if (!delivery_idle_ok(d)) {
+		if (now_msecs() >= d->expires_msecs || !delivery_idle_ok(d)) {
 			delivery_free(d);
 			continue;
 		}
@@ -147,7 +160,9 @@ void lmtp_delivery_release(struct lmtp_delivery **_delivery, bool in_step)
 	proc = d->proc;
 	d->callback = NULL;
 	d->context = NULL;
+	uint64_t now = now_msecs();
 	if (!in_step || d->key[0] == '\0' || proc->shutting_down ||
+	    now >= d->expires_msecs ||
 	    proc->delivery_pool_count >= LMTP_DELIVERY_POOL_MAX) {
 		delivery_free(d);
 		return;
@@ -158,7 +173,8 @@ void lmtp_delivery_release(struct lmtp_delivery **_delivery, bool in_step)
 	proc->delivery_pool = d;
 	d->pooled = true;
 	proc->delivery_pool_count++;
-	d->to_expire = timeout_add(proc->ioloop, LMTP_DELIVERY_REUSE_MSECS,
+	d->to_expire = timeout_add(proc->ioloop,
+				   (unsigned int)(d->expires_msecs - now),
 				   delivery_expire, d);
 }
 

@@ -10,16 +10,17 @@
    userdb key in that time takes it instead of a new lookup through master
    and auth, a new socket and a new handshake. Under a stream of mail for
    one user (the group commit's best case) that is most of a
-   transaction's routing. The price: a change of the userdb (a user
-   removed, moved to another uid or home) reaches at most one
-   LMTP_DELIVERY_REUSE_MSECS later. An idle socket keeps the imap process
+   transaction's routing. The time counts from master's lookup, not from
+   the last use: a change of the userdb (a user removed, moved to another
+   uid or home) reaches lmtp at most LMTP_DELIVERY_REUSE_MSECS later. An idle socket keeps the imap process
    (it counts as one of its connections); one whose process went away is
    dropped, never handed out. */
 
 #include "lmtp-common.h"
 
-/* How long a socket waits for the next recipient of its user: long
-   enough for an MTA's next transaction, short against userdb changes. */
+/* How long after master's lookup a socket may serve the next recipients
+   of its user: many transactions of a stream, short against userdb
+   changes. */
 #define LMTP_DELIVERY_REUSE_MSECS 1000
 /* Idle sockets in the pool of one lmtp process (an fd each, and a
    connection of an imap process); beyond it a released one is closed. */

@@ -104,19 +104,22 @@ static void master_input(void *context, const char *const *args, int fd)
 
 static void stats_flush(struct lmtp_process *proc)
 {
-	char nums[LMTP_DELIVERY_RESULTS][24];
-	uint64_t sum = 0;
+	char nums[LMTP_DELIVERY_RESULTS + 1][24];
+	uint64_t sum = proc->rcpts_reused;
 
 	for (unsigned int i = 0; i < LMTP_DELIVERY_RESULTS; i++) {
 		sum += proc->deliveries[i];
 		snprintf(nums[i], sizeof(nums[i]), "%llu",
 			 (unsigned long long)proc->deliveries[i]);
 	}
+	snprintf(nums[LMTP_DELIVERY_RESULTS], sizeof(nums[0]), "%llu",
+		 (unsigned long long)proc->rcpts_reused);
 	if (sum == 0 || proc->master == NULL)
 		return;
 	(void)ipc_sendv(proc->master, -1, "DELIVERY-STATS", nums[0], nums[1],
-			nums[2], NULL);
+			nums[2], nums[3], NULL);
 	memset(proc->deliveries, 0, sizeof(proc->deliveries));
+	proc->rcpts_reused = 0;
 }
 
 static void stats_timeout(void *context)
