@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # LMTP deliveries per second, moat against Dovecot's LMTP (dovecot-lmtpd,
 # stock settings: mail_fsync = optimized, as moat's default), same machine,
-# same run: to one user and to 20 users, over 1 and 10 connections, and 20
-# connections into one mailbox (group commit: against one connection),
+# same run: to one user and to 20 users, over 1, 5, 10 and 20 connections
+# (20 into one mailbox: the group commit, against one connection),
 # and how soon a session in IDLE hears of a delivery.
 # Usage: bench/lmtp-compare.sh [PREFIX] [SECONDS]
 #   PREFIX: an installed moat (default build/run/local... ./local)
@@ -39,7 +39,7 @@ run_server() {   # NAME: the whole table for one server
 		BENCH_LMTP_PORT=$lmtp bench_start_dovecot "$dir" "$port" stock
 		pid=$DOVECOT_PID
 	fi
-	for shape in "1 1" "1 10" "20 1" "20 10" "1 20"; do
+	for shape in "1 1" "1 5" "1 10" "1 20" "20 1" "20 5" "20 10" "20 20"; do
 		set -- $shape
 		/usr/bin/python3 "$here/lmtpload.py" --port "$lmtp" --users "$1" \
 			--clients "$2" --seconds "$secs" | sed "s/^RESULT /RESULT server=$name /"
@@ -68,9 +68,10 @@ for k in sorted(moat):
     print(f"| {k[0]} | {k[1]} | {m:.0f} | {d:.0f} | {m / d:.2f}x |" if d else
           f"| {k[0]} | {k[1]} | {m:.0f} | - | - |")
 one = moat.get((1, 1), (0,))[0]
-twenty = moat.get((1, 20), (0,))[0]
 if one:
-    print(f"\n20 connections into one mailbox: {twenty / one:.2f}x one connection (moat)")
+    for n in (5, 10, 20):
+        if (1, n) in moat:
+            print(f"{n} connections into one mailbox: {moat[(1, n)][0] / one:.2f}x one connection (moat)")
 for name, path in (("moat", sys.argv[1]), ("Dovecot", sys.argv[2])):
     for line in open(path):
         m = re.search(r"workload=idle-latency .*p50_ms=([\d.]+) p99_ms=([\d.]+)", line)

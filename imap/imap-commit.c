@@ -9,7 +9,6 @@
 struct commit_group {
 	struct imap_commit_req *head, *base;
 	uint64_t bytes, count;
-	bool multi;        /* a MULTIAPPEND is in it */
 	bool deferred;     /* its syncs wait for the batch's syncfs */
 	bool committed;
 };
@@ -182,7 +181,6 @@ static unsigned int commit_split(struct imap_user *user,
 			messages += r->count;
 			g->bytes += r->bytes;
 			g->count += r->count;
-			g->multi = g->multi || r->count > 1;
 		}
 	}
 	return count;
@@ -238,13 +236,15 @@ static int commit_group(struct commit_group *g, bool defer)
 	}
 	if (g->base == NULL)
 		return 0;
-	/* a MULTIAPPEND keeps its own syncs: its journal must be on disk
-	   before its first message is in cur/ (all or none after a power
-	   loss too) */
+	/* a MULTIAPPEND's journal is still synced here, on the loop: it
+	   must be on disk before its first message is in cur/ (all or none
+	   after a power loss too); the rest of its publish waits for the
+	   batch's syncfs like everyone's, and the journal stays until then
+	   (mailbox_fsync_deferred_done()) */
 	struct mailbox *box = g->base->box;
 	uint32_t first_uid;
 	/* false for a mail_fsync = never handle: nothing to sync later */
-	g->deferred = defer && !g->multi && mailbox_fsync_defer(box, true);
+	g->deferred = defer && mailbox_fsync_defer(box, true);
 	int ret = mailbox_append_multi_commit(&g->base->save, &first_uid,
 					      &error);
 	/* errno is still the failed call's unless the storage layer made
@@ -343,6 +343,15 @@ static void commit_final_synced(struct fsync_job *job, void *context)
 	struct imap_commit_batch *batch = context;
 
 	i_close_fd(&batch->sync_fd);
+	/* durable (or failed): the journals of the deferred publishes have
+	   done their work */
+	for (unsigned int i = 0; i < batch->group_count; i++) {
+		const char *error;
+		if (batch->groups[i].deferred &&
+		    mailbox_fsync_deferred_done(batch->groups[i].base->box,
+						&error) < 0)
+			i_error("%s", error);
+	}
 	if (job->count > 0 && job->error != 0) {
 		/* published but maybe not durable: not acknowledged */
 		errno = job->error;

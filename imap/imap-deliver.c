@@ -52,13 +52,28 @@ struct deliver_conn {
 	struct ipc_conn *ipc;
 };
 
+/* How long a folder stays open after its last delivery: under a steady
+   stream of mail every group commit would otherwise close it and the
+   next delivery reopen it (a mailbox_open() with its sync each time);
+   a quiet folder is given back soon. */
+#define DELIVER_BOX_LINGER_MSECS 2000
+/* Folders kept open with no delivery pending: each holds descriptors
+   and its index mapped; a stream into more folders closes the rest. */
+#define DELIVER_BOX_IDLE_MAX 16
+
 /* A folder open for the pending deliveries into it (name as lmtp sent
-   it), shared by them and closed with the last. */
+   it), shared by them and kept open for DELIVER_BOX_LINGER_MSECS after
+   the last. */
 struct deliver_box {
 	struct deliver_box *next;
+	struct imap_user *user;
 	char *name;
 	struct mailbox *box;
 	unsigned int refs;
+	struct timeout *to_close;   /* while refs == 0 */
+	/* INBOX for a folder that did not exist: not kept (the folder may
+	   be created before the next delivery) */
+	bool fallback;
 };
 
 /* A DELIVER staged in tmp/ and queued for the group commit
@@ -164,6 +179,44 @@ static int deliver_open_box(struct imap_user *user, const char *name,
 	return ret < 0 ? -1 : 0;
 }
 
+static void deliver_box_close(struct imap_user *user, struct deliver_box *db)
+{
+	struct deliver_box **p = &user->deliver_boxes;
+
+	i_assert(db->refs == 0);
+	while (*p != db)
+		p = &(*p)->next;
+	*p = db->next;
+	timeout_remove(&db->to_close);
+	mailbox_close(&db->box);
+	i_free(db->name);
+	i_free(db);
+}
+
+static void deliver_box_linger_end(void *context)
+{
+	struct deliver_box *db = context;
+
+	db->to_close = NULL;
+	deliver_box_close(db->user, db);
+}
+
+/* A folder kept open since its last delivery, made current again; false
+   (and closed) when it is gone or cannot be read: opened anew then. */
+static bool deliver_box_reuse(struct imap_user *user, struct deliver_box *db)
+{
+	const char *error;
+
+	timeout_remove(&db->to_close);
+	/* deleted or renamed meanwhile: the name may be another folder
+	   now (or INBOX, the fallback) */
+	if (!mailbox_is_stale(db->box) &&
+	    mailbox_sync(db->box, true, NULL, NULL, &error) == 0)
+		return true;
+	deliver_box_close(user, db);
+	return false;
+}
+
 /* The open folder for name, shared with the other pending deliveries
    there. */
 static int deliver_box_get(struct imap_user *user, const char *name,
@@ -172,16 +225,21 @@ static int deliver_box_get(struct imap_user *user, const char *name,
 	struct deliver_box *db;
 
 	for (db = user->deliver_boxes; db != NULL; db = db->next) {
-		if (strcmp(db->name, name) == 0) {
-			db->refs++;
-			*box_r = db->box;
-			return 0;
-		}
+		if (strcmp(db->name, name) == 0)
+			break;
+	}
+	if (db != NULL && (db->refs > 0 || deliver_box_reuse(user, db))) {
+		db->refs++;
+		*box_r = db->box;
+		return 0;
 	}
 	struct mailbox *box;
 	if (deliver_open_box(user, name, &box, error_r) < 0)
 		return -1;
 	db = i_malloc(sizeof(*db));
+	db->user = user;
+	db->fallback = name[0] != '\0' && !mailbox_name_is_inbox(name) &&
+		mailbox_name_is_inbox(mailbox_get_name(box));
 	db->name = i_strdup(name);
 	db->box = box;
 	db->refs = 1;
@@ -203,10 +261,15 @@ static void deliver_box_put(struct imap_user *user, struct mailbox **_box)
 	struct deliver_box *db = *p;
 	if (--db->refs > 0)
 		return;
-	*p = db->next;
-	mailbox_close(&db->box);
-	i_free(db->name);
-	i_free(db);
+	unsigned int idle = 0;
+	for (struct deliver_box *d = user->deliver_boxes; d != NULL; d = d->next)
+		idle += d->refs == 0 ? 1 : 0;
+	if (db->fallback || idle > DELIVER_BOX_IDLE_MAX) {
+		deliver_box_close(user, db);
+		return;
+	}
+	db->to_close = timeout_add(user->ioloop, DELIVER_BOX_LINGER_MSECS,
+				   deliver_box_linger_end, db);
 }
 
 static uint64_t folder_hash(const char *path)
@@ -640,6 +703,8 @@ void imap_deliver_conns_destroy_all(struct imap_user *user)
 		}
 		req_free(user, req);
 	}
-	i_assert(user->deliver_boxes == NULL);
+	/* what is left is kept open for the next delivery */
+	while (user->deliver_boxes != NULL)
+		deliver_box_close(user, user->deliver_boxes);
 	i_free(user->deliver_seen);
 }

@@ -155,6 +155,11 @@ int mailbox_expunge_sync(struct mailbox *box, const char **error_r);
    reports success. Returns true if that changed anything (false for a
    MAILBOX_OPEN_NO_FSYNC handle, which syncs nothing anyway). */
 bool mailbox_fsync_defer(struct mailbox *box, bool defer);
+/* After that syncfs (or its failure): removes what a deferred commit
+   keeps until its changes are durable (the journal of a set that must
+   appear all or none, maildir-staged.c). No-op when there is none.
+   Returns 0 or -1. */
+int mailbox_fsync_deferred_done(struct mailbox *box, const char **error_r);
 /* syncfs(2) of the file system holding the folder: everything written
    there so far is on disk. Returns 0 or -1. */
 int mailbox_syncfs(struct mailbox *box, const char **error_r);

@@ -41,6 +41,12 @@ struct mailbox_append_multi {
 	bool group;
 	int sync_fd;
 	bool data_synced;    /* mailbox_append_multi_sync_data() did it */
+	/* the most messages of one source (a MULTIAPPEND) merged in: only
+	   such a set must appear all or none, so only it is journaled;
+	   independent deliveries and APPENDs merged by the group commit
+	   are not (a crash may publish some of them: none was answered) */
+	unsigned int unit;
+	bool merged;
 };
 
 struct mailbox_append_multi *mailbox_append_multi_begin(struct mailbox *box)
@@ -178,6 +184,8 @@ unsigned int mailbox_append_multi_merge(struct mailbox_append_multi *dst,
 {
 	struct mailbox_append_multi *src = *_src;
 	unsigned int first = dst->count;
+	unsigned int dst_unit = dst->merged ? dst->unit : dst->count;
+	unsigned int src_unit = src->merged ? src->unit : src->count;
 
 	i_assert(dst->cur == NULL && !dst->failed && dst->group);
 	i_assert(src->cur == NULL && !src->failed && src->group);
@@ -194,6 +202,8 @@ unsigned int mailbox_append_multi_merge(struct mailbox_append_multi *dst,
 	}
 	/* synced only if all of it was */
 	dst->data_synced = dst->data_synced && src->data_synced;
+	dst->unit = MAX(dst_unit, src_unit);
+	dst->merged = true;
 	/* its files are dst's now: nothing of them is unlinked here */
 	src->count = 0;
 	multi_free(_src, false);
@@ -337,8 +347,9 @@ static int multi_publish(struct mailbox_append_multi *ctx,
 	struct maildir_uidlist *ul = box->uidlist;
 
 	*first_uid_r = maildir_uidlist_get_next_uid(ul);
-	if (mailbox_staged_begin(box, multi_pair_cb, ctx, ctx->count,
-				 error_r) < 0)
+	unsigned int unit = ctx->merged ? ctx->unit : ctx->count;
+	if (unit > 1 && mailbox_staged_begin(box, multi_pair_cb, ctx,
+					     ctx->count, error_r) < 0)
 		return -1;
 	for (unsigned int i = 0; i < ctx->count; i++) {
 		struct multi_item *item = &ctx->items[i];

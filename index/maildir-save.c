@@ -235,10 +235,19 @@ int mailbox_publish_staged(struct mailbox *box, mailbox_publish_func_t *publish,
 					     box->cur_dir);
 		ret = -1;
 	}
-	/* published and durable: the journal has done its work */
-	if (mailbox_staged_end(box, &end_error) < 0)
+	/* published and durable: the journal has done its work. A deferred
+	   publish is durable only after the caller's syncfs: until then a
+	   lost rename must still be rolled forward after a crash, so the
+	   journal stays for mailbox_fsync_deferred_done(). */
+	if ((ret < 0 || !box->fsync_deferred) &&
+	    mailbox_staged_end(box, &end_error) < 0)
 		i_error("%s", end_error);
 	return ret;
+}
+
+int mailbox_fsync_deferred_done(struct mailbox *box, const char **error_r)
+{
+	return mailbox_staged_end(box, error_r);
 }
 
 int mailbox_append_finish(struct mailbox_append_ctx **_ctx, uint32_t *uid_r,

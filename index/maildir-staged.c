@@ -30,7 +30,9 @@
 
 static bool staged_fsync(struct mailbox *box)
 {
-	return (box->flags & MAILBOX_OPEN_NO_FSYNC) == 0;
+	/* a group commit defers the publish's syncs to its syncfs, never
+	   the journal's: it must be on disk before the first rename */
+	return (box->flags & MAILBOX_OPEN_NO_FSYNC) == 0 || box->fsync_deferred;
 }
 
 static int staged_path(struct mailbox *box, const char *suffix, char *buf,

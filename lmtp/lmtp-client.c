@@ -3,6 +3,7 @@
 #include "lmtp-client.h"
 #include "lmtp-data.h"
 #include "lmtp-master.h"
+#include "lmtp-delivery.h"
 #include "sock-linger.h"
 #include "lmtp-proto.h"
 #include "utf8.h"
@@ -30,7 +31,7 @@ struct lmtp_recipient {
 	char address[LMTP_PATH_MAX + 1];    /* as in RCPT TO */
 	char mailbox[LMTP_PATH_MAX + 1];    /* detail folder, "" = INBOX */
 	char user[LMTP_USERDB_KEY_MAX + 1]; /* canonical, from master */
-	struct ipc_conn *deliver;           /* NULL for a duplicate */
+	struct lmtp_delivery *deliver;      /* NULL for a duplicate */
 	struct lmtp_recipient *dup_of;      /* same user and folder */
 	bool waiting, answered;
 	char reply[LMTP_REPLY_MAX];
@@ -55,6 +56,7 @@ struct lmtp_client {
 	unsigned int rcpt_count, rcpt_alloc, next_reply;
 	struct lmtp_rcpt_wait *rcpt_wait;
 	struct lmtp_rcpt_addr pending_rcpt;
+	char pending_key[LMTP_USERDB_KEY_MAX + 1];
 	struct lmtp_data *data;
 	uint64_t bdat_left;
 	bool bdat_last, bdat_discard;
@@ -64,6 +66,14 @@ struct lmtp_client {
 static void client_process(struct lmtp_client *client);
 static void client_io_update(struct lmtp_client *client);
 static void client_schedule(struct lmtp_client *client);
+
+/* Its delivery socket goes back to the pool when no DELIVER on it waits
+   for an answer (lmtp-delivery.h). */
+static void rcpt_free(struct lmtp_recipient *rcpt)
+{
+	lmtp_delivery_release(&rcpt->deliver, !rcpt->waiting);
+	i_free(rcpt);
+}
 
 static void client_destroy(struct lmtp_client *client)
 {
@@ -81,11 +91,8 @@ static void client_destroy(struct lmtp_client *client)
 	proc->client_count--;
 
 	lmtp_master_rcpt_abort(&client->rcpt_wait);
-	for (unsigned int i = 0; i < client->rcpt_count; i++) {
-		if (client->rcpts[i]->deliver != NULL)
-			ipc_conn_destroy(&client->rcpts[i]->deliver);
-		i_free(client->rcpts[i]);
-	}
+	for (unsigned int i = 0; i < client->rcpt_count; i++)
+		rcpt_free(client->rcpts[i]);
 	i_free(client->rcpts);
 	lmtp_data_destroy(&client->data);
 	io_remove(&client->io);
@@ -154,11 +161,8 @@ static void client_bad(struct lmtp_client *client, const char *reply)
 static void transaction_reset(struct lmtp_client *client)
 {
 	lmtp_master_rcpt_abort(&client->rcpt_wait);
-	for (unsigned int i = 0; i < client->rcpt_count; i++) {
-		if (client->rcpts[i]->deliver != NULL)
-			ipc_conn_destroy(&client->rcpts[i]->deliver);
-		i_free(client->rcpts[i]);
-	}
+	for (unsigned int i = 0; i < client->rcpt_count; i++)
+		rcpt_free(client->rcpts[i]);
 	client->rcpt_count = 0;
 	client->next_reply = 0;
 	lmtp_data_destroy(&client->data);
@@ -234,7 +238,7 @@ static void deliver_input(void *context, const char *const *args, int fd)
 		/* gone (crashed, killed) or confused: the MTA retries */
 		if (args != NULL)
 			i_error("user %s: malformed delivery reply", rcpt->user);
-		ipc_conn_destroy(&rcpt->deliver);
+		lmtp_delivery_release(&rcpt->deliver, false);
 		if (!rcpt->waiting)
 			return;
 		i_error("user %s: the mail process went away during delivery",
@@ -276,11 +280,13 @@ static void client_deliver(struct lmtp_client *client)
 			snprintf(id, sizeof(id), "%u", rcpt->idx);
 			rcpt->waiting = true;
 			if (rcpt->deliver == NULL ||
-			    ipc_sendv(rcpt->deliver, fd, "DELIVER", id,
-				      rcpt->mailbox, client->mail.path,
-				      rcpt->address, NULL) < 0)
+			    lmtp_delivery_send(rcpt->deliver, fd, id,
+					       rcpt->mailbox, client->mail.path,
+					       rcpt->address) < 0) {
+				lmtp_delivery_release(&rcpt->deliver, false);
 				rcpt_answer(rcpt, "451", "4.3.0", "Temporary "
 					    "failure: the mail process went away");
+			}
 		}
 	}
 	replies_flush(client);
@@ -340,6 +346,64 @@ static void cmd_mail(struct lmtp_client *client, const char *args)
 	client_send(client, "250 2.1.0 OK");
 }
 
+/* The pending RCPT is accepted for user: fd is master's new delivery
+   socket, or -1 with *pooled one from the pool (lmtp-delivery.h). */
+static void rcpt_accept(struct lmtp_client *client, const char *user, int fd,
+			struct lmtp_delivery **pooled)
+{
+	const struct lmtp_rcpt_addr *addr = &client->pending_rcpt;
+	struct lmtp_recipient *rcpt = i_malloc(sizeof(*rcpt));
+	char local[LMTP_PATH_MAX + 1], detail[LMTP_PATH_MAX + 1];
+	char domain[LMTP_PATH_MAX + 1];
+
+	rcpt->client = client;
+	rcpt->idx = client->rcpt_count;
+	strcpy(rcpt->address, addr->path);
+	strcpy(rcpt->user, user);
+	lmtp_address_split(addr->path, client->proc->set->recipient_delimiter,
+			   local, detail, domain);
+	if (client->proc->set->lmtp_save_to_detail_mailbox)
+		strcpy(rcpt->mailbox, detail);
+	for (unsigned int i = 0; i < client->rcpt_count; i++) {
+		struct lmtp_recipient *other = client->rcpts[i];
+		if (other->dup_of == NULL &&
+		    strcmp(other->user, rcpt->user) == 0 &&
+		    strcmp(other->mailbox, rcpt->mailbox) == 0) {
+			/* one copy per user and folder */
+			rcpt->dup_of = other;
+			break;
+		}
+	}
+	if (rcpt->dup_of != NULL) {
+		if (fd >= 0)
+			close(fd);
+		else
+			lmtp_delivery_release(pooled, true);
+	} else {
+		if (fd >= 0) {
+			rcpt->deliver = lmtp_delivery_create(client->proc, fd,
+				client->pending_key, user);
+		} else {
+			rcpt->deliver = *pooled;
+			*pooled = NULL;
+		}
+		lmtp_delivery_attach(rcpt->deliver, deliver_input, rcpt);
+	}
+	if (client->rcpt_count == client->rcpt_alloc) {
+		unsigned int n = MAX(client->rcpt_alloc * 2, 8u);
+		struct lmtp_recipient **rcpts =
+			i_malloc(i_mul_size(n, sizeof(*rcpts)));
+		if (client->rcpt_count > 0)
+			memcpy(rcpts, client->rcpts, client->rcpt_count *
+			       sizeof(*rcpts));
+		i_free(client->rcpts);
+		client->rcpts = rcpts;
+		client->rcpt_alloc = n;
+	}
+	client->rcpts[client->rcpt_count++] = rcpt;
+	client_sendf(client, "250 2.1.5 <%s> OK", addr->path);
+}
+
 static void rcpt_resolved(enum lmtp_rcpt_result result, const char *user,
 			  int fd, void *context)
 {
@@ -358,49 +422,7 @@ static void rcpt_resolved(enum lmtp_rcpt_result result, const char *user,
 		client_sendf(client, "451 4.3.0 <%s> Temporary user lookup "
 			     "failure", addr->path);
 	} else {
-		struct lmtp_recipient *rcpt = i_malloc(sizeof(*rcpt));
-		char local[LMTP_PATH_MAX + 1], detail[LMTP_PATH_MAX + 1];
-		char domain[LMTP_PATH_MAX + 1];
-
-		rcpt->client = client;
-		rcpt->idx = client->rcpt_count;
-		strcpy(rcpt->address, addr->path);
-		strcpy(rcpt->user, user);
-		lmtp_address_split(addr->path,
-				   client->proc->set->recipient_delimiter,
-				   local, detail, domain);
-		if (client->proc->set->lmtp_save_to_detail_mailbox)
-			strcpy(rcpt->mailbox, detail);
-		for (unsigned int i = 0; i < client->rcpt_count; i++) {
-			struct lmtp_recipient *other = client->rcpts[i];
-			if (other->dup_of == NULL &&
-			    strcmp(other->user, rcpt->user) == 0 &&
-			    strcmp(other->mailbox, rcpt->mailbox) == 0) {
-				/* one copy per user and folder */
-				rcpt->dup_of = other;
-				break;
-			}
-		}
-		if (rcpt->dup_of != NULL) {
-			close(fd);
-		} else {
-			rcpt->deliver = ipc_conn_create(client->proc->ioloop, fd,
-				"delivery", IPC_PROTO_DELIVER, IPC_PROTO_MAJOR,
-				IPC_PROTO_MINOR, deliver_input, rcpt);
-		}
-		if (client->rcpt_count == client->rcpt_alloc) {
-			unsigned int n = MAX(client->rcpt_alloc * 2, 8u);
-			struct lmtp_recipient **rcpts =
-				i_malloc(i_mul_size(n, sizeof(*rcpts)));
-			if (client->rcpt_count > 0)
-				memcpy(rcpts, client->rcpts, client->rcpt_count *
-				       sizeof(*rcpts));
-			i_free(client->rcpts);
-			client->rcpts = rcpts;
-			client->rcpt_alloc = n;
-		}
-		client->rcpts[client->rcpt_count++] = rcpt;
-		client_sendf(client, "250 2.1.5 <%s> OK", addr->path);
+		rcpt_accept(client, user, fd, NULL);
 	}
 	client_schedule(client);
 }
@@ -469,6 +491,14 @@ static void cmd_rcpt(struct lmtp_client *client, const char *args)
 		client_sendf(client, "553 5.6.7 <%s> Non-ASCII addresses not "
 			     "permitted for that recipient",
 			     client->pending_rcpt.path);
+		return;
+	}
+	strcpy(client->pending_key, key);
+	/* the user had a delivery a moment ago: its socket, no lookup */
+	struct lmtp_delivery *pooled = lmtp_delivery_take(client->proc, key);
+	if (pooled != NULL) {
+		client->proc->rcpts_reused++;
+		rcpt_accept(client, lmtp_delivery_get_user(pooled), -1, &pooled);
 		return;
 	}
 	client->state = CLIENT_WAIT_RCPT;

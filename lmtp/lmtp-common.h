@@ -38,6 +38,7 @@
 
 struct lmtp_client;
 struct lmtp_rcpt_wait;
+struct lmtp_delivery;
 
 struct lmtp_listener {
 	struct lmtp_process *proc;
@@ -78,7 +79,13 @@ struct lmtp_process {
 	/* metrics: recipients' DATA answers by class (2xx 4xx 5xx), not yet
 	   sent to master (lmtp-master.h) */
 	uint64_t deliveries[LMTP_DELIVERY_RESULTS];
+	/* recipients accepted over a kept delivery socket, not yet sent */
+	uint64_t rcpts_reused;
 	struct timeout *to_stats;
+	/* idle delivery sockets for the next recipient of their user
+	   (lmtp-delivery.h), doubly linked */
+	struct lmtp_delivery *delivery_pool;
+	unsigned int delivery_pool_count;
 };
 
 /* main.c: a client went away (listen, load and shutdown bookkeeping). */

@@ -3,6 +3,7 @@
    process. */
 #include "lmtp-common.h"
 #include "lmtp-master.h"
+#include "lmtp-delivery.h"
 
 struct lmtp_rcpt_wait {
 	struct lmtp_rcpt_wait *next, *prev;
@@ -90,6 +91,8 @@ static void master_input(void *context, const char *const *args, int fd)
 	}
 	if (strcmp(args[0], "SHUTDOWN") == 0 && count == 1 && fd < 0) {
 		proc->shutting_down = true;
+		/* idle sockets would keep the users' processes */
+		lmtp_delivery_pool_deinit(proc);
 		lmtp_listen_update(proc);
 		if (proc->client_count == 0)
 			master_service_stop(proc->service);
@@ -101,19 +104,22 @@ static void master_input(void *context, const char *const *args, int fd)
 
 static void stats_flush(struct lmtp_process *proc)
 {
-	char nums[LMTP_DELIVERY_RESULTS][24];
-	uint64_t sum = 0;
+	char nums[LMTP_DELIVERY_RESULTS + 1][24];
+	uint64_t sum = proc->rcpts_reused;
 
 	for (unsigned int i = 0; i < LMTP_DELIVERY_RESULTS; i++) {
 		sum += proc->deliveries[i];
 		snprintf(nums[i], sizeof(nums[i]), "%llu",
 			 (unsigned long long)proc->deliveries[i]);
 	}
+	snprintf(nums[LMTP_DELIVERY_RESULTS], sizeof(nums[0]), "%llu",
+		 (unsigned long long)proc->rcpts_reused);
 	if (sum == 0 || proc->master == NULL)
 		return;
 	(void)ipc_sendv(proc->master, -1, "DELIVERY-STATS", nums[0], nums[1],
-			nums[2], NULL);
+			nums[2], nums[3], NULL);
 	memset(proc->deliveries, 0, sizeof(proc->deliveries));
+	proc->rcpts_reused = 0;
 }
 
 static void stats_timeout(void *context)

@@ -33,8 +33,10 @@ void lmtp_master_load(struct lmtp_process *proc, unsigned int clients,
 
 /* Metrics: a recipient got its DATA answer with reply code (its first
    digit decides the class). The counts go to master as deltas in one
-   DELIVERY-STATS <delivered> <tempfail> <permfail> record every
-   LMTP_STATS_FLUSH_MSECS when something changed, and at exit. */
+   DELIVERY-STATS <delivered> <tempfail> <permfail> <reused> record every
+   LMTP_STATS_FLUSH_MSECS when something changed, and at exit; reused
+   counts the recipients accepted over a kept delivery socket
+   (lmtp-delivery.h), which master adds to the routed recipients. */
 #define LMTP_STATS_FLUSH_MSECS 5000
 void lmtp_master_count_delivery(struct lmtp_process *proc, const char *code);
 

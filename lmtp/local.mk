@@ -10,6 +10,7 @@ pkglibexec_PROGRAMS += lmtp/lmtp
 lmtp_lmtp_SOURCES = \
 	lmtp/main.c lmtp/lmtp-common.h \
 	lmtp/lmtp-client.c lmtp/lmtp-client.h \
+	lmtp/lmtp-delivery.c lmtp/lmtp-delivery.h \
 	lmtp/lmtp-master.c lmtp/lmtp-master.h
 lmtp_lmtp_LDADD = lmtp/liblmtp.a $(LIBMOAT)
 

@@ -18,6 +18,7 @@
 #include "lmtp-common.h"
 #include "lmtp-client.h"
 #include "lmtp-master.h"
+#include "lmtp-delivery.h"
 #include "sock-linger.h"
 
 #include <sys/socket.h>
@@ -153,6 +154,7 @@ int main(void)
 	master_service_run(proc.service);
 
 	lmtp_client_destroy_all(&proc, "Server shutting down");
+	lmtp_delivery_pool_deinit(&proc);
 	sock_linger_set_destroy(&proc.lingers);
 	for (unsigned int i = 0; i < proc.listener_count; i++) {
 		io_remove(&proc.listeners[i].io);

@@ -313,3 +313,9 @@ void master_admin_lmtp_rcpt_ok(struct master *master)
 	if (master->admin != NULL)
 		master->admin->stats.lmtp_recipients_total++;
 }
+
+void master_admin_lmtp_rcpt_reused(struct master *master, uint64_t count)
+{
+	if (master->admin != NULL)
+		master->admin->stats.lmtp_recipients_total += count;
+}

@@ -62,6 +62,9 @@ void master_admin_deinit(struct master *master);
 /* Hooks elsewhere in master. */
 void master_admin_login_ok(struct master *master);
 void master_admin_lmtp_rcpt_ok(struct master *master);
+/* count recipients lmtp accepted over a delivery socket it kept
+   (lmtp/lmtp-delivery.h): routed too, without a lookup here */
+void master_admin_lmtp_rcpt_reused(struct master *master, uint64_t count);
 /* A USERDB-* answer of auth whose id is an admin request's: handled,
    true. Otherwise false (someone else's). */
 bool master_admin_auth_reply(struct master *master, const char *const *args);

@@ -371,17 +371,19 @@ bool master_metrics_lmtp_stats(struct master *master,
 			       const char *const *args)
 {
 	struct master_metrics_totals *t = &master->metrics->totals;
-	uint64_t v[METRICS_DELIVERY_RESULTS];
+	uint64_t v[METRICS_DELIVERY_RESULTS + 1];
 
-	/* DELIVERY-STATS <delivered> <tempfail> <permfail> */
-	if (str_array_length(args) != 1 + METRICS_DELIVERY_RESULTS)
+	/* DELIVERY-STATS <delivered> <tempfail> <permfail> <reused>: the
+	   last counts recipients routed over a kept delivery socket */
+	if (str_array_length(args) != 2 + METRICS_DELIVERY_RESULTS)
 		return false;
-	for (unsigned int i = 0; i < METRICS_DELIVERY_RESULTS; i++) {
+	for (unsigned int i = 0; i <= METRICS_DELIVERY_RESULTS; i++) {
 		if (str_to_uint64(args[1 + i], &v[i]) < 0)
 			return false;
 	}
 	for (unsigned int i = 0; i < METRICS_DELIVERY_RESULTS; i++)
 		t->deliveries[i] += v[i];
+	master_admin_lmtp_rcpt_reused(master, v[METRICS_DELIVERY_RESULTS]);
 	return true;
 }
 
