@@ -18,4 +18,5 @@ bench_imapload_SOURCES = \
 	bench/stress-reply.c \
 	bench/stress-run.c
 EXTRA_DIST += bench/compare.sh bench/smoke.sh bench/servers.sh bench/mkmaildir.py \
-	bench/stress.sh bench/tls-handshakes.py
+	bench/stress.sh bench/tls-handshakes.py bench/first-select.sh \
+	bench/big-mailbox-client.py

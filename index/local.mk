@@ -100,6 +100,12 @@ check_PROGRAMS += index/test-mailbox-view
 TESTS += index/test-mailbox-view
 index_test_mailbox_view_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_view_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+# the first index of a Maildir written straight into moat.index, and a
+# crash at each step of that build
+check_PROGRAMS += index/test-mailbox-first-build
+TESTS += index/test-mailbox-first-build
+index_test_mailbox_first_build_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_first_build_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 # expunged messages kept readable for the other session views (ghosts)
 check_PROGRAMS += index/test-maildir-ghost
 TESTS += index/test-maildir-ghost

@@ -187,6 +187,25 @@ int mail_index_load_fresh(struct mail_index *index, struct mail_index_map **map_
 /* Refresh the writer tail (lock held). Returns 0 or -1. */
 int mail_index_tail_refresh(struct mail_index *index, const char **error_r);
 
+/* Lock held: replace moat.index.log by a new empty log (tmp + rename;
+   fdatasynced first if do_fsync). keep_log2: the old log becomes .log.2
+   for readers a whole log file behind; else .log.2 goes (such readers
+   reload, doc/index-format.md "Rotation"). Returns 0 or -1. */
+int mail_index_create_log(struct mail_index *index, uint32_t seq,
+			  uint32_t prev_seq, uint32_t flags, uint32_t uidvalidity,
+			  uint64_t modseq, bool keep_log2, bool do_fsync,
+			  struct mail_transaction_log_file **file_r,
+			  const char **error_r);
+/* fsync() a directory (its renames are durable after it). 0 or -1. */
+int mail_index_fsync_dir(const char *dir);
+/* Tests only: hook(step) runs after each step of a first build
+   (mail_index_transaction_commit_first: 1 before moat.index is written,
+   2 after its rename, 3 after the new log's rename, 4 after the
+   directory's fsync), so a test can stop there to simulate a crash.
+   NULL = none. */
+typedef void mail_index_build_hook_t(unsigned int step);
+void mail_index_build_set_hook(mail_index_build_hook_t *hook);
+
 /* Whether enough log lies beyond moat.index to rewrite it. */
 bool mail_index_need_checkpoint(struct mail_index *index);
 /* Lock held: catch the view up (reporting to target), compress the cache

@@ -4,6 +4,8 @@
 #include "mail-index-private.h"
 #include "mail-cache.h"
 
+#include <sys/stat.h>
+
 /* One transaction is one log record, bounded like any record. */
 #define TRANSACTION_MAX_SIZE MAIL_TRANSACTION_MAX_SIZE
 
@@ -225,6 +227,151 @@ int mail_index_transaction_commit(struct mail_index_transaction **_t,
 	    mail_index_checkpoint(index, &cp_error) < 0)
 		i_warning("index %s: checkpoint: %s", index->dir, cp_error);
 	return ret;
+}
+
+/* ---- the first build ---- */
+
+/* Tests only (crash simulation); the one piece of module state. */
+static mail_index_build_hook_t *build_hook;
+
+void mail_index_build_set_hook(mail_index_build_hook_t *hook)
+{
+	build_hook = hook;
+}
+
+static void build_step(unsigned int step)
+{
+	if (build_hook != NULL)
+		build_hook(step);
+}
+
+static bool path_missing(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) < 0 && errno == ENOENT;
+}
+
+/* Lock held, tail fresh: the index was never written and never had a
+   message, and t needs nothing but moat.index. */
+static bool build_applies(struct mail_index_transaction *t)
+{
+	struct mail_index *index = t->index;
+
+	if (t->cache.used > 0 || t->modseq_floor > 0 ||
+	    index->tail_cursor.file->hdr.file_seq != 1 ||
+	    index->tail->hdr.next_uid > 1 || !path_missing(index->index_path))
+		return false;
+	/* a history left from an earlier index would be taken for this
+	   one's; without any, a map loaded from the new moat.index starts
+	   its histories there (nothing older exists) */
+	for (unsigned int i = 0; i < MAIL_INDEX_HISTORY_KINDS; i++) {
+		if (!path_missing(index->history_path[i]))
+			return false;
+	}
+	return true;
+}
+
+/* Lock held, build_applies(): the state so far (log 1: a header, maybe
+   keyword names) plus t, written as moat.index for a new log. */
+static int build_locked(struct mail_index_transaction *t, bool do_fsync,
+			struct mail_index_commit_result *result,
+			const char **error_r)
+{
+	struct mail_index *index = t->index;
+	struct mail_index_map *map;
+	struct mail_index_log_cursor cursor;
+	struct mail_transaction_log_file *log;
+	const char *why;
+
+	if (assign_uids(t, result, error_r) < 0 ||
+	    mail_index_load_fresh(index, &map, &cursor, error_r) <= 0)
+		return -1;
+	mail_transaction_log_file_unref(&cursor.file);
+	uint64_t modseq = map->hdr.highest_modseq + (t->changes ? 1 : 0);
+	result->modseq = modseq;
+	result->prev_first_recent_uid = map->hdr.first_recent_uid;
+	mail_transaction_rec_finish(&t->rec, modseq);
+	mail_index_map_apply(map, t->rec.data, t->rec.used, NULL);
+	/* The records are in no log: a reader of log 1 must reload from
+	   moat.index, which a RESET log makes it do (it cannot continue
+	   into one). moat.index first: a reader notices only the log. */
+	uint32_t seq = index->tail_cursor.file->hdr.file_seq + 1;
+	map->hdr.log_file_seq = seq;
+	map->hdr.log_file_offset = sizeof(struct mail_transaction_log_header);
+	build_step(1);
+	if (mail_index_map_write(map, index->index_path, do_fsync, &why) < 0) {
+		*error_r = mail_index_set_error(index, "%s: %s",
+						index->index_path, why);
+		mail_index_map_free(&map);
+		return -1;
+	}
+	build_step(2);
+	/* empty: the directory's fsync below is all it needs before a
+	   commit's own fdatasync */
+	if (mail_index_create_log(index, seq, seq - 1,
+				  MAIL_TRANSACTION_LOG_FLAG_RESET,
+				  map->hdr.uidvalidity, map->hdr.highest_modseq,
+				  false, false, &log, error_r) < 0) {
+		mail_index_map_free(&map);
+		return -1;
+	}
+	build_step(3);
+	if (do_fsync && mail_index_fsync_dir(index->dir) < 0) {
+		*error_r = mail_index_set_error(index, "fsync(%s): %s",
+						index->dir, strerror(errno));
+		mail_transaction_log_file_unref(&log);
+		mail_index_map_free(&map);
+		return -1;
+	}
+	build_step(4);
+	/* the writer tail goes on in the new log; the view reloads */
+	mail_index_map_free(&index->tail);
+	mail_transaction_log_file_unref(&index->tail_cursor.file);
+	index->tail = mail_index_map_header_copy(map);
+	index->tail_cursor.file = log;
+	index->tail_cursor.offset = log->hdr.header_size;
+	index->index_file_seq = seq;
+	index->index_file_offset = map->hdr.log_file_offset;
+	result->log_file_seq = seq;
+	result->log_file_offset = index->tail_cursor.offset;
+	mail_index_map_free(&map);
+	return 0;
+}
+
+int mail_index_transaction_commit_first(struct mail_index_transaction **_t,
+					enum mail_index_fsync_mode fsync_mode,
+					struct mail_index_commit_result *result_r,
+					const char **error_r)
+{
+	struct mail_index_transaction *t = *_t;
+	struct mail_index *index = t->index;
+	struct mail_index_commit_result result;
+
+	/* without the lock, from what the view knows: an index this handle
+	   read or wrote, or a log past the first, is not fresh any more */
+	if (index->index_file_seq != 0 || index->cursor.file->hdr.file_seq != 1)
+		return 0;
+	memset(&result, 0, sizeof(result));
+	if (mail_index_lock(index, true, error_r) < 0) {
+		transaction_free(_t);
+		return -1;
+	}
+	int ret = mail_index_tail_refresh(index, error_r);
+	if (ret == 0 && !build_applies(t)) {
+		mail_index_unlock(index);
+		return 0;
+	}
+	if (ret == 0)
+		ret = build_locked(t, fsync_mode == MAIL_INDEX_FSYNC_ALWAYS,
+				   &result, error_r);
+	mail_index_unlock(index);
+	transaction_free(_t);
+	if (ret < 0)
+		return -1;
+	if (result_r != NULL)
+		*result_r = result;
+	return 1;
 }
 
 int mail_index_sync_log(struct mail_index *index, const char **error_r)

@@ -195,13 +195,11 @@ int mail_index_log_catch_up(struct mail_index *index,
 
 /* ---- loading ---- */
 
-/* Replace moat.index.log by a new empty log. keep_log2: the old log
-   becomes .log.2 for readers a whole log file behind; else .log.2 goes
-   (such readers reload, doc/index-format.md "Rotation"). */
-static int create_log(struct mail_index *index, uint32_t seq, uint32_t prev_seq,
-		      uint32_t flags, uint32_t uidvalidity, uint64_t modseq,
-		      bool keep_log2, struct mail_transaction_log_file **file_r,
-		      const char **error_r)
+int mail_index_create_log(struct mail_index *index, uint32_t seq,
+			  uint32_t prev_seq, uint32_t flags, uint32_t uidvalidity,
+			  uint64_t modseq, bool keep_log2, bool do_fsync,
+			  struct mail_transaction_log_file **file_r,
+			  const char **error_r)
 {
 	struct mail_transaction_log_header hdr;
 
@@ -212,7 +210,16 @@ static int create_log(struct mail_index *index, uint32_t seq, uint32_t prev_seq,
 	if (keep_log2)
 		(void)link(index->log_path, index->log2_path);
 	return mail_transaction_log_file_create(index->log_path, &hdr, true,
-						file_r, error_r);
+						do_fsync, file_r, error_r);
+}
+
+static int create_log(struct mail_index *index, uint32_t seq, uint32_t prev_seq,
+		      uint32_t flags, uint32_t uidvalidity, uint64_t modseq,
+		      bool keep_log2, struct mail_transaction_log_file **file_r,
+		      const char **error_r)
+{
+	return mail_index_create_log(index, seq, prev_seq, flags, uidvalidity,
+				     modseq, keep_log2, true, file_r, error_r);
 }
 
 /* Bytes of moat.index holding map. */
@@ -324,7 +331,12 @@ static int position_cursor(struct mail_index *index, struct mail_index_map **map
 		}
 	}
 	if (!scratch && L < S && (index->flags & MAIL_INDEX_OPEN_READONLY) == 0) {
-		/* Crash in the middle of a rotation: the index is newer. */
+		/* Crash in the middle of a rotation or of a first build
+		   (mail_index_transaction_commit_first): the index is newer.
+		   The new log is a RESET one: a reader of log L that
+		   outlived the crash cannot tell whether moat.index holds
+		   only L (a rotation) or records no log has (a first
+		   build), so it reloads rather than continue. */
 		struct mail_transaction_log_file *file;
 		bool took_lock = !index->locked;
 		if (took_lock && mail_index_lock(index, true, error_r) < 0)
@@ -335,9 +347,10 @@ static int position_cursor(struct mail_index *index, struct mail_index_map **map
 				mail_index_unlock(index);
 			return 1;
 		}
-		int ret = create_log(index, S, L, 0, map->hdr.uidvalidity,
-				     map->hdr.highest_modseq,
-				     log2_worth_keeping((uint64_t)st.st_size, map),
+		int ret = create_log(index, S, L,
+				     MAIL_TRANSACTION_LOG_FLAG_RESET,
+				     map->hdr.uidvalidity,
+				     map->hdr.highest_modseq, false,
 				     &file, error_r);
 		if (took_lock)
 			mail_index_unlock(index);
@@ -546,7 +559,7 @@ bool mail_index_was_rebuilt(struct mail_index *index)
 
 /* ---- checkpoints, rotation, reset ---- */
 
-static int fsync_dir(const char *dir)
+int mail_index_fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -627,7 +640,7 @@ static int write_checkpoint(struct mail_index *index, const char **error_r)
 			       log2_worth_keeping(log_size, map), &file,
 			       error_r) < 0)
 			return -1;
-		(void)fsync_dir(index->dir);
+		(void)mail_index_fsync_dir(index->dir);
 		cursor_switch(&index->cursor, file);
 	}
 	index->index_file_seq = map->hdr.log_file_seq;
@@ -639,6 +652,14 @@ static int write_checkpoint(struct mail_index *index, const char **error_r)
 bool mail_index_need_checkpoint(struct mail_index *index)
 {
 	if (index->flags & MAIL_INDEX_OPEN_READONLY)
+		return false;
+	/* Never written and never had a message: the first log is the
+	   whole state, and the first build writes moat.index itself
+	   (mail_index_transaction_commit_first), so an empty one is not
+	   worth its syncs. */
+	if (index->index_file_seq == 0 && index->cursor.file->hdr.file_seq == 1 &&
+	    index->map->hdr.next_uid <= 1 &&
+	    index->cursor.offset < index->checkpoint_bytes)
 		return false;
 	return index->cursor.file->hdr.file_seq != index->index_file_seq ||
 		index->cursor.offset - index->index_file_offset >=
@@ -751,7 +772,8 @@ int mail_index_reset(struct mail_index *index, uint32_t uidvalidity,
 	mail_transaction_rec_finish(&index->rec_buf, map->hdr.highest_modseq);
 	ret = mail_transaction_log_append(file, file->hdr.header_size,
 					  &index->rec_buf, error_r);
-	if (ret == 0 && (fdatasync(file->fd) < 0 || fsync_dir(index->dir) < 0))
+	if (ret == 0 && (fdatasync(file->fd) < 0 ||
+			 mail_index_fsync_dir(index->dir) < 0))
 		i_warning("index %s: fsync after reset failed: %m", index->dir);
 	mail_transaction_log_file_unref(&file);
 	mail_index_map_free(&map);

@@ -241,6 +241,24 @@ int mail_index_transaction_commit(struct mail_index_transaction **t,
 				  enum mail_index_fsync_mode fsync_mode,
 				  struct mail_index_commit_result *result_r,
 				  const char **error_r);
+/* The first build of an index that was never written: the log is the
+   first one and holds no message, and there is no moat.index and no
+   history file yet. Then t's records go straight into moat.index
+   (moat.index.tmp, fdatasync, rename) and a new, RESET log starts after
+   it (renamed in, then the directory fsynced), instead of the log first
+   and moat.index again at the next checkpoint. Every moment is
+   crash-safe: before the rename there is no moat.index (the next open
+   builds again), after it a complete one (a missing new log is created
+   at open). With MAIL_INDEX_FSYNC_NEVER nothing is synced. t may have
+   no cached fields and no mail_index_raise_modseq() (their log records
+   and histories need the ordinary commit). Returns 1 (t freed, the view
+   sees the records at its next sync, as after a reset), 0 if the index
+   is not such a fresh one (t untouched: commit it the ordinary way), or
+   -1 (t freed, moat.index not replaced). */
+int mail_index_transaction_commit_first(struct mail_index_transaction **t,
+					enum mail_index_fsync_mode fsync_mode,
+					struct mail_index_commit_result *result_r,
+					const char **error_r);
 void mail_index_transaction_rollback(struct mail_index_transaction **t);
 /* fdatasync the log this handle appends to: every commit made through it
    with MAIL_INDEX_FSYNC_NEVER is durable after it. (A log rotated out

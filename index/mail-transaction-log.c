@@ -124,7 +124,7 @@ int mail_transaction_log_file_open(const char *path, bool readonly,
 
 int mail_transaction_log_file_create(const char *path,
 				     const struct mail_transaction_log_header *hdr,
-				     bool replace,
+				     bool replace, bool do_fsync,
 				     struct mail_transaction_log_file **file_r,
 				     const char **error_r)
 {
@@ -148,7 +148,8 @@ int mail_transaction_log_file_create(const char *path,
 		*error_r = set_error("open(%s): %s", target, strerror(errno));
 		return -1;
 	}
-	if (fd_pwrite_full(fd, hdr, sizeof(*hdr), 0) < 0 || fdatasync(fd) < 0 ||
+	if (fd_pwrite_full(fd, hdr, sizeof(*hdr), 0) < 0 ||
+	    (do_fsync && fdatasync(fd) < 0) ||
 	    fstat(fd, &st) < 0 || (replace && rename(tmp, path) < 0)) {
 		*error_r = set_error("write(%s): %s", target, strerror(errno));
 		i_close_fd(&fd);

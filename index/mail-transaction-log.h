@@ -109,10 +109,13 @@ int mail_transaction_log_file_open(const char *path, bool readonly,
 				   struct mail_transaction_log_file **file_r,
 				   const char **error_r);
 /* Create path (via a temporary file + rename when replace is true, else
-   O_EXCL), fsynced. Returns 0 or -1. */
+   O_EXCL), fdatasynced before the rename if do_fsync (a caller that
+   syncs the directory afterwards and has nothing in the log yet may
+   skip it: the first commit's fdatasync covers the header). Returns 0
+   or -1. */
 int mail_transaction_log_file_create(const char *path,
 				     const struct mail_transaction_log_header *hdr,
-				     bool replace,
+				     bool replace, bool do_fsync,
 				     struct mail_transaction_log_file **file_r,
 				     const char **error_r);
 /* Drop one reference; the last one closes the file. */

@@ -174,6 +174,12 @@ int mailbox_index_open(struct mailbox *box, const char **error_r);
 int mailbox_index_commit(struct mailbox *box,
 			 struct mail_index_transaction **t,
 			 const char **error_r);
+/* The first build of a never-written index straight into moat.index
+   (mail_index_transaction_commit_first()). Returns 1 (t committed), 0
+   (not a fresh index: t kept for mailbox_index_commit()), -1 (logged). */
+int mailbox_index_commit_first(struct mailbox *box,
+			       struct mail_index_transaction **t,
+			       const char **error_r);
 /* mailbox_index_commit() without the log's fdatasync: box->flags_unsynced
    says a mailbox_flags_sync() is owed (a defer_sync flag batch). */
 int mailbox_index_commit_unsynced(struct mailbox *box,

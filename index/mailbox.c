@@ -310,6 +310,26 @@ int mailbox_index_commit(struct mailbox *box,
 	return mailbox_index_commit_mode(box, t, box->fsync_mode, error_r);
 }
 
+int mailbox_index_commit_first(struct mailbox *box,
+			       struct mail_index_transaction **t,
+			       const char **error_r)
+{
+	/* Synced unless mail_fsync = never, even while the group commit
+	   defers the log's fdatasync: that later sync covers the log, not
+	   moat.index, and flags committed after the build need it. */
+	enum mail_index_fsync_mode mode =
+		(box->flags & MAILBOX_OPEN_NO_FSYNC) != 0 ?
+		MAIL_INDEX_FSYNC_NEVER : MAIL_INDEX_FSYNC_ALWAYS;
+	int ret = mail_index_transaction_commit_first(t, mode, NULL, error_r);
+
+	if (ret < 0) {
+		*error_r = mailbox_set_error(box, "index %s: first build failed: %s",
+					     box->path, *error_r);
+		i_error("%s", *error_r);
+	}
+	return ret;
+}
+
 int mailbox_index_commit_unsynced(struct mailbox *box,
 				  struct mail_index_transaction **t,
 				  const char **error_r)

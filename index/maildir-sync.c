@@ -782,8 +782,9 @@ static int sync_index_reset(struct mailbox *box, bool quiet,
 }
 
 /* Changes in one sync from which moat.index is rewritten at once: the
-   next session maps the records instead of replaying a long log (the
-   first index of a big Maildir). */
+   next session maps the records instead of replaying a long log (a big
+   rebuild; the first index of a Maildir is written straight into
+   moat.index: mailbox_index_commit_first()). */
 #define MAILDIR_SYNC_CHECKPOINT_MIN 1024
 
 static void sync_index_checkpoint(struct mailbox *box, unsigned int changes)
@@ -864,13 +865,18 @@ static int sync_index(struct mailbox *box, uint32_t scan_next_uid,
 			mail_index_transaction_rollback(&t);
 			return 0;
 		}
-		if (mailbox_index_commit(box, &t, error_r) < 0)
+		/* a never-written index: straight into moat.index, instead
+		   of the log and then moat.index at the view's next sync */
+		int built = mailbox_index_commit_first(box, &t, error_r);
+		if (built < 0 ||
+		    (built == 0 && mailbox_index_commit(box, &t, error_r) < 0))
 			return -1;
 		box->import_first_recent = 0;
 		box->import_modseq_floor = 0;
 		if (index_view_sync(box, error_r) < 0)
 			return -1;
-		sync_index_checkpoint(box, changes);
+		if (built == 0)
+			sync_index_checkpoint(box, changes);
 		return 0;
 	}
 }

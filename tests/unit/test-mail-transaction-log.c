@@ -57,10 +57,10 @@ static void test_append_read(void)
 
 	mail_transaction_log_header_init(&hdr, 1, 0, 0, 1, 0);
 	test_assert(mail_transaction_log_file_create(tmp_path("log1"), &hdr, false,
-						     &file, &error) == 0);
+						     true, &file, &error) == 0);
 	/* O_EXCL: a second creator fails */
 	test_assert(mail_transaction_log_file_create(tmp_path("log1"), &hdr, false,
-						     &file2, &error) < 0);
+						     true, &file2, &error) < 0);
 	buffer_init(&rec, 4096);
 	buffer_init(&out, MAIL_TRANSACTION_MAX_SIZE);
 	uint32_t offset = sizeof(hdr), ends[3];
