@@ -81,6 +81,11 @@ static void client_command_run(struct client_command *cmd)
 	o_stream_cork(client->output);
 	bool finished = cmd->func(cmd);
 	o_stream_uncork(client->output);
+	/* A finished command freed its own state; when its reply
+	   disconnected the client (the bad-command limit) it stays until
+	   client_destroy(), which must not cancel it a second time. */
+	if (finished)
+		cmd->cancel = NULL;
 	if (client->disconnected)
 		return;
 	if (finished) {

@@ -29,11 +29,12 @@ LIB_ALL=$(srcs lib -e '/master-service\.c$' -e '/unicode-gen\.c$')
 INDEX_ALL=$(srcs index -e '/bench-' -e '/mailbox-writer\.c$')
 MIME_ALL=$(srcs mime -e '/mime-dump\.c$')
 SESSION="tests/fuzz/session-feed.c"
+SCRATCH="tests/fuzz/scratch-dir.c"
 declare -A deps=(
 	[fuzz-imap-parser]="lib/imap-parser.c lib/imap-arg.c $LIB"
 	[fuzz-unicode-casemap]="lib/unicode-casemap.c $LIB"
 	[fuzz-sasl]="-I auth $(ls auth/sasl-*.c auth/password-scheme*.c auth/password-crypto.c auth/password-scram.c | tr '\n' ' ') $LIB -lcrypto -lcrypt -largon2"
-	[fuzz-index-files]="index/mail-index.c index/mail-index-map.c index/mail-index-modseq.c index/mail-index-view.c index/mail-index-transaction.c index/mail-transaction-log.c index/mail-cache.c $LIB -lz"
+	[fuzz-index-files]="index/mail-index.c index/mail-index-map.c index/mail-index-modseq.c index/mail-index-view.c index/mail-index-transaction.c index/mail-transaction-log.c index/mail-cache.c $SCRATCH $LIB -lz"
 	[fuzz-message-parser]="$MIME_ALL lib/imap-parser.c lib/imap-arg.c $LIB"
 	[fuzz-login-session]="-I imap-login -I key-signer $(srcs imap-login) key-signer/keyd-protocol.c $SESSION $LIB_ALL -lssl -lcrypto -lcap -lseccomp"
 	[fuzz-config]="lib/config-parser.c lib/moat-settings.c lib/settings-def.c $LIB"
@@ -41,7 +42,7 @@ declare -A deps=(
 	[fuzz-auth-client]="lib/auth-client-protocol.c lib/ipc.c lib/ioloop.c $LIB"
 	[fuzz-lmtp]="-I lmtp lmtp/lmtp-proto.c lmtp/lmtp-data.c $LIB"
 	[fuzz-haproxy-header]="lib/haproxy-header.c $LIB"
-	[fuzz-imap-session]="-I imap $(srcs imap) $INDEX_ALL $MIME_ALL $SESSION $LIB_ALL -lz -lcap -lseccomp -lcrypto"
+	[fuzz-imap-session]="-I imap $(srcs imap) $INDEX_ALL $MIME_ALL $SESSION $SCRATCH $LIB_ALL -lz -lcap -lseccomp -lcrypto"
 )
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=gnu11 -g -O1 $SAN -I $build -I lib -I index -I mime"

@@ -285,6 +285,33 @@ def select_without_mailbox(server, victim):
     assert victim.command("SELECT INBOX").ok
 
 
+def idle_bad_limit(server, _):
+    """Found by fuzz-imap-session: an IDLE ended by a line other than
+    DONE whose BAD reached imap_max_bad_commands was cancelled again when
+    the client was destroyed (a NULL dereference: the process crashed
+    with every session of the user)."""
+    c = server.login("testuser1")
+    for i in range(6):
+        tag = f"i{i}"
+        c.send(f"{tag} IDLE\r\n")
+        assert c.read_line() == b"+ idling"
+        c.send("NOT-DONE\r\n")
+        try:
+            line = c.read_line()
+        except ConnectionClosed:
+            raise AssertionError(f"closed without a BAD after IDLE {i}")
+        assert line.startswith(f"{tag} BAD".encode()), line
+        try:
+            line = c.read_line_within(0.5)
+        except ConnectionClosed:
+            raise AssertionError(f"closed without BYE after IDLE {i}")
+        if line is not None:
+            assert line.startswith(b"* BYE"), line
+            c.wait_closed(30)
+            return
+    raise AssertionError("no BYE after 6 bad IDLE endings (limit 3)")
+
+
 def symlinked_message(server, victim):
     """issue 14, finding 3 (test_abuse_storage.py has every variant)."""
     assert victim.append("INBOX", message(1)).ok
@@ -344,6 +371,8 @@ CATALOGUE = [
           "a wide tree OK",
           search_or_tree),
     Entry("select-without-mailbox", "imap", "BAD", select_without_mailbox),
+    Entry("idle-bad-limit", "imap", "BAD, BYE; the process serves on",
+          idle_bad_limit, imap_max_bad_commands=3),
     Entry("symlinked-message", "imap", "never served", symlinked_message),
     Entry("copy-onto-itself", "imap", "NO [LIMIT]", copy_onto_itself,
           mailbox_max_messages=64),
