@@ -9,15 +9,10 @@ another) or a LOGOUT in the same batch syncs before the OK goes out too;
 a STORE that changes nothing writes and syncs nothing."""
 
 import os
-import re
-import shutil
 import signal
-import subprocess
 
-import pytest
-
-from moatserver import proc_status, wait_for
-
+import strace_tracer
+from moatserver import wait_for
 from test_store_range import flags_of, ok
 import test_store_range
 
@@ -53,42 +48,18 @@ def stores(n=PIPELINE, first=1):
             for i in range(n)]
 
 
-class Strace:
+class Strace(strace_tracer.Strace):
     """strace -f of the user's imap process: fdatasync, rename and the
     writes (files and socket), in order."""
 
     def __init__(self, pid, path):
-        if shutil.which("strace") is None:
-            pytest.skip("strace is not installed")
-        self.path = path
-        self.proc = subprocess.Popen(
-            ["strace", "-f", "-qq", "-y", "-s", "4096", "-o", str(path),
-             "-e", "trace=fdatasync,fsync,rename,renameat,renameat2,"
-                   "write,writev,pwrite64,sendto,sendmsg", "-p", str(pid)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        attached = wait_for(
-            lambda: self.proc.poll() is not None or
-            int(proc_status(pid).get("TracerPid", "0")) != 0, 10)
-        if self.proc.poll() is not None or not attached:
-            err = self.proc.stderr.read().decode(errors="replace")
-            self.stop()
-            pytest.skip(f"strace cannot attach here: {err.strip()}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            self.proc.wait(30)
-        self.proc.stderr.close()
-        return self.calls()
+        super().__init__(pid, path, "fdatasync,fsync,rename,renameat,"
+                         "renameat2,write,writev,pwrite64,sendto,sendmsg",
+                         strsize=4096)
 
     def calls(self):
         """[(name, line)] in the order the process made them."""
-        out = []
-        for line in self.path.read_text(errors="replace").splitlines():
-            m = re.match(r"(?:\[pid\s+\d+\]\s+|\d+\s+)?(\w+)\(", line)
-            if m:
-                out.append((m.group(1), line))
-        return out
+        return [(name, line) for _, name, line in super().calls()]
 
 
 def check_synced_before_ok(calls, marker="OK Store completed"):
