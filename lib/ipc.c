@@ -147,7 +147,8 @@ ssize_t ipc_recv_raw(int sock, void *buf, size_t size, int *fd_r)
 
 int ipc_send(struct ipc_conn *conn, const char *const *args, int send_fd)
 {
-	if (conn->destroyed || conn->fd < 0)
+	/* NULL: a peer whose channel was already destroyed */
+	if (conn == NULL || conn->destroyed || conn->fd < 0)
 		return -1;
 
 	pool_t pool = pool_create("ipc send", 1024);

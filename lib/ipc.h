@@ -46,7 +46,8 @@ void ipc_conn_destroy(struct ipc_conn **conn);
 /* Send one record (args NULL-terminated, escaped here) with send_fd
    attached unless it is -1 (the caller keeps its copy of send_fd). Sends
    block briefly if the socket buffer is full (peers are our own
-   processes and read promptly); returns 0 or -1 (peer gone). */
+   processes and read promptly); returns 0 or -1 (peer gone, or conn
+   NULL: its channel was destroyed already). */
 int ipc_send(struct ipc_conn *conn, const char *const *args, int send_fd);
 /* Convenience: fields as varargs, NULL-terminated. */
 int ipc_sendv(struct ipc_conn *conn, int send_fd, ...) ATTR_NULL_TERMINATED;

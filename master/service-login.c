@@ -71,6 +71,12 @@ unsigned int login_count_listening(struct master *master)
 
 static void login_give_auth(struct child *login)
 {
+	/* Its channel may have closed before the process was reaped (it
+	   exits after a reload once its clients are gone): nobody to tell. */
+	if (login->conn == NULL) {
+		login->wants_auth = false;
+		return;
+	}
 	int fd = auth_connect_login(login->master, login->pid);
 	if (fd < 0) {
 		login->wants_auth = true;   /* when auth is back */
