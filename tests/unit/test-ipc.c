@@ -659,6 +659,9 @@ static void test_ipc_conn_pause_and_send_fail(void)
 	log_silence(false);
 	run_loop(ioloop);
 	test_assert_int(a.closed, 1);
+	/* A channel already destroyed (NULL): the same failure, no crash. */
+	test_assert(b.conn == NULL);
+	test_assert(ipc_sendv(b.conn, -1, "LOST", NULL) < 0);
 	peer_deinit(&a);
 	peer_deinit(&b);
 	io_loop_destroy(&ioloop);
