@@ -51,13 +51,30 @@ def uid_by_mid(c, box):
 
 def stop_process(pid):
     """SIGSTOP, then wait until the process is stopped (the signal is
-    asynchronous: kill() returns before it takes effect)."""
+    asynchronous: kill() returns before it takes effect; a traced process
+    shows "t", not "T")."""
     os.kill(pid, signal.SIGSTOP)
 
     def stopped():
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "T"
+            return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
     assert wait_for(stopped, 10)
+
+
+def finish_in_one_turn(setup, pid, clients):
+    """Each client has sent all of an APPEND but its final CRLF: once the
+    process has read every literal (the turn that answered setup's first
+    NOOP saw them all readable, the second NOOP came after it), the
+    CRLFs are sent while it is stopped, so that one turn reads them all."""
+    assert setup.command("NOOP").ok
+    assert setup.command("NOOP").ok
+    stop_process(pid)
+    try:
+        for c in clients:
+            c.send(b"\r\n")
+        assert wait_for(lambda: all(delivered(c) for c in clients), 10)
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def delivered(c):
@@ -154,17 +171,7 @@ def test_appends_of_one_turn_share_one_commit(moat_server):
         assert c.read_tagged(tag).status == "+"
         c.send(m)             # all but the final CRLF
         tags.append((tag, box))
-    # the process has read every literal: the turn that answered the
-    # first NOOP saw them all readable, the second NOOP came after it
-    assert setup.command("NOOP").ok
-    assert setup.command("NOOP").ok
-    stop_process(pid)
-    try:
-        for c in clients:
-            c.send(b"\r\n")
-        assert wait_for(lambda: all(delivered(c) for c in clients), 10)
-    finally:
-        os.kill(pid, signal.SIGCONT)
+    finish_in_one_turn(setup, pid, clients)
     uids = {"INBOX": [], "Other": []}
     for c, (tag, box) in zip(clients, tags):
         r = c.read_tagged(tag)

@@ -21,7 +21,7 @@ import pytest
 
 import strace_tracer
 from moatserver import wait_for
-from test_append_group import appenduids, delivered, message
+from test_append_group import appenduids, finish_in_one_turn, message
 from test_lmtp import MSG, Lmtp, data, start
 
 
@@ -34,17 +34,6 @@ class Strace(strace_tracer.Strace):
 
     def __init__(self, pid, path):
         super().__init__(pid, path, self.TRACE)
-
-
-def stop_process(pid):
-    """SIGSTOP and wait until it took effect (a traced process shows
-    "t", not "T")."""
-    os.kill(pid, signal.SIGSTOP)
-
-    def stopped():
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
-    assert wait_for(stopped, 10)
 
 
 def unique(n):
@@ -150,16 +139,7 @@ def test_merged_appends_are_not_journaled(moat_server, tmp_path):
         assert c.read_tagged(tag).status == "+"
         c.send(m)
         tags.append(tag)
-    # the process has read every literal (test_append_group.py)
-    assert setup.command("NOOP").ok
-    assert setup.command("NOOP").ok
-    stop_process(pid)
-    try:
-        for c in clients:
-            c.send(b"\r\n")
-        assert wait_for(lambda: all(delivered(c) for c in clients), 10)
-    finally:
-        os.kill(pid, signal.SIGCONT)
+    finish_in_one_turn(setup, pid, clients)
     uids = []
     for c, tag in zip(clients, tags):
         r = c.read_tagged(tag)
