@@ -20,19 +20,8 @@ static void notify_schedule(struct imap_notify_state *st)
 
 bool imap_notify_is_subscribed(struct imap_user *user, const char *name)
 {
-	struct mailbox_list *list;
-	const char *error;
-	bool ret = false;
-
-	if (mailbox_list_read(user->mail_root, NULL, &list, &error) < 0) {
-		i_error("NOTIFY: %s", error);
-		return false;
-	}
-	const struct mailbox_list_node *node = mailbox_list_lookup(list, name);
-	if (node != NULL)
-		ret = (node->flags & MAILBOX_NODE_SUBSCRIBED) != 0;
-	mailbox_list_free(&list);
-	return ret;
+	/* asked per event and session: the memo, not a scan of the root */
+	return mailbox_list_is_subscribed(user->mail_root, name);
 }
 
 /* Remember that name has something to tell (merged per name and kind).

@@ -266,6 +266,17 @@ static void list_add_subscriptions(struct mailbox_list *list,
 	}
 }
 
+bool mailbox_list_is_subscribed(const char *root, const char *name)
+{
+	if (!subs_memo_update(root))
+		return false;
+	for (unsigned int i = 0; i < subs_memo.count; i++) {
+		if (strcmp(subs_memo.names[i], name) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* Every ancestor of every node becomes a node (flags 0 if missing). */
 static void list_add_ancestors(struct mailbox_list *list)
 {

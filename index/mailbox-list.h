@@ -116,6 +116,10 @@ int mailbox_list_rename(const char *root, const char *oldname,
 int mailbox_list_subscribe(const char *root, const char *name, bool set,
 			   enum mailbox_list_error *code_r,
 			   const char **error_r);
+/* Whether the normalized name is in the subscriptions file (existing or
+   not), from the process's memo of the file: a stat per call while the
+   file is unchanged. False if it cannot be read (logged). */
+bool mailbox_list_is_subscribed(const char *root, const char *name);
 /* For mailbox_open(): whether name is a selectable folder (INBOX always
    is), with its normalized name and path. Invalid names are not found. */
 int mailbox_list_find_folder(const char *root, const char *name,
