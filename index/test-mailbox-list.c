@@ -268,6 +268,17 @@ static void test_subscriptions(void)
 	test_assert(mailbox_list_subscribe(root, "nope", false, &code,
 					   &error) == 0);
 	test_assert_str(list_str(), "INBOX:su a:s x: x/y:u");
+	/* the memo's answer follows the file, existing folder or not */
+	test_assert(mailbox_list_is_subscribed(root, "INBOX"));
+	test_assert(mailbox_list_is_subscribed(root, "x/y"));
+	test_assert(!mailbox_list_is_subscribed(root, "a"));
+	test_assert(!mailbox_list_is_subscribed(root, "x"));
+	test_assert(mailbox_list_subscribe(root, "a", true, &code,
+					   &error) == 0);
+	test_assert(mailbox_list_is_subscribed(root, "a"));
+	test_assert(mailbox_list_subscribe(root, "a", false, &code,
+					   &error) == 0);
+	test_assert(!mailbox_list_is_subscribed(root, "a"));
 	/* garbage lines in the file are skipped */
 	char path[1024];
 	snprintf(path, sizeof(path), "%s/subscriptions", root);
