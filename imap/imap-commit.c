@@ -4,12 +4,23 @@
 #include "imap-quota.h"
 #include "fsync-thread.h"
 
+/* The final sync of a batch: the per-file syncs of what its publishes
+   wrote (3 a folder: the uidlist, the index log, cur/) while they are at
+   most this many, else one syncfs. Measured on this machine's ext4
+   (doc/performance.md, "The lone commit"): each per-file sync costs one
+   device flush, a syncfs one flush plus everything dirty on the file
+   system (other writers' too), so a few targeted syncs win and many
+   folders share one syncfs. Bounded by what one job holds. */
+#define COMMIT_TARGETED_SYNCS_MAX FSYNC_JOB_MAX_OPS
+
 /* A folder's requests in queue order, admitted ones merged into the
    first admitted one's set. */
 struct commit_group {
 	struct imap_commit_req *head, *base;
 	uint64_t bytes, count;
-	bool deferred;     /* its syncs wait for the batch's syncfs */
+	bool deferred;     /* its syncs wait for the batch's final sync */
+	bool targeted;     /* targets cover its publish (else a syncfs) */
+	struct mailbox_sync_targets targets;
 	bool committed;
 };
 
@@ -24,6 +35,7 @@ struct imap_commit_batch {
 	struct fsync_job job;
 	int sync_fd;
 	bool async;
+	bool final_syncfs;     /* the final sync is a syncfs, not targets */
 	/* the folder whose handle gives the final syncfs */
 	struct mailbox *deferred_box;
 	/* the next batch: requests that waited in the queue when the final
@@ -250,6 +262,13 @@ static int commit_group(struct commit_group *g, bool defer)
 	/* errno is still the failed call's unless the storage layer made
 	   another one after it; a wrong guess only swaps 451 and 452 */
 	int saved_errno = errno;
+	if (ret == 0 && g->deferred) {
+		int tret = mailbox_fsync_deferred_targets(box, &g->targets,
+							  &error);
+		if (tret < 0)   /* the syncfs still covers it */
+			i_error("group commit: %s", error);
+		g->targeted = tret > 0;
+	}
 	(void)mailbox_fsync_defer(box, false);
 	if (ret < 0) {
 		i_error("saving failed: %s", error);
@@ -347,6 +366,7 @@ static void commit_final_synced(struct fsync_job *job, void *context)
 	   done their work */
 	for (unsigned int i = 0; i < batch->group_count; i++) {
 		const char *error;
+		mailbox_sync_targets_close(&batch->groups[i].targets);
 		if (batch->groups[i].deferred &&
 		    mailbox_fsync_deferred_done(batch->groups[i].base->box,
 						&error) < 0)
@@ -355,8 +375,13 @@ static void commit_final_synced(struct fsync_job *job, void *context)
 	if (job->count > 0 && job->error != 0) {
 		/* published but maybe not durable: not acknowledged */
 		errno = job->error;
-		i_error("saving failed: syncfs(%s) failed: %m",
-			mailbox_get_path(batch->deferred_box));
+		if (batch->final_syncfs) {
+			i_error("saving failed: syncfs(%s) failed: %m",
+				mailbox_get_path(batch->deferred_box));
+		} else {
+			i_error("saving failed: syncing a folder's uidlist, "
+				"index log or cur/ failed: %m");
+		}
 		for (unsigned int i = 0; i < batch->group_count; i++) {
 			if (batch->groups[i].deferred)
 				commit_group_fail(&batch->groups[i],
@@ -364,6 +389,35 @@ static void commit_final_synced(struct fsync_job *job, void *context)
 		}
 	}
 	commit_batch_complete(batch);
+}
+
+/* Step 3 as per-file syncs when every deferred folder has its targets
+   and they are few (COMMIT_TARGETED_SYNCS_MAX); false: a syncfs. */
+static bool commit_batch_add_targets(struct imap_commit_batch *batch)
+{
+	unsigned int count = 0;
+
+	for (unsigned int i = 0; i < batch->group_count; i++) {
+		const struct commit_group *g = &batch->groups[i];
+		if (!g->deferred)
+			continue;
+		if (!g->targeted)
+			return false;
+		count += g->targets.count;
+	}
+	if (count > COMMIT_TARGETED_SYNCS_MAX)
+		return false;
+	for (unsigned int i = 0; i < batch->group_count; i++) {
+		const struct commit_group *g = &batch->groups[i];
+		if (!g->deferred)
+			continue;
+		for (unsigned int j = 0; j < g->targets.count; j++) {
+			fsync_job_add(&batch->job, g->targets.fds[j],
+				      g->targets.datasync[j] ?
+				      FSYNC_OP_FDATASYNC : FSYNC_OP_FSYNC);
+		}
+	}
+	return true;
 }
 
 /* Step 2 (after the data sync of step 1), then step 3. */
@@ -402,7 +456,10 @@ static void commit_data_synced(struct fsync_job *job, void *context)
 			batch->deferred_box = batch->groups[i].base->box;
 	}
 	memset(&batch->job, 0, sizeof(batch->job));
-	if (batch->deferred_box != NULL) {
+	/* per-file syncs leave the queue's data unsynced: only a syncfs
+	   takes the queue along (commit_batch_carry()) */
+	if (batch->deferred_box != NULL && !commit_batch_add_targets(batch)) {
+		batch->final_syncfs = true;
 		batch->sync_fd = mailbox_syncfs_fd(batch->deferred_box, &error);
 		if (batch->sync_fd == -1) {
 			i_error("saving failed: %s", error);

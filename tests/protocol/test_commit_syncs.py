@@ -2,11 +2,16 @@
 deliveries are routed (lmtp/lmtp-delivery.h), traced with strace -f of
 the user's imap process:
 
+- a lone APPEND or delivery costs per-file syncs on the sync thread:
+  its file's fsync before the rename, then fdatasync of moat.uidlist and
+  moat.index.log and fsync of cur/ before the OK or the 250, no syncfs
+  (doc/durability.md, "The lone commit"); a batch into more folders
+  than those syncs are worth shares one syncfs instead;
 - a MULTIAPPEND (RFC 3502) is committed like single APPENDs: its data
   and its publish are made durable by the sync thread (the loop syncs
   only its journal, which must be on disk before the first rename), the
-  OK follows the thread's syncfs after the last rename, and the journal
-  (all or none after a crash) stays until then;
+  OK follows the thread's final syncs after the last rename, and the
+  journal (all or none after a crash) stays until then;
 - single APPENDs merged into one publish are not journaled (they are
   independent: a crash may publish some, none was answered);
 - lmtp keeps a recipient's delivery socket for the next recipient of the
@@ -67,11 +72,121 @@ def into_cur(c):
             "/Maildir/cur/" in c[2])
 
 
+def path_of(c):
+    """The path strace -y shows for a call's first descriptor."""
+    m = re.search(r"\(\d+<([^>]*)>", c[2])
+    return m.group(1) if m else ""
+
+
+# the per-file syncs that make one folder's publish durable
+PUBLISH_SYNCS = {("fdatasync", "moat.uidlist"),
+                 ("fdatasync", "moat.index.log"), ("fsync", "cur")}
+
+
+def final_syncs(calls, pid, after, before):
+    """What the sync thread did between calls[after] and calls[before]
+    to make a publish durable: "syncfs", "per-file" (all of
+    PUBLISH_SYNCS, each successful), or None."""
+    window = [c for c in calls[after + 1:before]
+              if c[0] != pid and is_sync(c) and c[2].rstrip().endswith("= 0")]
+    if any(c[1] == "syncfs" for c in window):
+        return "syncfs"
+    done = {(c[1], os.path.basename(path_of(c))) for c in window}
+    return "per-file" if PUBLISH_SYNCS <= done else None
+
+
+def test_lone_append_per_file_syncs(moat_server, tmp_path):
+    """A lone APPEND: the thread fsyncs its file before the rename into
+    cur/, then fdatasyncs moat.uidlist and moat.index.log and fsyncs cur/,
+    all before the OK; no syncfs."""
+    c = moat_server.login()
+    assert c.append("INBOX", message("first@test"), sync=False).ok
+    assert c.command("SELECT INBOX").ok
+    pid = moat_server.wait_children("imap", 1)[0]
+    trace = Strace(pid, tmp_path / "strace.out")
+    r = c.append("INBOX", message("lone@test"), sync=False)
+    assert r.ok, r
+    calls = trace.stop()
+    text = "\n".join(x[2] for x in calls)
+    ok = index_of(calls, lambda x: "OK [APPENDUID" in x[2])
+    renames = [i for i, x in enumerate(calls) if into_cur(x)]
+    assert ok >= 0 and len(renames) == 1, text
+    data = index_of(calls, lambda x: x[0] != pid and x[1] == "fsync" and
+                    "/Maildir/tmp/" in path_of(x))
+    assert 0 <= data < renames[0], text
+    assert final_syncs(calls, pid, renames[0], ok) == "per-file", text
+    assert not any(x[1] == "syncfs" for x in calls), text
+    # the loop itself syncs nothing of it
+    assert not any(x[0] == pid and is_sync(x) for x in calls[:ok]), text
+    assert appenduids(r)[1] == [2]
+
+
+@pytest.mark.moat_settings(lmtp=True)
+def test_lone_delivery_per_file_syncs(moat_server, tmp_path):
+    """A lone LMTP delivery: the imap process answers lmtp only after the
+    thread's per-file syncs that followed the rename; no syncfs."""
+    c = Lmtp(moat_server)
+    start(c, ["testuser1"])
+    assert data(c, unique(1), 1)[0][0] == 250
+    pid = moat_server.wait_children("imap", 1)[0]
+    trace = Strace(pid, tmp_path / "strace.out")
+    start(c, ["testuser1"])
+    assert data(c, unique(2), 1)[0][0] == 250
+    calls = trace.stop()
+    text = "\n".join(x[2] for x in calls)
+    renames = [i for i, x in enumerate(calls) if into_cur(x)]
+    assert len(renames) == 1, text
+    # the DELIVER's answer to lmtp: "OK <id> <uid>"
+    answer = index_of(calls, lambda x: x[0] == pid and x[1] in (
+        "write", "writev", "sendto", "sendmsg") and '"OK\\t' in x[2],
+        renames[0])
+    assert answer > renames[0], text
+    assert final_syncs(calls, pid, renames[0], answer) == "per-file", text
+    assert not any(x[1] == "syncfs" for x in calls), text
+    assert messages(moat_server, "testuser1") == 2
+
+
+@pytest.mark.moat_settings(log_debug="yes")
+def test_appends_into_many_folders_share_one_syncfs(moat_server, tmp_path):
+    """Four APPENDs into four folders read in one turn: one batch, made
+    durable by one syncfs after the last rename (twelve per-file syncs
+    would cost more), before every OK."""
+    setup = moat_server.login()
+    for n in range(4):
+        assert setup.command(f"CREATE Many{n}").ok
+        assert setup.append(f"Many{n}", message(f"seed{n}@test"),
+                            sync=False).ok
+    clients = [moat_server.login() for _ in range(4)]
+    pid = moat_server.wait_children("imap", 1)[0]
+    trace = Strace(pid, tmp_path / "strace.out")
+    tags = []
+    for n, c in enumerate(clients):
+        tag = c.next_tag()
+        m = message(f"many{n}@test")
+        c.send(f"{tag} APPEND Many{n} {{{len(m)}}}\r\n")
+        assert c.read_tagged(tag).status == "+"
+        c.send(m)
+        tags.append(tag)
+    finish_in_one_turn(setup, pid, clients)
+    for c, tag in zip(clients, tags):
+        r = c.read_tagged(tag)
+        assert r.ok, r
+    calls = trace.stop()
+    text = "\n".join(x[2] for x in calls)
+    assert re.search(r"group commit: 4 requests, 4 messages, 4 folders",
+                     moat_server.logs()), moat_server.logs()
+    renames = [i for i, x in enumerate(calls) if x[1].startswith("rename")
+               and re.search(r"/\.Many\d/tmp/.*/\.Many\d/cur/", x[2])]
+    oks = [i for i, x in enumerate(calls) if "OK [APPENDUID" in x[2]]
+    assert len(renames) == 4 and len(oks) == 4, text
+    assert final_syncs(calls, pid, renames[-1], min(oks)) == "syncfs", text
+
+
 def test_multiappend_synced_by_the_thread(moat_server, tmp_path):
     """A MULTIAPPEND of three: the loop thread syncs only the journal
     (its file and cur/); the data and the publish are synced by the sync
-    thread, the OK follows its syncfs after the last rename, and the
-    journal is removed only after that syncfs."""
+    thread, the OK follows its final syncs (per-file: one folder) after
+    the last rename, and the journal is removed only after them."""
     c = moat_server.login()
     # INBOX's moat.index exists before the trace: a folder's first
     # messages make the index's first checkpoint, with syncs of its own
@@ -106,10 +221,10 @@ def test_multiappend_synced_by_the_thread(moat_server, tmp_path):
     # the data is synced before the first rename, by the thread
     first = renames[0]
     assert index_of(calls[:first], lambda x: x[0] != pid and is_sync(x)) >= 0, text
-    # a syncfs by the thread after the last rename, before the OK
-    final = index_of(calls, lambda x: x[0] != pid and x[1] == "syncfs",
-                     renames[-1])
-    assert 0 <= final < ok, text
+    # the thread's per-file syncs after the last rename, before the OK
+    assert final_syncs(calls, pid, renames[-1], ok) == "per-file", text
+    final = max(i for i, x in enumerate(calls[:ok]) if x[0] != pid and
+                is_sync(x))
     # the journal: written and synced before the first rename, removed
     # after the final syncfs
     journal = index_of(calls, lambda x: x[1].startswith("rename") and
@@ -152,14 +267,16 @@ def test_merged_appends_are_not_journaled(moat_server, tmp_path):
                      moat_server.logs()), moat_server.logs()
     assert not any(".moat.staged.tmp" in x[2] or (x[1].startswith("rename")
                    and ".moat.staged" in x[2]) for x in calls), text
-    # still acknowledged only after the thread's syncfs that followed
-    # the last rename
+    # still acknowledged only after the thread's final syncs that
+    # followed the last rename
     renames = [i for i, x in enumerate(calls) if into_cur(x)]
     assert len(renames) == 3, text
-    final = index_of(calls, lambda x: x[0] != pid and x[1] == "syncfs",
-                     renames[-1])
     oks = [i for i, x in enumerate(calls) if "OK [APPENDUID" in x[2]]
-    assert final >= 0 and oks and min(oks) > final, text
+    assert oks, text
+    # the folder's first messages: moat.uidlist is created (a new
+    # directory entry), which only the syncfs covers
+    assert final_syncs(calls, pid, renames[-1], min(oks)) in (
+        "syncfs", "per-file"), text
 
 
 def rcpt_lookups(server, user):
