@@ -16,7 +16,9 @@ the user's imap process:
   independent: a crash may publish some, none was answered);
 - lmtp keeps a recipient's delivery socket for the next recipient of the
   same user instead of a new lookup through master; a socket whose
-  process died is never used; a userdb change is seen soon."""
+  process died is never used; a userdb change is seen soon; a
+  recipient whose process dies between RCPT and DATA is looked up again
+  and delivered, once."""
 
 import os
 import re
@@ -27,7 +29,7 @@ import pytest
 import strace_tracer
 from moatserver import wait_for
 from test_append_group import appenduids, finish_in_one_turn, message
-from test_lmtp import MSG, Lmtp, data, start
+from test_lmtp import MSG, Lmtp, data, fetch_all, start
 
 
 class Strace(strace_tracer.Strace):
@@ -345,3 +347,52 @@ def test_userdb_change_reaches_lmtp_soon(moat_server):
     assert c.cmd("RSET")[0] == 250
     assert c.cmd("MAIL FROM:<sender@example.org>")[0] == 250
     assert wait_for(refused, 15, interval=0.2)
+
+
+def kill_and_reap(server):
+    """SIGKILL the user's imap process and wait until master reaped it
+    (only then are its sockets closed: see the test above)."""
+    pid = server.wait_children("imap", 1)[0]
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 10)
+
+
+def subjects(server, user):
+    return sorted(re.search(rb"Subject: ([^\r\n]*)", m).group(1)
+                  for m in fetch_all(server, user))
+
+
+@pytest.mark.moat_settings(lmtp=True)
+def test_process_dies_between_rcpt_and_data(moat_server):
+    """The first recipient of a user (master starts the imap process at
+    RCPT): the process is killed before DATA. Nothing was sent to it, so
+    lmtp asks master again at DATA and delivers through a new process:
+    250, and the message is there once."""
+    c = Lmtp(moat_server)
+    assert start(c, ["testuser1"])[0][0] == 250
+    kill_and_reap(moat_server)
+    assert data(c, unique(1), 1)[0][0] == 250
+    assert c.cmd("QUIT")[0] == 221
+    assert subjects(moat_server, "testuser1") == [b"lmtp test 1"]
+    assert "looking the recipient up again" in moat_server.logs()
+
+
+@pytest.mark.moat_settings(lmtp=True)
+def test_kept_socket_dies_between_rcpt_and_data(moat_server):
+    """A recipient accepted over a kept delivery socket (or a new one, on
+    a machine slow enough to pass the keep time) whose process is killed
+    before DATA, with a second user in the same transaction: both get
+    250, each message is there once."""
+    c = Lmtp(moat_server)
+    start(c, ["testuser1"])
+    assert data(c, unique(1), 1)[0][0] == 250
+    assert c.cmd("MAIL FROM:<sender@example.org>")[0] == 250
+    assert c.cmd("RCPT TO:<testuser1>")[0] == 250
+    kill_and_reap(moat_server)
+    assert c.cmd("RCPT TO:<testuser2>")[0] == 250
+    replies = data(c, unique(2), 2)
+    assert [r[0] for r in replies] == [250, 250], replies
+    assert c.cmd("QUIT")[0] == 221
+    assert subjects(moat_server, "testuser1") == [b"lmtp test 1",
+                                                   b"lmtp test 2"]
+    assert subjects(moat_server, "testuser2") == [b"lmtp test 2"]
