@@ -12,6 +12,9 @@
    system (other writers' too), so a few targeted syncs win and many
    folders share one syncfs. Bounded by what one job holds. */
 #define COMMIT_TARGETED_SYNCS_MAX FSYNC_JOB_MAX_OPS
+/* The same choice for step 1: an fsync per message for at most this
+   many messages, else one syncfs. */
+#define COMMIT_DATA_FSYNCS_MAX FSYNC_JOB_MAX_OPS
 
 /* A folder's requests in queue order, admitted ones merged into the
    first admitted one's set. */
@@ -34,6 +37,9 @@ struct imap_commit_batch {
 	/* each step's sync: on the thread while async, else on the loop */
 	struct fsync_job job;
 	int sync_fd;
+	/* step 1's descriptors: the messages' files, or one for a syncfs */
+	int data_fds[COMMIT_DATA_FSYNCS_MAX];
+	unsigned int data_fd_count;
 	bool async;
 	bool final_syncfs;     /* the final sync is a syncfs, not targets */
 	/* the folder whose handle gives the final syncfs */
@@ -426,8 +432,8 @@ static void commit_data_synced(struct fsync_job *job, void *context)
 	struct imap_commit_batch *batch = context;
 	const char *error;
 
-	if (batch->sync_fd != -1)
-		i_close_fd(&batch->sync_fd);
+	while (batch->data_fd_count > 0)
+		i_close_fd(&batch->data_fds[--batch->data_fd_count]);
 	bool data_ok = job->count == 0 || job->error == 0;
 	if (!data_ok) {
 		errno = job->error;
@@ -526,12 +532,17 @@ static void commit_batch_begin(struct imap_user *user,
 	memset(&batch->job, 0, sizeof(batch->job));
 	bool use_syncfs;
 	int ret = data_synced ? 0 :
-		mailbox_append_multi_sync_plan(saves, n, &batch->sync_fd,
+		mailbox_append_multi_sync_plan(saves, n, COMMIT_DATA_FSYNCS_MAX,
+					       batch->data_fds,
+					       &batch->data_fd_count,
 					       &use_syncfs, &error);
 	i_free(saves);
 	if (ret > 0) {
-		fsync_job_add(&batch->job, batch->sync_fd, use_syncfs ?
-			      FSYNC_OP_SYNCFS : FSYNC_OP_FSYNC);
+		for (unsigned int i = 0; i < batch->data_fd_count; i++) {
+			fsync_job_add(&batch->job, batch->data_fds[i],
+				      use_syncfs ? FSYNC_OP_SYNCFS :
+				      FSYNC_OP_FSYNC);
+		}
 	} else if (ret < 0) {
 		/* no descriptor to sync with: the batch fails as a failed
 		   sync would */

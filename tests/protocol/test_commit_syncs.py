@@ -275,6 +275,13 @@ def test_merged_appends_are_not_journaled(moat_server, tmp_path):
     assert len(renames) == 3, text
     oks = [i for i, x in enumerate(calls) if "OK [APPENDUID" in x[2]]
     assert oks, text
+    # three files: an fsync each by the thread before the first rename,
+    # not a syncfs
+    before = calls[:renames[0]]
+    data_syncs = {path_of(x) for x in before if x[0] != pid and
+                  x[1] == "fsync" and "/Maildir/tmp/" in path_of(x)}
+    assert len(data_syncs) == 3, text
+    assert not any(x[1] == "syncfs" for x in before), text
     # the folder's first messages: moat.uidlist is created (a new
     # directory entry), which only the syncfs covers
     assert final_syncs(calls, pid, renames[-1], min(oks)) in (
