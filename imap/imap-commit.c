@@ -4,17 +4,22 @@
 #include "imap-quota.h"
 #include "fsync-thread.h"
 
-/* The final sync of a batch: the per-file syncs of what its publishes
-   wrote (3 a folder: the uidlist, the index log, cur/) while they are at
-   most this many, else one syncfs. Measured on this machine's ext4
-   (doc/performance.md, "The lone commit"): each per-file sync costs one
-   device flush, a syncfs one flush plus everything dirty on the file
-   system (other writers' too), so a few targeted syncs win and many
-   folders share one syncfs. Bounded by what one job holds. */
+/* Each step's syncs are either per-file (step 1: each message's file;
+   step 3: what the publishes wrote, 3 a folder: the uidlist, the index
+   log, cur/) or one syncfs, whichever has cost less lately
+   (commit_prefer_files(); doc/durability.md, "The lone commit"). On
+   ext4 without a journal every per-file sync is a device flush, a
+   syncfs one flush plus everything dirty on the file system (other
+   writers' too): which wins depends on the disk and on the neighbours,
+   so it is measured, not assumed. Per-file syncs are at most this many
+   (what one job holds); more always take the syncfs. */
 #define COMMIT_TARGETED_SYNCS_MAX FSYNC_JOB_MAX_OPS
-/* The same choice for step 1: an fsync per message for at most this
-   many messages, else one syncfs. */
 #define COMMIT_DATA_FSYNCS_MAX FSYNC_JOB_MAX_OPS
+/* Every this many choices the other kind is made once, so that its cost
+   estimate follows the file system's load. */
+#define COMMIT_PROBE_EVERY 16
+/* A new measurement moves the estimate by 1/this of the difference. */
+#define COMMIT_COST_WEIGHT 8
 
 /* A folder's requests in queue order, admitted ones merged into the
    first admitted one's set. */
@@ -40,6 +45,7 @@ struct imap_commit_batch {
 	/* step 1's descriptors: the messages' files, or one for a syncfs */
 	int data_fds[COMMIT_DATA_FSYNCS_MAX];
 	unsigned int data_fd_count;
+	bool data_syncfs;      /* step 1 is a syncfs, not per-file */
 	bool async;
 	bool final_syncfs;     /* the final sync is a syncfs, not targets */
 	/* the folder whose handle gives the final syncfs */
@@ -51,6 +57,49 @@ struct imap_commit_batch {
 	struct imap_commit_req *next_reqs;
 	unsigned int next_requests;
 };
+
+/* count per-file syncs rather than one syncfs? By the estimates of what
+   each kind cost lately; a kind not measured yet is tried first, and
+   every COMMIT_PROBE_EVERY choices (*since_probe: of this step) the
+   other one is, once. */
+static bool commit_prefer_files(struct imap_user *user, unsigned int count,
+				unsigned int *since_probe)
+{
+	if (count > COMMIT_TARGETED_SYNCS_MAX)
+		return false;
+	if (user->commit_file_usecs == 0)
+		return true;
+	if (user->commit_syncfs_usecs == 0)
+		return false;
+	bool files = (uint64_t)count * user->commit_file_usecs <=
+		user->commit_syncfs_usecs;
+	if (++*since_probe >= COMMIT_PROBE_EVERY) {
+		*since_probe = 0;
+		files = !files;
+	}
+	return files;
+}
+
+/* A finished job's time goes into the estimate of its kind. */
+static void commit_cost_learn(struct imap_user *user,
+			      const struct fsync_job *job, bool syncfs)
+{
+	if (job->count == 0 || job->error != 0)
+		return;
+	uint64_t sample = syncfs ? job->usecs : job->usecs / job->count;
+	uint32_t *avg = syncfs ? &user->commit_syncfs_usecs :
+		&user->commit_file_usecs;
+	/* 0 means "not measured" */
+	sample = MIN(MAX(sample, 1), UINT32_MAX / 2);
+	if (*avg == 0)
+		*avg = (uint32_t)sample;
+	else
+		*avg = (uint32_t)((int64_t)*avg +
+				  ((int64_t)sample - (int64_t)*avg) /
+				  COMMIT_COST_WEIGHT);
+	if (*avg == 0)
+		*avg = 1;
+}
 
 static void commit_batch_start(struct imap_user *user, bool async);
 static void commit_batch_begin(struct imap_user *user,
@@ -76,6 +125,10 @@ void imap_commit_init(struct imap_user *user)
 	user->commit_batch = NULL;
 	user->commit_thread = NULL;
 	user->commit_thread_failed = false;
+	user->commit_file_usecs = 0;
+	user->commit_syncfs_usecs = 0;
+	user->commit_data_since_probe = 0;
+	user->commit_final_since_probe = 0;
 }
 
 void imap_commit_queue(struct imap_user *user, struct imap_commit_req *req,
@@ -298,9 +351,12 @@ static void commit_batch_complete(struct imap_commit_batch *batch)
 			imap_quota_saved(user, batch->groups[i].bytes,
 					 batch->groups[i].count);
 	}
-	i_debug("group commit: %u requests, %u messages, %u folders%s",
-		batch->requests, batch->messages, batch->group_count,
-		batch->async ? ", synced by the sync thread" : "");
+	i_debug("group commit: %u requests, %u messages, %u folders%s, "
+		"publish synced by %s", batch->requests, batch->messages,
+		batch->group_count,
+		batch->async ? ", synced by the sync thread" : "",
+		batch->deferred_box == NULL ? "its own syncs" :
+		batch->final_syncfs ? "a syncfs" : "per-file syncs");
 	user->commit_batch = NULL;
 	/* the next batch first: a callback that cancels one of its
 	   requests then finds it in the batch in progress */
@@ -368,6 +424,7 @@ static void commit_final_synced(struct fsync_job *job, void *context)
 	struct imap_commit_batch *batch = context;
 
 	i_close_fd(&batch->sync_fd);
+	commit_cost_learn(batch->user, job, batch->final_syncfs);
 	/* durable (or failed): the journals of the deferred publishes have
 	   done their work */
 	for (unsigned int i = 0; i < batch->group_count; i++) {
@@ -398,7 +455,8 @@ static void commit_final_synced(struct fsync_job *job, void *context)
 }
 
 /* Step 3 as per-file syncs when every deferred folder has its targets
-   and they are few (COMMIT_TARGETED_SYNCS_MAX); false: a syncfs. */
+   and they cost less than a syncfs (commit_prefer_files()); false: a
+   syncfs. */
 static bool commit_batch_add_targets(struct imap_commit_batch *batch)
 {
 	unsigned int count = 0;
@@ -411,7 +469,10 @@ static bool commit_batch_add_targets(struct imap_commit_batch *batch)
 			return false;
 		count += g->targets.count;
 	}
-	if (count > COMMIT_TARGETED_SYNCS_MAX)
+	/* the queue rides along with a syncfs only (its data sync saved) */
+	if ((batch->async && batch->user->commit_queue != NULL) ||
+	    !commit_prefer_files(batch->user, count,
+				 &batch->user->commit_final_since_probe))
 		return false;
 	for (unsigned int i = 0; i < batch->group_count; i++) {
 		const struct commit_group *g = &batch->groups[i];
@@ -434,6 +495,7 @@ static void commit_data_synced(struct fsync_job *job, void *context)
 
 	while (batch->data_fd_count > 0)
 		i_close_fd(&batch->data_fds[--batch->data_fd_count]);
+	commit_cost_learn(batch->user, job, batch->data_syncfs);
 	bool data_ok = job->count == 0 || job->error == 0;
 	if (!data_ok) {
 		errno = job->error;
@@ -530,13 +592,18 @@ static void commit_batch_begin(struct imap_user *user,
 		saves[n++] = r->save;
 	}
 	memset(&batch->job, 0, sizeof(batch->job));
-	bool use_syncfs;
+	bool use_syncfs = false;
+	unsigned int max_files = data_synced ||
+		!commit_prefer_files(user, batch->messages,
+				     &user->commit_data_since_probe) ? 0 :
+		COMMIT_DATA_FSYNCS_MAX;
 	int ret = data_synced ? 0 :
-		mailbox_append_multi_sync_plan(saves, n, COMMIT_DATA_FSYNCS_MAX,
+		mailbox_append_multi_sync_plan(saves, n, max_files,
 					       batch->data_fds,
 					       &batch->data_fd_count,
 					       &use_syncfs, &error);
 	i_free(saves);
+	batch->data_syncfs = use_syncfs;
 	if (ret > 0) {
 		for (unsigned int i = 0; i < batch->data_fd_count; i++) {
 			fsync_job_add(&batch->job, batch->data_fds[i],

@@ -41,6 +41,9 @@ struct fsync_job {
 	   that failed (the calls after it are not made) and its index */
 	int error;
 	unsigned int failed_op;
+	/* how long the calls took (the caller's cost estimate: doc of
+	   imap/imap-commit.c), also when one failed */
+	uint64_t usecs;
 	fsync_job_callback_t *callback;
 	void *context;
 };

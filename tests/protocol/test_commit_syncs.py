@@ -2,11 +2,12 @@
 deliveries are routed (lmtp/lmtp-delivery.h), traced with strace -f of
 the user's imap process:
 
-- a lone APPEND or delivery costs per-file syncs on the sync thread:
-  its file's fsync before the rename, then fdatasync of moat.uidlist and
-  moat.index.log and fsync of cur/ before the OK or the 250, no syncfs
+- a lone APPEND or delivery is synced by the sync thread: its file
+  (fsync, or a syncfs) before the rename, then its publish before the
+  OK or the 250, with fdatasync of moat.uidlist and moat.index.log and
+  fsync of cur/, or a syncfs, whichever cost less lately
   (doc/durability.md, "The lone commit"); a batch into more folders
-  than those syncs are worth shares one syncfs instead;
+  than one job's per-file syncs shares one syncfs;
 - a MULTIAPPEND (RFC 3502) is committed like single APPENDs: its data
   and its publish are made durable by the sync thread (the loop syncs
   only its journal, which must be on disk before the first rename), the
@@ -97,55 +98,93 @@ def final_syncs(calls, pid, after, before):
     return "per-file" if PUBLISH_SYNCS <= done else None
 
 
-def test_lone_append_per_file_syncs(moat_server, tmp_path):
-    """A lone APPEND: the thread fsyncs its file before the rename into
-    cur/, then fdatasyncs moat.uidlist and moat.index.log and fsyncs cur/,
-    all before the OK; no syncfs."""
+def data_synced(calls, pid, after, rename):
+    """The thread made the data of the file that calls[rename] moves
+    into cur/ durable after calls[after]: its fsync, or a syncfs."""
+    tmp = re.search(r'rename\("([^"]*)"', calls[rename][2]).group(1)
+    return any(c[0] != pid and c[2].rstrip().endswith("= 0") and
+               (c[1] == "syncfs" or (c[1] == "fsync" and path_of(c) == tmp))
+               for c in calls[after + 1:rename])
+
+
+def check_lone_commits(calls, pid, answers, count):
+    """count lone commits one after the other, each answered by
+    calls[answers[k]]: each message's data was synced by the thread
+    before its rename, its publish after it (per-file syncs or a
+    syncfs) before its answer, and the loop synced nothing. Returns the
+    kinds of final sync seen."""
+    text = "\n".join(x[2] for x in calls)
+    renames = [i for i, x in enumerate(calls) if into_cur(x)]
+    assert len(renames) == count and len(answers) == count, text
+    kinds = set()
+    prev = -1
+    for rename, answer in zip(renames, answers):
+        assert prev < rename < answer, text
+        assert data_synced(calls, pid, prev, rename), text
+        kind = final_syncs(calls, pid, rename, answer)
+        assert kind is not None, text
+        kinds.add(kind)
+        prev = answer
+    # the loop's own syncs: at most a checkpoint's (moat.index and its
+    # histories, written as .tmp), nothing of the commits
+    for x in calls:
+        if x[0] == pid and is_sync(x):
+            assert re.search(r"/moat\.index\.[a-z]+\.tmp$|/moat\.index\.tmp$"
+                             r"|/Maildir$", path_of(x)), \
+                "the loop synced a commit's file: " + x[2]
+    return kinds
+
+
+# lone commits in a row: both kinds of final sync are used (each is
+# tried again at least every 16 choices, imap-commit.c)
+LONE_COMMITS = 20
+
+
+def test_lone_appends_synced_before_ok(moat_server, tmp_path):
+    """APPENDs one at a time: the thread fsyncs each file (or syncfs)
+    before its rename into cur/, then makes the publish durable with
+    fdatasync of moat.uidlist and moat.index.log and fsync of cur/, or a
+    syncfs, whichever cost less lately, before the OK; both are used."""
     c = moat_server.login()
     assert c.append("INBOX", message("first@test"), sync=False).ok
     assert c.command("SELECT INBOX").ok
     pid = moat_server.wait_children("imap", 1)[0]
     trace = Strace(pid, tmp_path / "strace.out")
-    r = c.append("INBOX", message("lone@test"), sync=False)
-    assert r.ok, r
+    for n in range(LONE_COMMITS):
+        r = c.append("INBOX", message(f"lone{n}@test"), sync=False)
+        assert r.ok, r
+        assert appenduids(r)[1] == [n + 2]
     calls = trace.stop()
-    text = "\n".join(x[2] for x in calls)
-    ok = index_of(calls, lambda x: "OK [APPENDUID" in x[2])
-    renames = [i for i, x in enumerate(calls) if into_cur(x)]
-    assert ok >= 0 and len(renames) == 1, text
-    data = index_of(calls, lambda x: x[0] != pid and x[1] == "fsync" and
-                    "/Maildir/tmp/" in path_of(x))
-    assert 0 <= data < renames[0], text
-    assert final_syncs(calls, pid, renames[0], ok) == "per-file", text
-    assert not any(x[1] == "syncfs" for x in calls), text
-    # the loop itself syncs nothing of it
-    assert not any(x[0] == pid and is_sync(x) for x in calls[:ok]), text
-    assert appenduids(r)[1] == [2]
+    oks = [i for i, x in enumerate(calls) if "OK [APPENDUID" in x[2]]
+    kinds = check_lone_commits(calls, pid, oks, LONE_COMMITS)
+    assert kinds == {"per-file", "syncfs"}, "\n".join(x[2] for x in calls)
 
 
 @pytest.mark.moat_settings(lmtp=True)
-def test_lone_delivery_per_file_syncs(moat_server, tmp_path):
-    """A lone LMTP delivery: the imap process answers lmtp only after the
-    thread's per-file syncs that followed the rename; no syncfs."""
+def test_lone_deliveries_synced_before_250(moat_server, tmp_path):
+    """LMTP deliveries one at a time: the imap process answers lmtp only
+    after the thread's syncs of the data (before the rename) and of the
+    publish (after it); both kinds of final sync are used."""
     c = Lmtp(moat_server)
     start(c, ["testuser1"])
-    assert data(c, unique(1), 1)[0][0] == 250
+    assert data(c, unique(0), 1)[0][0] == 250
+    # the folder's first checkpoint (moat.index, with syncs of its own on
+    # the loop) before the trace, as in test_multiappend_synced_by_the_thread
+    imap = moat_server.login()
+    assert imap.command("SELECT INBOX").ok
     pid = moat_server.wait_children("imap", 1)[0]
     trace = Strace(pid, tmp_path / "strace.out")
-    start(c, ["testuser1"])
-    assert data(c, unique(2), 1)[0][0] == 250
+    for n in range(1, LONE_COMMITS + 1):
+        assert c.cmd("MAIL FROM:<sender@example.org>")[0] == 250
+        assert c.cmd("RCPT TO:<testuser1>")[0] == 250
+        assert data(c, unique(n), 1)[0][0] == 250
     calls = trace.stop()
-    text = "\n".join(x[2] for x in calls)
-    renames = [i for i, x in enumerate(calls) if into_cur(x)]
-    assert len(renames) == 1, text
     # the DELIVER's answer to lmtp: "OK <id> <uid>"
-    answer = index_of(calls, lambda x: x[0] == pid and x[1] in (
-        "write", "writev", "sendto", "sendmsg") and '"OK\\t' in x[2],
-        renames[0])
-    assert answer > renames[0], text
-    assert final_syncs(calls, pid, renames[0], answer) == "per-file", text
-    assert not any(x[1] == "syncfs" for x in calls), text
-    assert messages(moat_server, "testuser1") == 2
+    answers = [i for i, x in enumerate(calls) if x[0] == pid and x[1] in (
+        "write", "writev", "sendto", "sendmsg") and '"OK\\t' in x[2]]
+    kinds = check_lone_commits(calls, pid, answers, LONE_COMMITS)
+    assert kinds == {"per-file", "syncfs"}, "\n".join(x[2] for x in calls)
+    assert messages(moat_server, "testuser1") == LONE_COMMITS + 1
 
 
 @pytest.mark.moat_settings(log_debug="yes")
@@ -223,8 +262,8 @@ def test_multiappend_synced_by_the_thread(moat_server, tmp_path):
     # the data is synced before the first rename, by the thread
     first = renames[0]
     assert index_of(calls[:first], lambda x: x[0] != pid and is_sync(x)) >= 0, text
-    # the thread's per-file syncs after the last rename, before the OK
-    assert final_syncs(calls, pid, renames[-1], ok) == "per-file", text
+    # the thread's final syncs after the last rename, before the OK
+    assert final_syncs(calls, pid, renames[-1], ok) is not None, text
     final = max(i for i, x in enumerate(calls[:ok]) if x[0] != pid and
                 is_sync(x))
     # the journal: written and synced before the first rename, removed
@@ -275,17 +314,10 @@ def test_merged_appends_are_not_journaled(moat_server, tmp_path):
     assert len(renames) == 3, text
     oks = [i for i, x in enumerate(calls) if "OK [APPENDUID" in x[2]]
     assert oks, text
-    # three files: an fsync each by the thread before the first rename,
-    # not a syncfs
-    before = calls[:renames[0]]
-    data_syncs = {path_of(x) for x in before if x[0] != pid and
-                  x[1] == "fsync" and "/Maildir/tmp/" in path_of(x)}
-    assert len(data_syncs) == 3, text
-    assert not any(x[1] == "syncfs" for x in before), text
-    # the folder's first messages: moat.uidlist is created (a new
-    # directory entry), which only the syncfs covers
-    assert final_syncs(calls, pid, renames[-1], min(oks)) in (
-        "syncfs", "per-file"), text
+    # the three files' data by the thread before their renames
+    for i in renames:
+        assert data_synced(calls, pid, -1, i), text
+    assert final_syncs(calls, pid, renames[-1], min(oks)) is not None, text
 
 
 def rcpt_lookups(server, user):
