@@ -7,13 +7,13 @@
    arrived in the same turn, the queue becomes a batch:
 
    1. the sync thread makes the data of every message durable (an fsync
-      each for a few messages, else one syncfs);
+      of each file or one syncfs, whichever cost less lately);
    2. back on the loop, per folder, the batch's requests become one
       staged set (mailbox_append_multi_merge()), published under one
       uidlist lock with consecutive UIDs, its own syncs deferred;
    3. the sync thread makes the publishes durable: the per-file syncs of
-      what they wrote (uidlist, index log, cur/) for a folder or two,
-      else one syncfs;
+      what they wrote (uidlist, index log, cur/), or one syncfs, by the
+      same choice (at most two folders' per-file syncs);
    4. only then does each request get its callback, so an OK or a 250
       still means on disk.
 
