@@ -4,12 +4,31 @@
 #include "imap-quota.h"
 #include "fsync-thread.h"
 
+/* Each step's syncs are either per-file (step 1: each message's file;
+   step 3: what the publishes wrote, 3 a folder: the uidlist, the index
+   log, cur/) or one syncfs, whichever has cost less lately
+   (commit_prefer_files(); doc/durability.md, "The lone commit"). On
+   ext4 without a journal every per-file sync is a device flush, a
+   syncfs one flush plus everything dirty on the file system (other
+   writers' too): which wins depends on the disk and on the neighbours,
+   so it is measured, not assumed. Per-file syncs are at most this many
+   (what one job holds); more always take the syncfs. */
+#define COMMIT_TARGETED_SYNCS_MAX FSYNC_JOB_MAX_OPS
+#define COMMIT_DATA_FSYNCS_MAX FSYNC_JOB_MAX_OPS
+/* Every this many choices the other kind is made once, so that its cost
+   estimate follows the file system's load. */
+#define COMMIT_PROBE_EVERY 16
+/* A new measurement moves the estimate by 1/this of the difference. */
+#define COMMIT_COST_WEIGHT 8
+
 /* A folder's requests in queue order, admitted ones merged into the
    first admitted one's set. */
 struct commit_group {
 	struct imap_commit_req *head, *base;
 	uint64_t bytes, count;
-	bool deferred;     /* its syncs wait for the batch's syncfs */
+	bool deferred;     /* its syncs wait for the batch's final sync */
+	bool targeted;     /* targets cover its publish (else a syncfs) */
+	struct mailbox_sync_targets targets;
 	bool committed;
 };
 
@@ -23,7 +42,12 @@ struct imap_commit_batch {
 	/* each step's sync: on the thread while async, else on the loop */
 	struct fsync_job job;
 	int sync_fd;
+	/* step 1's descriptors: the messages' files, or one for a syncfs */
+	int data_fds[COMMIT_DATA_FSYNCS_MAX];
+	unsigned int data_fd_count;
+	bool data_syncfs;      /* step 1 is a syncfs, not per-file */
 	bool async;
+	bool final_syncfs;     /* the final sync is a syncfs, not targets */
 	/* the folder whose handle gives the final syncfs */
 	struct mailbox *deferred_box;
 	/* the next batch: requests that waited in the queue when the final
@@ -33,6 +57,49 @@ struct imap_commit_batch {
 	struct imap_commit_req *next_reqs;
 	unsigned int next_requests;
 };
+
+/* count per-file syncs rather than one syncfs? By the estimates of what
+   each kind cost lately; a kind not measured yet is tried first, and
+   every COMMIT_PROBE_EVERY choices (*since_probe: of this step) the
+   other one is, once. */
+static bool commit_prefer_files(struct imap_user *user, unsigned int count,
+				unsigned int *since_probe)
+{
+	if (count > COMMIT_TARGETED_SYNCS_MAX)
+		return false;
+	if (user->commit_file_usecs == 0)
+		return true;
+	if (user->commit_syncfs_usecs == 0)
+		return false;
+	bool files = (uint64_t)count * user->commit_file_usecs <=
+		user->commit_syncfs_usecs;
+	if (++*since_probe >= COMMIT_PROBE_EVERY) {
+		*since_probe = 0;
+		files = !files;
+	}
+	return files;
+}
+
+/* A finished job's time goes into the estimate of its kind. */
+static void commit_cost_learn(struct imap_user *user,
+			      const struct fsync_job *job, bool syncfs)
+{
+	if (job->count == 0 || job->error != 0)
+		return;
+	uint64_t sample = syncfs ? job->usecs : job->usecs / job->count;
+	uint32_t *avg = syncfs ? &user->commit_syncfs_usecs :
+		&user->commit_file_usecs;
+	/* 0 means "not measured" */
+	sample = MIN(MAX(sample, 1), UINT32_MAX / 2);
+	if (*avg == 0)
+		*avg = (uint32_t)sample;
+	else
+		*avg = (uint32_t)((int64_t)*avg +
+				  ((int64_t)sample - (int64_t)*avg) /
+				  COMMIT_COST_WEIGHT);
+	if (*avg == 0)
+		*avg = 1;
+}
 
 static void commit_batch_start(struct imap_user *user, bool async);
 static void commit_batch_begin(struct imap_user *user,
@@ -58,6 +125,10 @@ void imap_commit_init(struct imap_user *user)
 	user->commit_batch = NULL;
 	user->commit_thread = NULL;
 	user->commit_thread_failed = false;
+	user->commit_file_usecs = 0;
+	user->commit_syncfs_usecs = 0;
+	user->commit_data_since_probe = 0;
+	user->commit_final_since_probe = 0;
 }
 
 void imap_commit_queue(struct imap_user *user, struct imap_commit_req *req,
@@ -250,6 +321,13 @@ static int commit_group(struct commit_group *g, bool defer)
 	/* errno is still the failed call's unless the storage layer made
 	   another one after it; a wrong guess only swaps 451 and 452 */
 	int saved_errno = errno;
+	if (ret == 0 && g->deferred) {
+		int tret = mailbox_fsync_deferred_targets(box, &g->targets,
+							  &error);
+		if (tret < 0)   /* the syncfs still covers it */
+			i_error("group commit: %s", error);
+		g->targeted = tret > 0;
+	}
 	(void)mailbox_fsync_defer(box, false);
 	if (ret < 0) {
 		i_error("saving failed: %s", error);
@@ -273,9 +351,12 @@ static void commit_batch_complete(struct imap_commit_batch *batch)
 			imap_quota_saved(user, batch->groups[i].bytes,
 					 batch->groups[i].count);
 	}
-	i_debug("group commit: %u requests, %u messages, %u folders%s",
-		batch->requests, batch->messages, batch->group_count,
-		batch->async ? ", synced by the sync thread" : "");
+	i_debug("group commit: %u requests, %u messages, %u folders%s, "
+		"publish synced by %s", batch->requests, batch->messages,
+		batch->group_count,
+		batch->async ? ", synced by the sync thread" : "",
+		batch->deferred_box == NULL ? "its own syncs" :
+		batch->final_syncfs ? "a syncfs" : "per-file syncs");
 	user->commit_batch = NULL;
 	/* the next batch first: a callback that cancels one of its
 	   requests then finds it in the batch in progress */
@@ -343,10 +424,12 @@ static void commit_final_synced(struct fsync_job *job, void *context)
 	struct imap_commit_batch *batch = context;
 
 	i_close_fd(&batch->sync_fd);
+	commit_cost_learn(batch->user, job, batch->final_syncfs);
 	/* durable (or failed): the journals of the deferred publishes have
 	   done their work */
 	for (unsigned int i = 0; i < batch->group_count; i++) {
 		const char *error;
+		mailbox_sync_targets_close(&batch->groups[i].targets);
 		if (batch->groups[i].deferred &&
 		    mailbox_fsync_deferred_done(batch->groups[i].base->box,
 						&error) < 0)
@@ -355,8 +438,13 @@ static void commit_final_synced(struct fsync_job *job, void *context)
 	if (job->count > 0 && job->error != 0) {
 		/* published but maybe not durable: not acknowledged */
 		errno = job->error;
-		i_error("saving failed: syncfs(%s) failed: %m",
-			mailbox_get_path(batch->deferred_box));
+		if (batch->final_syncfs) {
+			i_error("saving failed: syncfs(%s) failed: %m",
+				mailbox_get_path(batch->deferred_box));
+		} else {
+			i_error("saving failed: syncing a folder's uidlist, "
+				"index log or cur/ failed: %m");
+		}
 		for (unsigned int i = 0; i < batch->group_count; i++) {
 			if (batch->groups[i].deferred)
 				commit_group_fail(&batch->groups[i],
@@ -366,14 +454,48 @@ static void commit_final_synced(struct fsync_job *job, void *context)
 	commit_batch_complete(batch);
 }
 
+/* Step 3 as per-file syncs when every deferred folder has its targets
+   and they cost less than a syncfs (commit_prefer_files()); false: a
+   syncfs. */
+static bool commit_batch_add_targets(struct imap_commit_batch *batch)
+{
+	unsigned int count = 0;
+
+	for (unsigned int i = 0; i < batch->group_count; i++) {
+		const struct commit_group *g = &batch->groups[i];
+		if (!g->deferred)
+			continue;
+		if (!g->targeted)
+			return false;
+		count += g->targets.count;
+	}
+	/* the queue rides along with a syncfs only (its data sync saved) */
+	if ((batch->async && batch->user->commit_queue != NULL) ||
+	    !commit_prefer_files(batch->user, count,
+				 &batch->user->commit_final_since_probe))
+		return false;
+	for (unsigned int i = 0; i < batch->group_count; i++) {
+		const struct commit_group *g = &batch->groups[i];
+		if (!g->deferred)
+			continue;
+		for (unsigned int j = 0; j < g->targets.count; j++) {
+			fsync_job_add(&batch->job, g->targets.fds[j],
+				      g->targets.datasync[j] ?
+				      FSYNC_OP_FDATASYNC : FSYNC_OP_FSYNC);
+		}
+	}
+	return true;
+}
+
 /* Step 2 (after the data sync of step 1), then step 3. */
 static void commit_data_synced(struct fsync_job *job, void *context)
 {
 	struct imap_commit_batch *batch = context;
 	const char *error;
 
-	if (batch->sync_fd != -1)
-		i_close_fd(&batch->sync_fd);
+	while (batch->data_fd_count > 0)
+		i_close_fd(&batch->data_fds[--batch->data_fd_count]);
+	commit_cost_learn(batch->user, job, batch->data_syncfs);
 	bool data_ok = job->count == 0 || job->error == 0;
 	if (!data_ok) {
 		errno = job->error;
@@ -402,7 +524,10 @@ static void commit_data_synced(struct fsync_job *job, void *context)
 			batch->deferred_box = batch->groups[i].base->box;
 	}
 	memset(&batch->job, 0, sizeof(batch->job));
-	if (batch->deferred_box != NULL) {
+	/* per-file syncs leave the queue's data unsynced: only a syncfs
+	   takes the queue along (commit_batch_carry()) */
+	if (batch->deferred_box != NULL && !commit_batch_add_targets(batch)) {
+		batch->final_syncfs = true;
 		batch->sync_fd = mailbox_syncfs_fd(batch->deferred_box, &error);
 		if (batch->sync_fd == -1) {
 			i_error("saving failed: %s", error);
@@ -467,14 +592,24 @@ static void commit_batch_begin(struct imap_user *user,
 		saves[n++] = r->save;
 	}
 	memset(&batch->job, 0, sizeof(batch->job));
-	bool use_syncfs;
+	bool use_syncfs = false;
+	unsigned int max_files = data_synced ||
+		!commit_prefer_files(user, batch->messages,
+				     &user->commit_data_since_probe) ? 0 :
+		COMMIT_DATA_FSYNCS_MAX;
 	int ret = data_synced ? 0 :
-		mailbox_append_multi_sync_plan(saves, n, &batch->sync_fd,
+		mailbox_append_multi_sync_plan(saves, n, max_files,
+					       batch->data_fds,
+					       &batch->data_fd_count,
 					       &use_syncfs, &error);
 	i_free(saves);
+	batch->data_syncfs = use_syncfs;
 	if (ret > 0) {
-		fsync_job_add(&batch->job, batch->sync_fd, use_syncfs ?
-			      FSYNC_OP_SYNCFS : FSYNC_OP_FSYNC);
+		for (unsigned int i = 0; i < batch->data_fd_count; i++) {
+			fsync_job_add(&batch->job, batch->data_fds[i],
+				      use_syncfs ? FSYNC_OP_SYNCFS :
+				      FSYNC_OP_FSYNC);
+		}
 	} else if (ret < 0) {
 		/* no descriptor to sync with: the batch fails as a failed
 		   sync would */

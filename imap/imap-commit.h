@@ -6,21 +6,23 @@
    commit here and waits; once the loop has read everything else that
    arrived in the same turn, the queue becomes a batch:
 
-   1. one sync makes the data of every message durable (an fsync for one
-      message, else one syncfs), run by the sync thread;
+   1. the sync thread makes the data of every message durable (an fsync
+      of each file or one syncfs, whichever cost less lately);
    2. back on the loop, per folder, the batch's requests become one
       staged set (mailbox_append_multi_merge()), published under one
       uidlist lock with consecutive UIDs, its own syncs deferred;
-   3. one syncfs by the sync thread makes the publishes durable;
+   3. the sync thread makes the publishes durable: the per-file syncs of
+      what they wrote (uidlist, index log, cur/), or one syncfs, by the
+      same choice (at most two folders' per-file syncs);
    4. only then does each request get its callback, so an OK or a 250
       still means on disk.
 
    While the thread syncs, the loop serves every other session and
    queues what arrives; that queue is the next batch, started when this
-   one is done. What waits in the queue when step 3 begins rides along
-   with it: that syncfs makes the data of its (complete) files durable
-   too, so that batch skips step 1. Under load every batch then costs
-   one syncfs. Without the thread (it could not be created) the same
+   one is done. What waits in the queue when a step 3 that is a syncfs
+   begins rides along with it: that syncfs makes the data of its
+   (complete) files durable too, so that batch skips step 1. Under load
+   every batch of many folders then costs one syncfs. Without the thread (it could not be created) the same
    steps run on the loop, one batch at a time. */
 
 #include "imap-common.h"

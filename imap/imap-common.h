@@ -84,6 +84,12 @@ struct imap_user {
 	   NULL until the first batch, or when it could not be started */
 	struct fsync_thread *commit_thread;
 	bool commit_thread_failed;
+	/* what the group commit's syncs cost lately (imap-commit.c): one
+	   per-file sync and one syncfs, in microseconds (0 = not measured
+	   yet), and each step's choices since the other kind was last
+	   tried */
+	uint32_t commit_file_usecs, commit_syncfs_usecs;
+	unsigned int commit_data_since_probe, commit_final_since_probe;
 	/* imap_mailbox_autocreate() ran */
 	bool specials_created;
 	/* the user's quota limits (imap-quota.h); 0 = none */

@@ -4,6 +4,7 @@
 #include "mail-index-private.h"
 #include "mail-cache.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 /* One transaction is one log record, bounded like any record. */
@@ -384,4 +385,25 @@ int mail_index_sync_log(struct mail_index *index, const char **error_r)
 	*error_r = mail_index_set_error(index, "fdatasync(%s): %s",
 					file->path, strerror(errno));
 	return -1;
+}
+
+int mail_index_log_fd_dup(struct mail_index *index, uint32_t *seq_r)
+{
+	struct mail_transaction_log_file *file = index->tail_cursor.file;
+
+	if (file == NULL) {
+		errno = ENOENT;
+		return -1;
+	}
+	int fd = fcntl(file->fd, F_DUPFD_CLOEXEC, 0);
+	if (fd != -1)
+		*seq_r = file->hdr.file_seq;
+	return fd;
+}
+
+uint32_t mail_index_log_seq(struct mail_index *index)
+{
+	struct mail_transaction_log_file *file = index->tail_cursor.file;
+
+	return file == NULL ? 0 : file->hdr.file_seq;
 }

@@ -265,6 +265,13 @@ void mail_index_transaction_rollback(struct mail_index_transaction **t);
    since then needs nothing: the checkpoint that rotated it wrote and
    synced moat.index, which holds every record of it.) Returns 0 or -1. */
 int mail_index_sync_log(struct mail_index *index, const char **error_r);
+/* For that fdatasync made elsewhere (the sync thread): a descriptor of
+   the log this handle appends to (the caller's, to close) and the log's
+   sequence number, or -1 with errno (ENOENT: the handle never had a
+   log). */
+int mail_index_log_fd_dup(struct mail_index *index, uint32_t *seq_r);
+/* The sequence number of the log this handle appends to (0: none). */
+uint32_t mail_index_log_seq(struct mail_index *index);
 
 /* Full O(n) consistency check of the view (ascending uids, flag bits,
    counts). For tests, fuzzing and the admin tool. */

@@ -53,13 +53,15 @@ unsigned int mailbox_append_multi_merge(struct mailbox_append_multi *dst,
 int mailbox_append_multi_sync_data(struct mailbox_append_multi *const *ctxs,
 				   unsigned int count, const char **error_r);
 /* The same sync for a caller that makes it elsewhere (the sync thread,
-   lib/fsync-thread.h): returns 1 with *fd_r (a descriptor of the caller's,
-   to close) to fsync(2), or to syncfs(2) if *syncfs_r; 0 if nothing needs
-   a sync; -1 on error. Once it succeeded, mailbox_append_multi_set_synced()
-   tells the contexts (also after 0), so that their commits do not sync
-   again. */
+   lib/fsync-thread.h): returns 1 with *fd_count_r descriptors in fds_r
+   (room for max_files; the caller's, to close): one per message to
+   fsync(2) when there are at most max_files messages, else one to
+   syncfs(2) (*syncfs_r); 0 if nothing needs a sync; -1 on error. Once
+   the syncs succeeded, mailbox_append_multi_set_synced() tells the
+   contexts (also after 0), so that their commits do not sync again. */
 int mailbox_append_multi_sync_plan(struct mailbox_append_multi *const *ctxs,
-				   unsigned int count, int *fd_r,
+				   unsigned int count, unsigned int max_files,
+				   int *fds_r, unsigned int *fd_count_r,
 				   bool *syncfs_r, const char **error_r);
 void mailbox_append_multi_set_synced(struct mailbox_append_multi *const *ctxs,
 				     unsigned int count);

@@ -121,6 +121,7 @@ struct mailbox {
 	bool stamp_saved;        /* MAILBOX_DIRSTAMP_NAME holds the mtimes */
 	bool unlinks_unsynced;   /* expunges since mailbox_expunge_sync() */
 	bool fsync_deferred;     /* mailbox_fsync_defer() */
+	uint32_t defer_log_seq;  /* the index log's when the deferral began */
 	bool flags_unsynced;     /* defer_sync commits since mailbox_flags_sync() */
 	time_t stamp_checked_at; /* last sync_stamp_refresh() look */
 	/* Set by mailbox_import_foreign(): the first index commit makes

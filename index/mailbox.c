@@ -1277,11 +1277,82 @@ bool mailbox_fsync_defer(struct mailbox *box, bool defer)
 		box->flags &= ~MAILBOX_OPEN_NO_FSYNC;
 	}
 	box->fsync_deferred = defer;
+	if (defer) {
+		/* what mailbox_fsync_deferred_targets() compares with */
+		(void)maildir_uidlist_take_unsynced(box->uidlist);
+		box->defer_log_seq = mail_index_log_seq(box->index);
+	}
 	/* what mailbox_open() derives from MAILBOX_OPEN_NO_FSYNC */
 	box->fsync_mode = defer ? MAIL_INDEX_FSYNC_NEVER :
 		MAIL_INDEX_FSYNC_ALWAYS;
 	maildir_uidlist_set_fsync(box->uidlist, !defer);
 	return true;
+}
+
+static void targets_add(struct mailbox_sync_targets *targets, int fd,
+			bool datasync)
+{
+	i_assert(targets->count < MAILBOX_SYNC_TARGETS_MAX);
+	targets->fds[targets->count] = fd;
+	targets->datasync[targets->count] = datasync;
+	targets->count++;
+}
+
+int mailbox_fsync_deferred_targets(struct mailbox *box,
+				   struct mailbox_sync_targets *targets_r,
+				   const char **error_r)
+{
+	i_assert(box->fsync_deferred);
+	memset(targets_r, 0, sizeof(*targets_r));
+	enum maildir_uidlist_unsynced ul =
+		maildir_uidlist_take_unsynced(box->uidlist);
+	uint32_t seq;
+	/* a new log (a first build, a rotation) came with moat.index and
+	   directory entries that this handle did not sync */
+	if (ul == MAILDIR_UIDLIST_UNSYNCED_OTHER || box->defer_log_seq == 0 ||
+	    mail_index_log_seq(box->index) != box->defer_log_seq)
+		return 0;
+	int fd = open(box->cur_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1) {
+		*error_r = mailbox_set_error(box, "open(%s) failed: %m",
+					     box->cur_dir);
+		return -1;
+	}
+	targets_add(targets_r, fd, false);
+	fd = mail_index_log_fd_dup(box->index, &seq);
+	if (fd == -1) {
+		*error_r = mailbox_set_error(box, "index %s: dup(log) failed: %m",
+					     box->path);
+		mailbox_sync_targets_close(targets_r);
+		return -1;
+	}
+	targets_add(targets_r, fd, true);
+	if (ul == MAILDIR_UIDLIST_UNSYNCED_APPEND) {
+		char path[PATH_MAX];
+		if (snprintf(path, sizeof(path), "%s/" MAILDIR_UIDLIST_NAME,
+			     box->path) >= (int)sizeof(path)) {
+			*error_r = mailbox_set_error(box, "path too long");
+			mailbox_sync_targets_close(targets_r);
+			return -1;
+		}
+		/* read-only does: fdatasync needs no write access */
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd == -1) {
+			*error_r = mailbox_set_error(box, "open(%s) failed: %m",
+						     path);
+			mailbox_sync_targets_close(targets_r);
+			return -1;
+		}
+		targets_add(targets_r, fd, true);
+	}
+	return 1;
+}
+
+void mailbox_sync_targets_close(struct mailbox_sync_targets *targets)
+{
+	for (unsigned int i = 0; i < targets->count; i++)
+		i_close_fd(&targets->fds[i]);
+	targets->count = 0;
 }
 
 int mailbox_syncfs_fd(struct mailbox *box, const char **error_r)

@@ -160,6 +160,24 @@ bool mailbox_fsync_defer(struct mailbox *box, bool defer);
    appear all or none, maildir-staged.c). No-op when there is none.
    Returns 0 or -1. */
 int mailbox_fsync_deferred_done(struct mailbox *box, const char **error_r);
+/* The per-file syncs that make a deferred publish durable without a
+   syncfs (doc/durability.md, "The lone commit"): fdatasync of
+   moat.uidlist (appended) and of the index log, fsync of cur/ (the new
+   names). Descriptors are the caller's (mailbox_sync_targets_close()). */
+#define MAILBOX_SYNC_TARGETS_MAX 3
+struct mailbox_sync_targets {
+	int fds[MAILBOX_SYNC_TARGETS_MAX];
+	bool datasync[MAILBOX_SYNC_TARGETS_MAX];   /* else fsync */
+	unsigned int count;
+};
+/* Call while still deferred, after the publish. Returns 1 with
+   *targets_r, 0 if the writes since mailbox_fsync_defer() went beyond
+   appends to those files (a uidlist rewrite, its Dovecot mirror, a new
+   index log or moat.index: only a syncfs covers them), or -1. */
+int mailbox_fsync_deferred_targets(struct mailbox *box,
+				   struct mailbox_sync_targets *targets_r,
+				   const char **error_r);
+void mailbox_sync_targets_close(struct mailbox_sync_targets *targets);
 /* syncfs(2) of the file system holding the folder: everything written
    there so far is on disk. Returns 0 or -1. */
 int mailbox_syncfs(struct mailbox *box, const char **error_r);

@@ -386,11 +386,12 @@ static int multi_publish_cb(void *context, uint32_t *first_uid_r,
 
 
 int mailbox_append_multi_sync_plan(struct mailbox_append_multi *const *ctxs,
-				   unsigned int count, int *fd_r,
+				   unsigned int count, unsigned int max_files,
+				   int *fds_r, unsigned int *fd_count_r,
 				   bool *syncfs_r, const char **error_r)
 {
 	struct mailbox_append_multi *first = NULL;
-	unsigned int messages = 0;
+	unsigned int messages = 0, n = 0;
 
 	for (unsigned int i = 0; i < count; i++) {
 		struct mailbox_append_multi *ctx = ctxs[i];
@@ -404,15 +405,40 @@ int mailbox_append_multi_sync_plan(struct mailbox_append_multi *const *ctxs,
 	}
 	if (first == NULL)
 		return 0;
+	/* few files: an fsync each is cheaper than writing out everything
+	   dirty on the file system (other writers' data too) */
+	*syncfs_r = messages > max_files;
+	for (unsigned int i = 0; i < count && !*syncfs_r; i++) {
+		struct mailbox_append_multi *ctx = ctxs[i];
+		if ((ctx->box->flags & MAILBOX_OPEN_NO_FSYNC) != 0)
+			continue;
+		for (unsigned int j = 0; j < ctx->count; j++) {
+			/* read-only does: fsync needs no write access */
+			fds_r[n] = open(ctx->items[j].tmp_path,
+					O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			if (fds_r[n] == -1) {
+				*error_r = mailbox_set_error(ctx->box,
+					"open(%s) failed: %m",
+					ctx->items[j].tmp_path);
+				while (n > 0)
+					i_close_fd(&fds_r[--n]);
+				return -1;
+			}
+			n++;
+		}
+	}
+	if (!*syncfs_r) {
+		*fd_count_r = n;
+		return 1;
+	}
 	/* the caller's own: the context may close its fd meanwhile (a
 	   merge moves it, an abort closes it) */
-	*fd_r = fcntl(first->sync_fd, F_DUPFD_CLOEXEC, 0);
-	if (*fd_r == -1) {
+	fds_r[0] = fcntl(first->sync_fd, F_DUPFD_CLOEXEC, 0);
+	if (fds_r[0] == -1) {
 		*error_r = mailbox_set_error(first->box, "dup() failed: %m");
 		return -1;
 	}
-	/* one file: its fsync is cheaper than writing out the file system */
-	*syncfs_r = messages > 1;
+	*fd_count_r = 1;
 	return 1;
 }
 
@@ -427,12 +453,16 @@ int mailbox_append_multi_sync_data(struct mailbox_append_multi *const *ctxs,
 				   unsigned int count, const char **error_r)
 {
 	int fd;
+	unsigned int fd_count;
 	bool use_syncfs;
-	int ret = mailbox_append_multi_sync_plan(ctxs, count, &fd, &use_syncfs,
+	/* one file: its fsync; more: one syncfs (on the loop, one call) */
+	int ret = mailbox_append_multi_sync_plan(ctxs, count, 1, &fd,
+						 &fd_count, &use_syncfs,
 						 error_r);
 	if (ret < 0)
 		return -1;
 	if (ret > 0) {
+		i_assert(fd_count == 1);
 		ret = use_syncfs ? syncfs(fd) : fsync(fd);
 		if (ret < 0) {
 			*error_r = mailbox_set_error(ctxs[0]->box,

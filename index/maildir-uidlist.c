@@ -38,6 +38,9 @@ struct maildir_uidlist {
 	   crash during an append) is ignored and cut by the next append. */
 	uint64_t valid_end;
 	struct stat file_st;         /* of the version in memory */
+	/* what was written without a sync since the last
+	   maildir_uidlist_take_unsynced() */
+	enum maildir_uidlist_unsynced unsynced;
 	int lock_fd;
 	char error[UIDLIST_ERROR_MAX];
 };
@@ -58,6 +61,23 @@ static const char *uidlist_set_error(struct maildir_uidlist *ul,
 void maildir_uidlist_set_fsync(struct maildir_uidlist *ul, bool fsync)
 {
 	ul->fsync = fsync;
+}
+
+/* A write that was not synced: kind says what a later sync must cover. */
+static void uidlist_note_unsynced(struct maildir_uidlist *ul,
+				  enum maildir_uidlist_unsynced kind)
+{
+	if (!ul->fsync && kind > ul->unsynced)
+		ul->unsynced = kind;
+}
+
+enum maildir_uidlist_unsynced
+maildir_uidlist_take_unsynced(struct maildir_uidlist *ul)
+{
+	enum maildir_uidlist_unsynced kind = ul->unsynced;
+
+	ul->unsynced = MAILDIR_UIDLIST_UNSYNCED_NONE;
+	return kind;
 }
 
 struct maildir_uidlist *maildir_uidlist_init(const char *dir, bool fsync)
@@ -865,6 +885,7 @@ static int uidlist_write_append(struct maildir_uidlist *ul,
 			goto fail;
 	}
 	touched = true;
+	uidlist_note_unsynced(ul, MAILDIR_UIDLIST_UNSYNCED_APPEND);
 	end = uidlist_append_lines(ul, fd);
 	if (end == 0 || (ul->fsync && fdatasync(fd) < 0) || fstat(fd, &st) < 0)
 		goto fail;
@@ -918,6 +939,8 @@ static void uidlist_mirror_dovecot(struct maildir_uidlist *ul)
 						      &fd);
 	if (ret <= 0)
 		return;
+	/* another file: only a syncfs covers it */
+	uidlist_note_unsynced(ul, MAILDIR_UIDLIST_UNSYNCED_OTHER);
 	struct uidlist_writer *w = i_malloc(sizeof(*w));
 	w->fd = fd;
 	struct stat st;
@@ -954,6 +977,8 @@ static int maildir_uidlist_write_own(struct maildir_uidlist *ul,
 	/* a rewrite needs every record */
 	i_assert(!ul->partial);
 	uidlist_compact(ul);
+	/* a new file and a rename: the folder's directory too */
+	uidlist_note_unsynced(ul, MAILDIR_UIDLIST_UNSYNCED_OTHER);
 	int fd = open(ul->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
 		      O_CLOEXEC, 0600);
 	if (fd == -1) {
@@ -1071,6 +1096,7 @@ int maildir_uidlist_append_rollback(struct maildir_uidlist *ul, uint64_t mark,
 	int fd = open(ul->path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 
+	uidlist_note_unsynced(ul, MAILDIR_UIDLIST_UNSYNCED_APPEND);
 	if (fd == -1 || ftruncate(fd, (off_t)mark) < 0 ||
 	    (ul->fsync && fdatasync(fd) < 0) || fstat(fd, &st) < 0) {
 		*error_r = uidlist_set_error(ul, "truncating %s failed: %m",

@@ -73,6 +73,19 @@ struct maildir_uidlist *maildir_uidlist_init(const char *dir, bool fsync);
 void maildir_uidlist_deinit(struct maildir_uidlist **ul);
 /* Change the fsync choice of maildir_uidlist_init() (mailbox_fsync_defer()). */
 void maildir_uidlist_set_fsync(struct maildir_uidlist *ul, bool fsync);
+/* What the writes made while not fsyncing left to sync, in rising order
+   of what covers it: nothing; moat.uidlist's own size and data (appends,
+   a rollback's truncate: fdatasync of the file); other files or
+   directory entries (a rewrite's tmp + rename, the dovecot-uidlist
+   mirror: only a syncfs, or fsyncs of the files and the folder). */
+enum maildir_uidlist_unsynced {
+	MAILDIR_UIDLIST_UNSYNCED_NONE = 0,
+	MAILDIR_UIDLIST_UNSYNCED_APPEND,
+	MAILDIR_UIDLIST_UNSYNCED_OTHER,
+};
+/* Returns that since the last call and starts counting again. */
+enum maildir_uidlist_unsynced
+maildir_uidlist_take_unsynced(struct maildir_uidlist *ul);
 
 /* Re-read the file if it changed since we last read or wrote it.
    Returns 1 if (re)read, 0 if unchanged, -1 on I/O error. A missing file

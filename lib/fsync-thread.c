@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <time.h>
 
 struct fsync_thread {
 	struct ioloop *ioloop;
@@ -29,7 +30,25 @@ void fsync_job_add(struct fsync_job *job, int fd, enum fsync_op op)
 	job->count++;
 }
 
+static uint64_t now_usecs(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void fsync_job_run_calls(struct fsync_job *job);
+
 void fsync_job_run(struct fsync_job *job)
+{
+	uint64_t start = now_usecs();
+
+	fsync_job_run_calls(job);
+	job->usecs = now_usecs() - start;
+}
+
+static void fsync_job_run_calls(struct fsync_job *job)
 {
 	job->error = 0;
 	job->failed_op = 0;

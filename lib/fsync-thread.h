@@ -17,8 +17,9 @@
 #include "lib.h"
 #include "ioloop.h"
 
-/* Calls in one job: a group commit needs at most two (a data sync, or
-   the final syncfs). The bound keeps a job a fixed-size struct. */
+/* Calls in one job: a group commit's step makes one syncfs or a few
+   per-file syncs (imap/imap-commit.c). The bound keeps a job a
+   fixed-size struct. */
 #define FSYNC_JOB_MAX_OPS 8
 
 enum fsync_op {
@@ -40,6 +41,9 @@ struct fsync_job {
 	   that failed (the calls after it are not made) and its index */
 	int error;
 	unsigned int failed_op;
+	/* how long the calls took (the caller's cost estimate: doc of
+	   imap/imap-commit.c), also when one failed */
+	uint64_t usecs;
 	fsync_job_callback_t *callback;
 	void *context;
 };

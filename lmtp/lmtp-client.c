@@ -31,8 +31,12 @@ struct lmtp_recipient {
 	char address[LMTP_PATH_MAX + 1];    /* as in RCPT TO */
 	char mailbox[LMTP_PATH_MAX + 1];    /* detail folder, "" = INBOX */
 	char user[LMTP_USERDB_KEY_MAX + 1]; /* canonical, from master */
+	char key[LMTP_USERDB_KEY_MAX + 1];  /* its userdb key (RCPT) */
 	struct lmtp_delivery *deliver;      /* NULL for a duplicate */
 	struct lmtp_recipient *dup_of;      /* same user and folder */
+	/* master's second lookup (rcpt_relookup()), and whether it was made */
+	struct lmtp_rcpt_wait *relookup;
+	bool relooked;
 	bool waiting, answered;
 	char reply[LMTP_REPLY_MAX];
 };
@@ -58,6 +62,7 @@ struct lmtp_client {
 	struct lmtp_rcpt_addr pending_rcpt;
 	char pending_key[LMTP_USERDB_KEY_MAX + 1];
 	struct lmtp_data *data;
+	int msg_fd;      /* data's sealed memfd once complete, else -1 */
 	uint64_t bdat_left;
 	bool bdat_last, bdat_discard;
 	const char *bdat_error;
@@ -71,6 +76,7 @@ static void client_schedule(struct lmtp_client *client);
    for an answer (lmtp-delivery.h). */
 static void rcpt_free(struct lmtp_recipient *rcpt)
 {
+	lmtp_master_rcpt_abort(&rcpt->relookup);
 	lmtp_delivery_release(&rcpt->deliver, !rcpt->waiting);
 	i_free(rcpt);
 }
@@ -165,6 +171,7 @@ static void transaction_reset(struct lmtp_client *client)
 		rcpt_free(client->rcpts[i]);
 	client->rcpt_count = 0;
 	client->next_reply = 0;
+	client->msg_fd = -1;
 	lmtp_data_destroy(&client->data);
 	client->mail_set = client->used_data = client->used_bdat = false;
 	memset(&client->mail, 0, sizeof(client->mail));
@@ -259,6 +266,71 @@ static void answer_all(struct lmtp_client *client, const char *code,
 	}
 }
 
+static void rcpt_send(struct lmtp_recipient *rcpt);
+
+/* Master's second answer for a recipient whose socket had died. */
+static void rcpt_relooked(enum lmtp_rcpt_result result, const char *user,
+			  int fd, void *context)
+{
+	struct lmtp_recipient *rcpt = context;
+	struct lmtp_client *client = rcpt->client;
+
+	rcpt->relookup = NULL;
+	/* the same user, or nothing: RCPT's 250 named that one */
+	if (result == LMTP_RCPT_OK && strcmp(user, rcpt->user) == 0) {
+		rcpt->deliver = lmtp_delivery_create(client->proc, fd,
+						     rcpt->key, user);
+		lmtp_delivery_attach(rcpt->deliver, deliver_input, rcpt);
+		rcpt_send(rcpt);
+	} else {
+		if (fd >= 0)
+			close(fd);
+		rcpt_answer(rcpt, "451", "4.3.0", "Temporary failure: the mail "
+			    "process went away");
+	}
+	if (client->state == CLIENT_DELIVER)
+		replies_flush(client);
+}
+
+/* Nothing was sent on a socket that died before DATA (the imap process
+   exited or was killed after RCPT; a kept socket's process may have gone
+   while it was pooled): ask master again, once, which starts a new
+   process. After a DELIVER was sent it stays 451: the message may be
+   saved, and the MTA's retry is deduplicated by its delivery id. */
+static bool rcpt_relookup(struct lmtp_recipient *rcpt)
+{
+	struct lmtp_client *client = rcpt->client;
+
+	if (rcpt->relooked || rcpt->key[0] == '\0')
+		return false;
+	rcpt->relooked = true;
+	i_info("user %s: its mail process went away before DATA; "
+	       "looking the recipient up again", rcpt->user);
+	rcpt->relookup = lmtp_master_rcpt(client->proc, rcpt->key,
+					  rcpt_relooked, rcpt);
+	return true;
+}
+
+/* DELIVER to the recipient's imap process (rcpt->waiting). */
+static void rcpt_send(struct lmtp_recipient *rcpt)
+{
+	struct lmtp_client *client = rcpt->client;
+	char id[16];
+
+	snprintf(id, sizeof(id), "%u", rcpt->idx);
+	if (rcpt->deliver != NULL &&
+	    lmtp_delivery_send(rcpt->deliver, client->msg_fd, id,
+			       rcpt->mailbox, client->mail.path,
+			       rcpt->address) == 0)
+		return;
+	/* the peer is gone: the DELIVER never reached it */
+	lmtp_delivery_release(&rcpt->deliver, false);
+	if (rcpt_relookup(rcpt))
+		return;
+	rcpt_answer(rcpt, "451", "4.3.0", "Temporary "
+		    "failure: the mail process went away");
+}
+
 /* The message is complete: hand it to every recipient's imap process. */
 static void client_deliver(struct lmtp_client *client)
 {
@@ -272,21 +344,13 @@ static void client_deliver(struct lmtp_client *client)
 		i_error("writing the message to memory failed: %m");
 		answer_all(client, "451", "4.3.0", "Temporary internal error");
 	} else {
+		client->msg_fd = fd;
 		for (unsigned int i = 0; i < client->rcpt_count; i++) {
 			struct lmtp_recipient *rcpt = client->rcpts[i];
-			char id[16];
 			if (rcpt->dup_of != NULL)
 				continue;
-			snprintf(id, sizeof(id), "%u", rcpt->idx);
 			rcpt->waiting = true;
-			if (rcpt->deliver == NULL ||
-			    lmtp_delivery_send(rcpt->deliver, fd, id,
-					       rcpt->mailbox, client->mail.path,
-					       rcpt->address) < 0) {
-				lmtp_delivery_release(&rcpt->deliver, false);
-				rcpt_answer(rcpt, "451", "4.3.0", "Temporary "
-					    "failure: the mail process went away");
-			}
+			rcpt_send(rcpt);
 		}
 	}
 	replies_flush(client);
@@ -360,6 +424,7 @@ static void rcpt_accept(struct lmtp_client *client, const char *user, int fd,
 	rcpt->idx = client->rcpt_count;
 	strcpy(rcpt->address, addr->path);
 	strcpy(rcpt->user, user);
+	strcpy(rcpt->key, client->pending_key);
 	lmtp_address_split(addr->path, client->proc->set->recipient_delimiter,
 			   local, detail, domain);
 	if (client->proc->set->lmtp_save_to_detail_mailbox)
@@ -826,6 +891,7 @@ struct lmtp_client *lmtp_client_create(struct lmtp_process *proc, int fd)
 
 	client->proc = proc;
 	client->fd = fd;
+	client->msg_fd = -1;
 	client->input = i_stream_create_fd(fd, LMTP_MAX_INBUF_SIZE);
 	client->output = o_stream_create_fd(proc->ioloop, fd,
 					    LMTP_MAX_OUTBUF_SIZE);

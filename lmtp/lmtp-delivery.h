@@ -14,7 +14,8 @@
    the last use: a change of the userdb (a user removed, moved to another
    uid or home) reaches lmtp at most LMTP_DELIVERY_REUSE_MSECS later. An idle socket keeps the imap process
    (it counts as one of its connections); one whose process went away is
-   dropped, never handed out. */
+   dropped, never handed out (and a recipient whose socket dies before
+   its DELIVER is looked up again: lmtp-client.c, rcpt_relookup()). */
 
 #include "lmtp-common.h"
 

@@ -6,6 +6,7 @@
 #include "mailbox-list.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 
 #define COMMIT_MSG "Subject: group\r\n\r\nbody\r\n"
 
@@ -414,6 +415,62 @@ static void test_commit_cancel_in_batch(void)
 	commit_user_deinit();
 }
 
+/* fd is open on path (the same inode). */
+static bool fd_is(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && stat(path, &b) == 0 &&
+		a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
+/* A deferred publish that only appended: its per-file syncs are cur/,
+   the index log and moat.uidlist; one that created moat.uidlist (the
+   folder's first message: tmp + rename) needs the syncfs. */
+static void test_commit_sync_targets(void)
+{
+	const char *root = commit_root("targets"), *error;
+	struct mailbox_sync_targets targets;
+	char path[600];
+	uint32_t uid;
+
+	commit_user_init(root);
+	struct mailbox *box = commit_open(root, "INBOX");
+	struct mailbox_append_multi *save = commit_stage(box, 1);
+	test_assert(mailbox_fsync_defer(box, true));
+	test_assert(mailbox_append_multi_commit(&save, &uid, &error) == 0);
+	test_assert_int(mailbox_fsync_deferred_targets(box, &targets, &error), 0);
+	test_assert(mailbox_fsync_defer(box, false));
+
+	save = commit_stage(box, 2);
+	test_assert(mailbox_fsync_defer(box, true));
+	test_assert(mailbox_append_multi_commit(&save, &uid, &error) == 0);
+	test_assert_int(uid, 2);
+	test_assert_int(mailbox_fsync_deferred_targets(box, &targets, &error), 1);
+	test_assert(mailbox_fsync_defer(box, false));
+	test_assert_int(targets.count, 3);
+	snprintf(path, sizeof(path), "%s/cur", root);
+	test_assert(fd_is(targets.fds[0], path) && !targets.datasync[0]);
+	snprintf(path, sizeof(path), "%s/moat.index.log", root);
+	test_assert(fd_is(targets.fds[1], path) && targets.datasync[1]);
+	snprintf(path, sizeof(path), "%s/moat.uidlist", root);
+	test_assert(fd_is(targets.fds[2], path) && targets.datasync[2]);
+	for (unsigned int i = 0; i < targets.count; i++)
+		test_assert(fsync(targets.fds[i]) == 0);
+	mailbox_sync_targets_close(&targets);
+	test_assert_int(targets.count, 0);
+
+	/* nothing written while deferred: cur/ and the log only */
+	test_assert(mailbox_fsync_defer(box, true));
+	test_assert_int(mailbox_fsync_deferred_targets(box, &targets, &error), 1);
+	test_assert(mailbox_fsync_defer(box, false));
+	test_assert_int(targets.count, 2);
+	mailbox_sync_targets_close(&targets);
+	mailbox_close(&box);
+	commit_user_deinit();
+}
+
 TEST_MAIN(TEST(test_commit_groups), TEST(test_commit_cancel),
 	  TEST(test_commit_limit), TEST(test_commit_quota),
-	  TEST(test_commit_async), TEST(test_commit_cancel_in_batch))
+	  TEST(test_commit_async), TEST(test_commit_cancel_in_batch),
+	  TEST(test_commit_sync_targets))
