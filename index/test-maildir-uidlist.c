@@ -385,9 +385,9 @@ static void test_uidlist_v1(void)
 }
 
 /* The fields after a record's base as the reader has always taken them:
-   runs of spaces, at most six fields read, the first well-formed value
-   of a later S= or W= wins over an earlier one, a bad value (empty,
-   not digits, too big, "S" without "=") leaves what was there. */
+   separated by runs of spaces, at most six of them read, a well-formed
+   S= or W= replaces an earlier one, a bad value (empty, not digits, too
+   big, "S" without "=") leaves what was there. */
 static void test_uidlist_rec_fields(void)
 {
 	const char *dir = mkdir_sub("ul10"), *error;
