@@ -10,8 +10,8 @@
 #include "mailbox-append-multi.h"
 #include "maildir-filename.h"
 #include "master-service.h"
+#include "sha256.h"
 
-#include <openssl/evp.h>
 #include <sys/stat.h>
 
 /* DELIVER <id> <mailbox> <return-path> <delivered-to> */
@@ -349,35 +349,33 @@ static int deliver_id(int fd, uint64_t size, const char *folder,
 		      const char *return_path, const char *delivered_to,
 		      char id_r[MAILDIR_DELIVERY_ID_LEN + 1])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int md_len;
-	EVP_MD_CTX *md_ctx = EVP_MD_CTX_new();
-	int ret = md_ctx != NULL && EVP_DigestInit_ex(md_ctx, EVP_sha256(),
-						      NULL) == 1 ? 0 : -1;
+	unsigned char md[SHA256_DIGEST_LEN];
+	struct sha256_ctx md_ctx;
 	const char *parts[] = { folder, return_path, delivered_to };
+	int ret = 0;
 
-	for (unsigned int i = 0; ret == 0 && i < N_ELEMENTS(parts); i++) {
+	sha256_init(&md_ctx);
+	for (unsigned int i = 0; i < N_ELEMENTS(parts); i++) {
 		/* with its NUL: fields cannot run into each other */
-		if (EVP_DigestUpdate(md_ctx, parts[i], strlen(parts[i]) + 1) != 1)
-			ret = -1;
+		sha256_update(&md_ctx, parts[i], strlen(parts[i]) + 1);
 	}
 	char *buf = i_malloc(DELIVER_COPY_CHUNK);
-	for (uint64_t pos = 0; ret == 0 && pos < size;) {
+	for (uint64_t pos = 0; pos < size;) {
 		size_t want = (size_t)MIN(size - pos, (uint64_t)DELIVER_COPY_CHUNK);
 		ssize_t got = pread(fd, buf, want, (off_t)pos);
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got <= 0 || EVP_DigestUpdate(md_ctx, buf, (size_t)got) != 1)
+		if (got <= 0) {
 			ret = -1;
-		else
-			pos += (uint64_t)got;
+			break;
+		}
+		sha256_update(&md_ctx, buf, (size_t)got);
+		pos += (uint64_t)got;
 	}
 	i_free(buf);
-	if (ret == 0 && EVP_DigestFinal_ex(md_ctx, md, &md_len) != 1)
-		ret = -1;
-	EVP_MD_CTX_free(md_ctx);
 	if (ret < 0)
 		return -1;
+	sha256_final(&md_ctx, md);
 	static const char hex[] = "0123456789abcdef";
 	for (unsigned int i = 0; i < MAILDIR_DELIVERY_ID_LEN / 2; i++) {
 		id_r[i * 2] = hex[md[i] >> 4];

@@ -62,9 +62,6 @@ tests_unit_test_imap_compress_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
 tests_unit_test_imap_compress_LDADD = tests/unit/libtest.a index/libindex.a \
 	$(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
 imap_imap_LDADD = index/libindex.a $(LIBMAILINDEX) $(LIBMOAT) $(ZLIB_LIBS)
-# SHA-256 of deliveries (imap-deliver.c)
-imap_imap_LDADD += $(SSL_LIBS)
-imap_imap_CFLAGS = $(AM_CFLAGS) $(SSL_CFLAGS)
 # SEARCH (cmd-search.c, imap-search.c: ESEARCH, SEARCHRES "$")
 imap_imap_SOURCES += imap/cmd-search.c imap/imap-search.c imap/imap-search.h
 # CONTEXT=SEARCH (RFC 5267 4.3): RETURN (UPDATE), CANCELUPDATE

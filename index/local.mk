@@ -6,6 +6,7 @@ index_libindex_a_SOURCES = \
 	index/maildir-filename.c index/maildir-filename.h \
 	index/maildir-uidlist.c index/maildir-uidlist.h \
 	index/maildir-sync.c \
+	index/maildir-name-sort.c index/maildir-name-sort.h \
 	index/maildir-save.c \
 	index/maildir-save-multi.c index/mailbox-append-multi.h \
 	index/maildir-keywords.c index/maildir-keywords.h \
@@ -36,6 +37,7 @@ INDEX_TEST_LDADD = $(LIBINDEX) $(LIBMAILINDEX) tests/unit/libtest.a $(LIBMOAT) \
 	$(ZLIB_LIBS)
 INDEX_TESTS = \
 	index/test-maildir-filename \
+	index/test-maildir-name-sort \
 	index/test-maildir-uidlist \
 	index/test-mailbox \
 	index/test-maildir-keywords \
@@ -46,6 +48,8 @@ INDEX_TESTS = \
 check_PROGRAMS += $(INDEX_TESTS)
 TESTS += $(INDEX_TESTS)
 index_test_maildir_filename_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_name_sort_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_name_sort_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_maildir_uidlist_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_LDADD = $(INDEX_TEST_LDADD)
 index_test_maildir_filename_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit

@@ -4,6 +4,7 @@
 #include "lib.h"
 #include "log.h"
 #include "mailbox-private.h"
+#include "maildir-name-sort.h"
 #include "safe-open.h"
 
 #include <dirent.h>
@@ -223,18 +224,6 @@ static void sync_add_entry(struct sync_ctx *ctx, const char *fname,
 	}
 }
 
-static void sync_entry_set_key(struct sync_entry *e, uint32_t offset)
-{
-	uint64_t key = 0;
-
-	for (uint32_t i = 0; i < 8; i++) {
-		unsigned char c = offset + i < e->base_len ?
-			(unsigned char)e->fname[offset + i] : 0;
-		key = key << 8 | c;
-	}
-	e->key = key;
-}
-
 /* Base names in byte order, a shorter prefix first. */
 static int entry_cmp(const void *p1, const void *p2)
 {
@@ -251,13 +240,56 @@ static int entry_cmp(const void *p1, const void *p2)
 		e1->base_len > e2->base_len ? 1 : 0;
 }
 
+static int entry_tie_cmp(uint32_t idx1, uint32_t idx2, void *context)
+{
+	const struct sync_ctx *ctx = context;
+
+	return entry_cmp(&ctx->entries[idx1], &ctx->entries[idx2]);
+}
+
+/* Puts entries[items[i].idx] at i for every i, in place (following each
+   cycle of the permutation; a done item points at itself). */
+static void sync_permute_entries(struct sync_entry *entries,
+				 struct maildir_name_sort_item *items,
+				 unsigned int count)
+{
+	for (unsigned int i = 0; i < count; i++) {
+		if (items[i].idx == i)
+			continue;
+		struct sync_entry first = entries[i];
+		unsigned int j = i;
+		for (;;) {
+			unsigned int k = items[j].idx;
+			items[j].idx = j;
+			if (k == i) {
+				entries[j] = first;
+				break;
+			}
+			entries[j] = entries[k];
+			j = k;
+		}
+	}
+}
+
+/* Base names in byte order (entry_cmp), a name found twice in readdir
+   order: a radix sort of the keys (maildir-name-sort.h) instead of a
+   comparison sort of the entries. */
 static void sync_sort_entries(struct sync_ctx *ctx)
 {
 	if (ctx->count == 0)
 		return;
-	for (unsigned int i = 0; i < ctx->count; i++)
-		sync_entry_set_key(&ctx->entries[i], ctx->key_offset);
-	qsort(ctx->entries, ctx->count, sizeof(*ctx->entries), entry_cmp);
+	struct maildir_name_sort_item *items =
+		i_malloc(i_mul_size(ctx->count, sizeof(*items)));
+	for (unsigned int i = 0; i < ctx->count; i++) {
+		struct sync_entry *e = &ctx->entries[i];
+		e->key = maildir_name_sort_key(e->fname, e->base_len,
+					       ctx->key_offset);
+		items[i].key = e->key;
+		items[i].idx = i;
+	}
+	maildir_name_sort(items, ctx->count, entry_tie_cmp, ctx);
+	sync_permute_entries(ctx->entries, items, ctx->count);
+	i_free(items);
 }
 
 static int sync_scan_cur(struct sync_ctx *ctx, const char **error_r)

@@ -122,13 +122,25 @@ static void uidlist_clear(struct maildir_uidlist *ul)
 	i_free(ul->by_base);
 }
 
+/* Bit c of the set is 1 for a byte c that no base name may contain:
+   controls, space, DEL, ':' and '/'. One test per byte: this runs over
+   every name of every scan and of every uidlist read. */
+static bool base_byte_is_bad(unsigned char c)
+{
+	static const uint64_t bad[4] = {
+		0xffffffffULL | 1ULL << ' ' | 1ULL << '/' | 1ULL << ':',
+		1ULL << (0x7f - 64), 0, 0,
+	};
+
+	return (bad[c >> 6] >> (c & 63)) & 1;
+}
+
 bool maildir_uidlist_base_is_valid(const char *base, size_t base_len)
 {
 	if (base_len == 0 || base_len > MAILDIR_FILENAME_MAX)
 		return false;
 	for (size_t i = 0; i < base_len; i++) {
-		unsigned char c = (unsigned char)base[i];
-		if (c <= ' ' || c == 0x7f || c == ':' || c == '/')
+		if (base_byte_is_bad((unsigned char)base[i]))
 			return false;
 	}
 	return true;
@@ -165,47 +177,59 @@ static int uidlist_parse_u32(const char *str, uint32_t *num_r)
 	return 0;
 }
 
-static int uidlist_parse_u64(const char *str, uint64_t *num_r)
+/* The value of a "S=" or "W=" field, p[0..len): *num_r is set only
+   if they are all digits and fit (as before: a bad field is ignored). */
+static void uidlist_parse_size_field(const char *p, size_t len,
+				     uint64_t *num_r)
 {
 	uint64_t num = 0;
 
-	if (*str == '\0')
-		return -1;
-	for (; *str != '\0'; str++) {
-		if (*str < '0' || *str > '9' || num > (UINT64_MAX - 9) / 10)
-			return -1;
-		num = num * 10 + (uint64_t)(*str - '0');
+	if (len == 0)
+		return;
+	for (size_t i = 0; i < len; i++) {
+		if (p[i] < '0' || p[i] > '9' || num > (UINT64_MAX - 9) / 10)
+			return;
+		num = num * 10 + (uint64_t)(p[i] - '0');
 	}
 	*num_r = num;
-	return 0;
 }
 
-/* line is modified in place. Returns 0 or -1 on corruption. */
-static int uidlist_parse_rec(struct maildir_uidlist *ul, char *line)
-{
-	char *fields[8];
-	unsigned int n = 0;
+/* Extra fields of a record line read at most: later versions may add
+   fields */
+#define UIDLIST_REC_EXTRA_FIELDS_MAX 6
 
-	for (char *p = strtok(line, " "); p != NULL; p = strtok(NULL, " ")) {
-		if (n == N_ELEMENTS(fields))
-			break;   /* later versions may add fields */
-		fields[n++] = p;
-	}
-	uint32_t uid;
-	if (n < 2 || uidlist_parse_u32(fields[0], &uid) < 0 || uid == 0)
-		return -1;
+/* A record line line[0..len) that uidlist_line_is_rec() accepted: its
+   uid, the base at line[base..base_end) (valid, one space before it),
+   then fields separated by runs of spaces. Returns 0 or -1 on
+   corruption. */
+static int uidlist_parse_rec(struct maildir_uidlist *ul, const char *line,
+			     size_t len, uint32_t uid, size_t base,
+			     size_t base_end)
+{
 	if (ul->count > 0 && uid <= ul->recs[ul->count - 1].uid)
-		return -1;
-	if (!maildir_uidlist_base_is_valid(fields[1], strlen(fields[1])))
 		return -1;
 	struct maildir_uidlist_rec *rec = uidlist_new_rec(ul);
 	rec->uid = uid;
-	rec->base = p_strdup(ul->pool, fields[1]);
-	for (unsigned int i = 2; i < n; i++) {
-		if (strncmp(fields[i], "S=", 2) == 0)
-			(void)uidlist_parse_u64(fields[i] + 2, &rec->size);
-		else if (strncmp(fields[i], "W=", 2) == 0)
-			(void)uidlist_parse_u64(fields[i] + 2, &rec->vsize);
+	char *copy = p_malloc(ul->pool, base_end - base + 1);   /* zero-filled */
+	memcpy(copy, line + base, base_end - base);
+	rec->base = copy;
+	size_t i = base_end;
+	for (unsigned int n = 0; n < UIDLIST_REC_EXTRA_FIELDS_MAX; n++) {
+		while (i < len && line[i] == ' ')
+			i++;
+		if (i == len)
+			break;
+		size_t start = i;
+		while (i < len && line[i] != ' ')
+			i++;
+		if (i - start >= 2 && line[start + 1] == '=') {
+			if (line[start] == 'S')
+				uidlist_parse_size_field(line + start + 2,
+					i - start - 2, &rec->size);
+			else if (line[start] == 'W')
+				uidlist_parse_size_field(line + start + 2,
+					i - start - 2, &rec->vsize);
+		}
 	}
 	return 0;
 }
@@ -226,9 +250,11 @@ static int uidlist_parse_header(struct maildir_uidlist *ul, char *line)
 }
 
 /* Whether line[0..len) (without its LF) is a record line whose uid is
-   above prev_uid; the uid goes to *uid_r. Allocates nothing. */
+   above prev_uid; the uid goes to *uid_r, its base is
+   line[*base_r..*base_end_r). Allocates nothing. */
 static bool uidlist_line_is_rec(const char *line, size_t len,
-				uint32_t prev_uid, uint32_t *uid_r)
+				uint32_t prev_uid, uint32_t *uid_r,
+				size_t *base_r, size_t *base_end_r)
 {
 	uint64_t uid = 0;
 	size_t i = 0;
@@ -245,13 +271,16 @@ static bool uidlist_line_is_rec(const char *line, size_t len,
 	size_t base = ++i;
 	while (i < len && line[i] != ' ')
 		i++;
-	if (!maildir_uidlist_base_is_valid(line + base, i - base))
+	size_t base_end = i;
+	if (!maildir_uidlist_base_is_valid(line + base, base_end - base))
 		return false;
 	for (; i < len; i++) {
 		if ((unsigned char)line[i] < ' ' || line[i] == 0x7f)
 			return false;
 	}
 	*uid_r = (uint32_t)uid;
+	*base_r = base;
+	*base_end_r = base_end;
 	return true;
 }
 
@@ -280,15 +309,17 @@ static int uidlist_parse(struct maildir_uidlist *ul, char *data, size_t size)
 		return -1;
 	p = nl + 1;
 	while (p < end) {
+		size_t base, base_end;
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (nl == NULL ||
-		    !uidlist_line_is_rec(p, (size_t)(nl - p), last_uid, &uid)) {
+		    !uidlist_line_is_rec(p, (size_t)(nl - p), last_uid, &uid,
+					 &base, &base_end)) {
 			if (!uidlist_tail_is_torn(p, end))
 				return -1;
 			break;
 		}
-		*nl = '\0';
-		if (uidlist_parse_rec(ul, p) < 0)
+		if (uidlist_parse_rec(ul, p, (size_t)(nl - p), uid, base,
+				      base_end) < 0)
 			return -1;
 		last_uid = uid;
 		p = nl + 1;
@@ -424,9 +455,11 @@ static int uidlist_scan_tail(char *buf, size_t size, uint64_t off,
 	if (p == NULL)
 		return -1;
 	for (p++; p < end; p = nl + 1) {
+		size_t base, base_end;
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (nl == NULL ||
-		    !uidlist_line_is_rec(p, (size_t)(nl - p), last_uid, &uid)) {
+		    !uidlist_line_is_rec(p, (size_t)(nl - p), last_uid, &uid,
+					 &base, &base_end)) {
 			if (!uidlist_tail_is_torn(p, end))
 				return -1;
 			break;

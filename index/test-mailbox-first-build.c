@@ -306,6 +306,176 @@ static void test_first_build_crash_steps(void)
 	}
 }
 
+/* Odd names, created in a random order: the uidlist written by the
+   first build holds exactly the usable base names in byte order, each
+   once, with the sizes of their ,S=/,W= fields, and the index has their
+   flags: names without ":2,", with letters that are no flag, duplicate
+   bases (renamed during a readdir), and names the scan ignores (dot
+   files, a space in the base). The expectation is computed here, apart
+   from the scan and its sort. */
+#define ODD_MSGS 3000
+
+struct odd_name {
+	char base[96], info[16];
+	int size, vsize;          /* -1: no field */
+	unsigned int info_idx;
+	enum mail_flags flags;
+	bool usable, dupe;
+};
+
+static int odd_base_cmp(const void *p1, const void *p2)
+{
+	const struct odd_name *n1 = p1, *n2 = p2;
+
+	if (n1->usable != n2->usable)
+		return n1->usable ? -1 : 1;
+	return strcmp(n1->base, n2->base);
+}
+
+static void odd_make(struct odd_name *names)
+{
+	static const char *const infos[] = {
+		"", ":2,", ":2,S", ":2,FS", ":2,ZRS", ":2,Tx", ":1,S",
+	};
+	static const enum mail_flags info_flags[] = {
+		0, 0, MAIL_SEEN, MAIL_FLAGGED | MAIL_SEEN,
+		MAIL_ANSWERED | MAIL_SEEN, MAIL_DELETED, 0,
+	};
+
+	srandom(75);
+	for (unsigned int i = 0; i < ODD_MSGS; i++) {
+		struct odd_name *n = &names[i];
+		unsigned int kind = (unsigned int)random() % 16;
+		unsigned int info = (unsigned int)random() % N_ELEMENTS(infos);
+		n->size = n->vsize = -1;
+		n->usable = true;
+		if (kind == 0 && i > 0 && names[i - 1].usable &&
+		    !names[i - 1].dupe) {
+			/* the previous base again, other flags */
+			memcpy(n->base, names[i - 1].base, sizeof(n->base));
+			n->size = names[i - 1].size;
+			n->vsize = names[i - 1].vsize;
+			n->dupe = names[i - 1].dupe = true;
+			info = (names[i - 1].info_idx + 1) % N_ELEMENTS(infos);
+		} else if (kind == 1) {
+			snprintf(n->base, sizeof(n->base), ".hidden%u", i);
+			n->usable = false;
+		} else if (kind == 2) {
+			snprintf(n->base, sizeof(n->base), "bad name %u", i);
+			n->usable = false;
+		} else if (kind < 6) {
+			/* no size fields; a short, unshared prefix */
+			snprintf(n->base, sizeof(n->base), "%lx.q%u", random(), i);
+		} else {
+			/* as moat and Dovecot name them: one long prefix */
+			n->size = (int)(random() % 100000);
+			n->vsize = kind % 2 == 0 ? n->size + 7 : -1;
+			int len = snprintf(n->base, sizeof(n->base),
+					   "17000%05ld.M%ldP%u.host,S=%d",
+					   random() % 100000, random() % 1000,
+					   i, n->size);
+			if (n->vsize >= 0)
+				snprintf(n->base + len, sizeof(n->base) - (size_t)len,
+					 ",W=%d", n->vsize);
+		}
+		n->info_idx = info;
+		snprintf(n->info, sizeof(n->info), "%s", infos[info]);
+		n->flags = info_flags[info];
+	}
+}
+
+static void odd_write_files(const char *root, const struct odd_name *names)
+{
+	const char *const subs[] = { "cur", "new", "tmp" };
+	char path[1024];
+
+	test_assert(mkdir(root, 0700) == 0);
+	for (unsigned int i = 0; i < N_ELEMENTS(subs); i++)
+		test_assert(mkdir(file_path(root, subs[i]), 0700) == 0);
+	for (unsigned int i = 0; i < ODD_MSGS; i++) {
+		snprintf(path, sizeof(path), "%s/cur/%s%s", root,
+			 names[i].base, names[i].info);
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		test_assert(fd >= 0);
+		test_assert(write(fd, "Subject: x\n\nbody\n", 17) == 17);
+		close(fd);
+	}
+}
+
+/* moat.uidlist as the model says, without its header line */
+static char *odd_expected_uidlist(struct odd_name *sorted, unsigned int *count_r)
+{
+	size_t size = ODD_MSGS * 160, used = 0;
+	char *text = i_malloc(size);
+	unsigned int uid = 0;
+
+	qsort(sorted, ODD_MSGS, sizeof(*sorted), odd_base_cmp);
+	for (unsigned int i = 0; i < ODD_MSGS && sorted[i].usable; i++) {
+		if (i > 0 && strcmp(sorted[i].base, sorted[i - 1].base) == 0)
+			continue;
+		used += (size_t)snprintf(text + used, size - used, "%u %s",
+					 ++uid, sorted[i].base);
+		if (sorted[i].size >= 0)
+			used += (size_t)snprintf(text + used, size - used,
+						 " S=%d", sorted[i].size);
+		if (sorted[i].vsize >= 0)
+			used += (size_t)snprintf(text + used, size - used,
+						 " W=%d", sorted[i].vsize);
+		used += (size_t)snprintf(text + used, size - used, "\n");
+		sorted[uid - 1] = sorted[i];   /* uid order from here on */
+	}
+	*count_r = uid;
+	return text;
+}
+
+static char *read_whole(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+
+	test_assert(fd >= 0 && fstat(fd, &st) == 0);
+	char *data = i_malloc((size_t)st.st_size + 1);
+	test_assert(read(fd, data, (size_t)st.st_size) == st.st_size);
+	close(fd);
+	return data;
+}
+
+static void test_first_build_odd_names(void)
+{
+	const char *root = root_path("Odd"), *error;
+	struct odd_name *names = i_malloc(sizeof(*names) * ODD_MSGS);
+	struct mailbox *box;
+	unsigned int count;
+
+	odd_make(names);
+	odd_write_files(root, names);
+	char *want = odd_expected_uidlist(names, &count);
+
+	maildir_watch_deinit();
+	test_assert_int(mailbox_open(root, "INBOX", MAILBOX_OPEN_NO_FSYNC |
+				     MAILBOX_OPEN_SELECT, &box, &error), 1);
+	test_assert_int(mailbox_get_count(box), count);
+	unsigned int wrong = 0;
+	for (unsigned int i = 0; i < count && i < mailbox_get_count(box); i++) {
+		if (mailbox_msg_uid(box, i + 1) != i + 1 ||
+		    (!names[i].dupe &&
+		     (mailbox_msg_flags(box, i + 1) & MAIL_FLAGS_PERMANENT) !=
+		     names[i].flags))
+			wrong++;
+	}
+	test_assert_int(wrong, 0);
+	mailbox_close(&box);
+
+	char *got = read_whole(file_path(root, MAILDIR_UIDLIST_NAME));
+	char *body = strchr(got, '\n');
+	test_assert(body != NULL);
+	test_assert(body != NULL && strcmp(body + 1, want) == 0);
+	i_free(got);
+	i_free(want);
+	i_free(names);
+}
+
 TEST_MAIN(TEST(test_first_build_written_once),
 	  TEST(test_first_build_index_exists),
-	  TEST(test_first_build_crash_steps))
+	  TEST(test_first_build_crash_steps),
+	  TEST(test_first_build_odd_names))

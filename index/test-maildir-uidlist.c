@@ -384,8 +384,53 @@ static void test_uidlist_v1(void)
 	maildir_uidlist_deinit(&ul);
 }
 
+/* The fields after a record's base as the reader has always taken them:
+   separated by runs of spaces, at most six of them read, a well-formed
+   S= or W= replaces an earlier one, a bad value (empty, not digits, too
+   big, "S" without "=") leaves what was there. */
+static void test_uidlist_rec_fields(void)
+{
+	const char *dir = mkdir_sub("ul10"), *error;
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/" MAILDIR_UIDLIST_NAME, dir);
+	FILE *f = fopen(path, "w");
+	fputs("V2 55 20\n"
+	      "1 a S=10   W=20\n"
+	      "2 b S=x W= S=7\n"
+	      "3 c S=5 S=6\n"
+	      "4 d S=99999999999999999999 W=12a\n"
+	      "5 e X=1 Y=2 Z=3 Q=4 R=5 T=6 S=9\n"
+	      "6 f  S S= s=4 W=3\n"
+	      "7 g\n", f);
+	fclose(f);
+	struct maildir_uidlist *ul = maildir_uidlist_init(dir, false);
+	test_assert_int(maildir_uidlist_refresh(ul, &error), 1);
+	test_assert_int(maildir_uidlist_count(ul), 7);
+	static const struct {
+		const char *base;
+		uint64_t size, vsize;
+	} want[] = {
+		{ "a", 10, 20 },
+		{ "b", 7, MAILDIR_SIZE_UNKNOWN },
+		{ "c", 6, MAILDIR_SIZE_UNKNOWN },
+		{ "d", MAILDIR_SIZE_UNKNOWN, MAILDIR_SIZE_UNKNOWN },
+		{ "e", MAILDIR_SIZE_UNKNOWN, MAILDIR_SIZE_UNKNOWN },
+		{ "f", MAILDIR_SIZE_UNKNOWN, 3 },
+		{ "g", MAILDIR_SIZE_UNKNOWN, MAILDIR_SIZE_UNKNOWN },
+	};
+	for (unsigned int i = 0; i < N_ELEMENTS(want); i++) {
+		const struct maildir_uidlist_rec *rec = maildir_uidlist_get(ul, i);
+		test_assert_int(rec->uid, i + 1);
+		test_assert_str(rec->base, want[i].base);
+		test_assert(rec->size == want[i].size);
+		test_assert(rec->vsize == want[i].vsize);
+	}
+	maildir_uidlist_deinit(&ul);
+}
+
 TEST_MAIN(TEST(test_uidlist_write_read), TEST(test_uidlist_monotonic),
 	  TEST(test_uidlist_lock), TEST(test_uidlist_corrupt),
 	  TEST(test_uidlist_big_write), TEST(test_uidlist_adopt_uidvalidity),
 	  TEST(test_uidlist_append_mode), TEST(test_uidlist_torn_tail),
-	  TEST(test_uidlist_v1))
+	  TEST(test_uidlist_v1), TEST(test_uidlist_rec_fields))
