@@ -14,7 +14,9 @@
    LeakSanitizer and the descriptor count check that nothing stays.
 
    Input layout: byte 0 selects how the fake auth and master answer and
-   a few settings (FUZZ_MODE_* below); the rest is the client's bytes.
+   a few settings (FUZZ_MODE_* below); the rest is the client's bytes,
+   where the first letter of the tag that logs in selects the records
+   master sends besides its answer to the handoff (FUZZ_TAG_*).
    TLS is not covered (no certificate: STARTTLS is refused). */
 
 #include "imap-login-common.h"
