@@ -349,11 +349,11 @@ static void fuzz_init_once(void)
 	session_feed_quiet_log();
 	signal(SIGPIPE, SIG_IGN);
 	fuzz_set = moat_settings_defaults();
-	/* Every mechanism name imap-login knows, so AUTHENTICATE reaches
-	   each path (the fake auth does not care which). */
 	/* A request parked with no auth to come (all FUZZ_MAX_AUTH_CONNS
 	   used) waits this long, within the deadline. */
 	fuzz_set->login_auth_park_timeout = 1;
+	/* Every mechanism name imap-login knows, so AUTHENTICATE reaches
+	   each path (the fake auth does not care which). */
 	fuzz_set->auth_mechanisms = "plain login cram-md5 scram-sha-1 "
 		"scram-sha-256 scram-sha-256-plus oauthbearer xoauth2";
 	fuzz_pool = pool_create("fuzz imap-login capabilities", 4096);
