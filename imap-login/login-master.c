@@ -84,6 +84,9 @@ static void master_input(void *context, const char *const *args, int fd)
 		/* master is trusted: a bad record is a bug there or here. */
 		i_fatal("master sent a malformed %s record", args[0]);
 	}
+	/* A descriptor the record did not keep (KEYD-CONN without
+	   isolation) would stay open for the process's life. */
+	i_close_fd(&fd);
 }
 
 void login_master_connect(struct login_process *lp)

@@ -14,7 +14,9 @@
    LeakSanitizer and the descriptor count check that nothing stays.
 
    Input layout: byte 0 selects how the fake auth and master answer and
-   a few settings (FUZZ_MODE_* below); the rest is the client's bytes.
+   a few settings (FUZZ_MODE_* below); the rest is the client's bytes,
+   where the first letter of the tag that logs in selects the records
+   master sends besides its answer to the handoff (FUZZ_TAG_*).
    TLS is not covered (no certificate: STARTTLS is refused). */
 
 #include "imap-login-common.h"
@@ -48,6 +50,16 @@
 /* Both: master refuses the client's CONNECT (login_max_connections_per_ip). */
 #define FUZZ_MODE_CONNECT_FAIL (FUZZ_MODE_HANDOFF_FAIL | FUZZ_MODE_MASTER_DROP)
 
+/* The first character of the tag of the command that logs in: master
+   sends one more record at its HANDOFF (fuzz_master_handoff_by_tag()). */
+#define FUZZ_TAG_RETRY 'R'       /* auth is lost: HANDOFF-RETRY (the first
+				    HANDOFF only), and a new auth when
+				    imap-login asks */
+#define FUZZ_TAG_RETRY_AUTH_FIRST 'Q'  /* the same with the new auth before
+					  the RETRY, at every HANDOFF */
+#define FUZZ_TAG_SHUTDOWN 'S'    /* SHUTDOWN, then the usual answer */
+#define FUZZ_TAG_KEYD 'K'        /* KEYD-CONN, then the usual answer */
+
 enum fuzz_auth_answer {
 	FUZZ_AUTH_FAIL = 0,     /* FAIL authfailed */
 	FUZZ_AUTH_OK,           /* OK user token */
@@ -78,7 +90,7 @@ struct fuzz_session {
 	struct ipc_conn *master;                  /* our end */
 	struct fuzz_auth_conn auth[FUZZ_MAX_AUTH_CONNS];
 	unsigned int auth_count;
-	unsigned int auth_requests, cont_rounds, fail_codes;
+	unsigned int auth_requests, cont_rounds, fail_codes, handoff_retries;
 	struct session_feed *feed;
 	struct timeout *to_deadline;
 	bool stop_requested;
@@ -224,6 +236,58 @@ static void fuzz_master_reconnect(struct fuzz_session *s)
 	close(fds[0]);
 }
 
+/* auth went away (it crashed or was reloaded): master offers a new one
+   when imap-login asks (AUTH-RECONNECT). */
+static void fuzz_auth_die(struct fuzz_session *s)
+{
+	for (unsigned int i = 0; i < s->auth_count; i++)
+		ipc_conn_destroy(&s->auth[i].conn);
+}
+
+/* The records master sends besides the answers byte 0 selects, chosen
+   by the first character of the client's LOGIN or AUTHENTICATE tag
+   (FUZZ_TAG_*): returns true if the HANDOFF was answered. */
+static bool fuzz_master_handoff_by_tag(struct fuzz_session *s, const char *id,
+				       char tag)
+{
+	int fds[2];
+
+	switch (tag) {
+	case FUZZ_TAG_RETRY:
+	case FUZZ_TAG_RETRY_AUTH_FIRST:
+		/* A request is sent again once: a second RETRY fails it. */
+		if (tag == FUZZ_TAG_RETRY && s->handoff_retries > 0)
+			return false;
+		/* Room for the new auth and the one a lost auth makes
+		   imap-login ask for: a parked request without any would
+		   wait out login_auth_park_timeout, past the deadline. */
+		if (s->auth_count + 2 > FUZZ_MAX_AUTH_CONNS)
+			return false;
+		/* as handoff_fail_all() when auth is gone: the request is
+		   parked and sent again to the next auth */
+		s->handoff_retries++;
+		fuzz_auth_die(s);
+		if (tag == FUZZ_TAG_RETRY_AUTH_FIRST)
+			fuzz_master_reconnect(s);
+		(void)ipc_sendv(s->master, -1, "HANDOFF-RETRY", id,
+				"Authentication\tservice unavailable", NULL);
+		return true;
+	case FUZZ_TAG_SHUTDOWN:
+		(void)ipc_sendv(s->master, -1, "SHUTDOWN", NULL);
+		return false;
+	case FUZZ_TAG_KEYD:
+		/* imap-login without key isolation closes it */
+		if (ipc_socketpair(fds) < 0)
+			i_fatal("socketpair() failed: %s", strerror(errno));
+		(void)ipc_sendv(s->master, fds[0], "KEYD-CONN", NULL);
+		close(fds[0]);
+		close(fds[1]);
+		return false;
+	default:
+		return false;
+	}
+}
+
 static void fuzz_master_input(void *context, const char *const *args, int fd)
 {
 	struct fuzz_session *s = context;
@@ -235,9 +299,11 @@ static void fuzz_master_input(void *context, const char *const *args, int fd)
 	if (strcmp(args[0], "HANDOFF") == 0) {
 		/* The login process keeps its copy until HANDOFF-OK. The
 		   fields are master's business (doc/architecture.md). */
-		if (fd < 0)
+		if (fd < 0 || str_array_length(args) < 4)
 			abort();
 		close(fd);
+		if (fuzz_master_handoff_by_tag(s, args[1], args[3][0]))
+			return;
 		if ((s->mode & FUZZ_MODE_MASTER_DROP) != 0)
 			ipc_conn_destroy(&s->master);
 		else if ((s->mode & FUZZ_MODE_HANDOFF_FAIL) != 0)
@@ -283,6 +349,9 @@ static void fuzz_init_once(void)
 	session_feed_quiet_log();
 	signal(SIGPIPE, SIG_IGN);
 	fuzz_set = moat_settings_defaults();
+	/* A request parked with no auth to come (all FUZZ_MAX_AUTH_CONNS
+	   used) waits this long, within the deadline. */
+	fuzz_set->login_auth_park_timeout = 1;
 	/* Every mechanism name imap-login knows, so AUTHENTICATE reaches
 	   each path (the fake auth does not care which). */
 	fuzz_set->auth_mechanisms = "plain login cram-md5 scram-sha-1 "
@@ -357,6 +426,26 @@ static void fuzz_process_deinit(struct fuzz_session *s)
 	io_loop_destroy(&s->ioloop);
 }
 
+/* A client that logs in waits for the answer before it closes: at its
+   EOF imap-login drops a login auth still works on. Only where auth
+   says OK, so the handoff is reached; where it says FAIL the drop is
+   what is fuzzed. */
+static bool fuzz_hold_eof(void *context)
+{
+	struct fuzz_session *s = context;
+	unsigned int answer = s->mode & FUZZ_MODE_AUTH_MASK;
+
+	if (answer != FUZZ_AUTH_OK && answer != FUZZ_AUTH_CONT)
+		return false;
+	for (struct login_client *c = s->lp.clients; c != NULL; c = c->next) {
+		if (!c->destroyed &&
+		    (c->state == LOGIN_CLIENT_STATE_AUTH_WAIT ||
+		     c->state == LOGIN_CLIENT_STATE_HANDOFF))
+			return true;
+	}
+	return false;
+}
+
 /* The client's socket as accept() would give it: non-blocking, with a
    TEST-NET-1 peer address. */
 static void fuzz_client_create(struct fuzz_session *s, const uint8_t *data,
@@ -374,6 +463,7 @@ static void fuzz_client_create(struct fuzz_session *s, const uint8_t *data,
 	remote.sin_addr.s_addr = htonl(0xc0000207);    /* 192.0.2.7 */
 	s->feed = session_feed_create(s->ioloop, fds[1], data, size,
 				      fuzz_feed_done, s);
+	session_feed_set_hold_eof(s->feed, fuzz_hold_eof);
 	s->lp.accepted_count++;
 	(void)login_client_create(&s->lp, fds[0], (struct sockaddr *)&remote,
 				  sizeof(remote), false, false);

@@ -103,9 +103,13 @@ for name in "${targets[@]}"; do
 	if [ -d "tests/fuzz/seeds/$name" ]; then
 		cp -n "tests/fuzz/seeds/$name"/* "$out/$name.corpus/" 2>/dev/null || true
 	fi
+	# A target's dictionary (tests/fuzz/NAME.dict: its protocol's words).
+	dict=()
+	[ ! -f "tests/fuzz/$name.dict" ] || dict=(-dict="$top/tests/fuzz/$name.dict")
 	echo "fuzz: running $name for ${secs}s"
 	if ! (cd "$out" && "./$name" -max_total_time="$secs" -rss_limit_mb=1024 \
-		-timeout=30 -print_final_stats=1 "$name.corpus" >"$name.log" 2>&1); then
+		-timeout=30 -print_final_stats=1 "${dict[@]}" "$name.corpus" \
+		>"$name.log" 2>&1); then
 		echo "fuzz: $name FAILED, see $out/$name.log" >&2
 		tail -40 "$out/$name.log" >&2
 		fail=1

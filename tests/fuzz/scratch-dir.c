@@ -107,6 +107,11 @@ void scratch_remove_tree(const char *path)
 	remove_at(AT_FDCWD, path, path, 0);
 }
 
+void scratch_remove_at(int dir_fd, const char *name, const char *top)
+{
+	remove_at(dir_fd, name, top, 1);
+}
+
 void scratch_clear_dir(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -24,6 +24,9 @@ const char *scratch_dir_create(const char *name);
    missing path is fine. One unlinkat() per entry and no stat(): the
    entry types come from readdir(). Fatal on any other failure. */
 void scratch_remove_tree(const char *path);
+/* The same for name in the directory open as dir_fd; top names the tree
+   in messages. */
+void scratch_remove_at(int dir_fd, const char *name, const char *top);
 /* The same for everything in the directory path, which stays. */
 void scratch_clear_dir(const char *path);
 

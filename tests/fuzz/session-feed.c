@@ -4,6 +4,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 /* Output read per callback; anything works, this is one syscall's worth. */
@@ -15,6 +17,7 @@ struct session_feed {
 	const unsigned char *data;
 	size_t size, pos;
 	io_callback_t *done_callback;
+	session_feed_hold_callback_t *hold_eof;
 	void *context;
 	bool trace;
 	bool input_done, output_eof;
@@ -24,6 +27,21 @@ static void feed_check_done(struct session_feed *feed)
 {
 	if (session_feed_done(feed))
 		feed->done_callback(feed->context);
+}
+
+/* With a hold callback, the EOF waits until the server has read all
+   the input (nothing of ours is left in its socket: it cannot have
+   acted on the last command before) and then while the callback says
+   it waits for another process, as a client waits for the answer. */
+static bool feed_eof_held(struct session_feed *feed)
+{
+	int queued;
+
+	if (feed->hold_eof == NULL || feed->output_eof)
+		return false;
+	if (ioctl(feed->fd, SIOCOUTQ, &queued) < 0)
+		i_fatal("fuzz: ioctl(SIOCOUTQ) failed: %s", strerror(errno));
+	return queued > 0 || feed->hold_eof(feed->context);
 }
 
 static void feed_write(void *context)
@@ -40,6 +58,10 @@ static void feed_write(void *context)
 	}
 	if (ret > 0)
 		feed->pos += (size_t)ret;
+	/* Called again on the loop's next turn (the socket stays
+	   writable) while held. */
+	if (ret >= 0 && feed->pos == feed->size && feed_eof_held(feed))
+		return;
 	/* Done, or the server closed (EPIPE/ECONNRESET): no more input. */
 	if (ret < 0 || feed->pos == feed->size) {
 		(void)shutdown(feed->fd, SHUT_WR);
@@ -83,6 +105,12 @@ struct session_feed *session_feed_create(struct ioloop *ioloop, int fd,
 	feed->io_write = io_add(ioloop, fd, IO_WRITE, feed_write, feed);
 	feed->io_read = io_add(ioloop, fd, IO_READ, feed_read, feed);
 	return feed;
+}
+
+void session_feed_set_hold_eof(struct session_feed *feed,
+			       session_feed_hold_callback_t *callback)
+{
+	feed->hold_eof = callback;
 }
 
 bool session_feed_done(const struct session_feed *feed)

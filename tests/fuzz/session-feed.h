@@ -24,6 +24,14 @@ struct session_feed *session_feed_create(struct ioloop *ioloop, int fd,
 					 const void *data, size_t size,
 					 io_callback_t *done_callback,
 					 void *context);
+/* Returns true while the EOF after the input must wait. */
+typedef bool session_feed_hold_callback_t(void *context);
+/* callback (with session_feed_create()'s context) is asked before the
+   EOF, again on every turn of the loop while it returns true: for a
+   server that drops a client closing while it waits for another
+   process's answer, where a real client would wait too. */
+void session_feed_set_hold_eof(struct session_feed *feed,
+			       session_feed_hold_callback_t *callback);
 /* All input written and the server closed its end (all its output
    was read). */
 bool session_feed_done(const struct session_feed *feed);
