@@ -8,10 +8,12 @@ sent to the new auth like LOGIN (test_auth_park.py has the rest)."""
 import base64
 import os
 import signal
+import socket
 import time
 
 import pytest
 
+from moatimap import ImapClient
 from moatserver import wait_for
 
 RESTORED = "penalty table: 1 addresses from master"
@@ -29,6 +31,19 @@ def wait_new_auth(server, old):
         pids = server.child_pids("auth")
         return len(pids) == 1 and pids[0] != old
     assert wait_for(replaced, 30), server.children()
+
+
+def connect_from(server, source_ip):
+    """A client from source_ip (127.0.0.x): its own penalty address."""
+    c = ImapClient.__new__(ImapClient)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((source_ip, 0))
+    s.settimeout(60)
+    s.connect((server.host, server.port))
+    c.sock, c.buf, c.tag_no, c.closed, c.greeting = s, b"", 0, False, None
+    server.clients.append(c)
+    c.greeting = c.read_greeting()
+    return c
 
 
 def plain_ir(server, user):
@@ -62,6 +77,43 @@ def test_penalty_survives_auth_crash(moat_server):
     start = time.monotonic()
     moat_server.login("testuser1").close()
     assert time.monotonic() - start >= 3.5
+
+
+@pytest.mark.moat_settings(log_debug="yes", auth_failure_delay="2 secs",
+                           disable_plaintext_auth="no")
+def test_many_addresses_survive_in_chunks(moat_server):
+    """20 penalised addresses reach the new auth in two PENALTY-LOADs (15
+    a record, each acknowledged), and the last of them is still
+    penalised."""
+    auth = auth_pid(moat_server)
+    ips = [f"127.0.0.{100 + i}" for i in range(1, 21)]
+    clients = [connect_from(moat_server, ip) for ip in ips]
+    for c in clients:
+        c.send("g1 LOGIN testuser1 wrong-password\r\n")
+    for c in clients:
+        r = c.read_tagged("g1")
+        assert r.status == "NO" and r.code == "AUTHENTICATIONFAILED", r
+    answered = time.monotonic()
+    os.kill(auth, signal.SIGKILL)
+    wait_new_auth(moat_server, auth)
+    def loaded():
+        logs = moat_server.logs()
+        return ("penalty table: 15 addresses from master" in logs and
+                "penalty table: 5 addresses from master" in logs)
+    assert wait_for(loaded, 30), moat_server.logs()
+    last = connect_from(moat_server, ips[-1])
+    def login():
+        r = last.command("LOGIN testuser1 " +
+                         moat_server.users["testuser1"]["password"])
+        return r if b"[UNAVAILABLE]" not in r.line else None
+    r = wait_for(login, 30, interval=0.5)
+    assert r and r.ok, (r, moat_server.logs())
+    assert time.monotonic() - answered >= 1.9
+    # an address never penalised logs in at once
+    start = time.monotonic()
+    connect_from(moat_server, "127.0.0.99").command(
+        "LOGIN testuser1 " + moat_server.users["testuser1"]["password"])
+    assert time.monotonic() - start < 1.5
 
 
 @pytest.mark.moat_settings(log_debug="yes", auth_failure_delay="2 secs")
