@@ -1,6 +1,7 @@
 /* master's copy of auth's penalty table (auth/auth-penalty-sync.h has
    the records): auth writes every change of a penalised address
-   through, so a crash of auth loses nothing that was answered, and each
+   through (a failure before it is answered), so a crash of auth loses
+   no failure it counted, and each
    new auth gets the table back before its first imap-login connection.
 
    Bounded: auth_penalty_max_ips entries (the oldest update is replaced
