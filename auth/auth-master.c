@@ -5,6 +5,7 @@
 #include "auth-token.h"
 #include "auth-client.h"
 #include "auth-master.h"
+#include "auth-penalty-sync.h"
 #include "auth-userdb.h"
 #include "auth-worker-client.h"
 
@@ -115,6 +116,8 @@ void auth_master_input(void *context, const char *const *args, int fd)
 		auth_master_redeem(auth, args);
 	} else if (strcmp(args[0], "USERDB") == 0) {
 		auth_userdb_lookup(auth, args);
+	} else if (strcmp(args[0], "PENALTY-LOAD") == 0) {
+		auth_penalty_sync_load(auth, args);
 	} else {
 		pool_t pool = pool_create("master record", 256);
 		i_error("master: unknown record '%s' ignored",

@@ -26,6 +26,8 @@ struct auth_penalty {
 	unsigned int max_ips;
 	struct auth_penalty_entry *entries;
 	struct auth_penalty_entry *wait_list;
+	auth_penalty_change_callback_t *change_callback;
+	void *change_context;
 };
 
 struct auth_penalty *auth_penalty_create(unsigned int base_delay_msecs,
@@ -50,6 +52,30 @@ void auth_penalty_destroy(struct auth_penalty **_penalty)
 	*_penalty = NULL;
 	free(penalty->entries);
 	free(penalty);
+}
+
+void auth_penalty_set_change_callback(struct auth_penalty *penalty,
+				      auth_penalty_change_callback_t *callback,
+				      void *context)
+{
+	penalty->change_callback = callback;
+	penalty->change_context = context;
+}
+
+static void entry_changed(struct auth_penalty *penalty,
+			  const struct auth_penalty_entry *entry, uint64_t now)
+{
+	struct auth_penalty_state state;
+
+	if (penalty->change_callback == NULL || entry->failures == 0)
+		return;
+	state.key = entry->key;
+	state.failures = entry->failures;
+	state.decay_age_msecs = now > entry->decay_msecs ?
+		now - entry->decay_msecs : 0;
+	state.next_in_msecs = entry->next_msecs > now ?
+		entry->next_msecs - now : 0;
+	penalty->change_callback(&state, penalty->change_context);
 }
 
 void auth_penalty_key(const char *ip, char key_r[AUTH_PENALTY_MAX_IP_LEN + 1])
@@ -254,6 +280,7 @@ unsigned int auth_penalty_failure(struct auth_penalty *penalty,
 	next = now_msecs + 2 * (uint64_t)delay;
 	if (next > entry->next_msecs)
 		entry->next_msecs = next;
+	entry_changed(penalty, entry, now_msecs);
 	return delay;
 }
 
@@ -291,8 +318,10 @@ void auth_penalty_end(struct auth_penalty *penalty,
 		   after this answer. */
 		entry_decay(entry, now_msecs);
 		next = now_msecs + penalty_delay(penalty, entry->failures);
-		if (entry->failures > 0 && next > entry->next_msecs)
+		if (entry->failures > 0 && next > entry->next_msecs) {
 			entry->next_msecs = next;
+			entry_changed(penalty, entry, now_msecs);
+		}
 		break;
 	case AUTH_PENALTY_SLOT_WAITING:
 		queue_remove(entry, slot);
@@ -340,6 +369,44 @@ uint64_t auth_penalty_next_wakeup(struct auth_penalty *penalty)
 			wakeup = entry->next_msecs;
 	}
 	return wakeup;
+}
+
+void auth_penalty_restore(struct auth_penalty *penalty,
+			  const struct auth_penalty_state *state,
+			  uint64_t now_msecs)
+{
+	char key[AUTH_PENALTY_MAX_IP_LEN + 1];
+	struct auth_penalty_entry *entry, loaded;
+	uint64_t next_in;
+
+	i_assert(state->failures > 0 &&
+		 state->failures <= AUTH_PENALTY_MAX_FAILURES);
+	/* Decay it as if it had been here all along. */
+	memset(&loaded, 0, sizeof(loaded));
+	loaded.failures = state->failures;
+	loaded.decay_msecs = now_msecs - MIN(state->decay_age_msecs, now_msecs);
+	entry_decay(&loaded, now_msecs);
+	if (loaded.failures == 0)
+		return;
+	snprintf(key, sizeof(key), "%s", state->key);
+	entry = penalty_find(penalty, key);
+	if (entry == NULL) {
+		entry = penalty_new(penalty, key);
+		if (entry == NULL)
+			return;
+		entry->used_msecs = loaded.decay_msecs;
+	} else {
+		entry_decay(entry, now_msecs);
+	}
+	if (loaded.failures > entry->failures) {
+		entry->failures = loaded.failures;
+		entry->decay_msecs = loaded.decay_msecs;
+	}
+	/* No wait longer than a failure's two delays: master is trusted,
+	   but a bad number must not lock an address out. */
+	next_in = MIN(state->next_in_msecs, 2 * (uint64_t)penalty->max_delay_msecs);
+	if (now_msecs + next_in > entry->next_msecs)
+		entry->next_msecs = now_msecs + next_in;
 }
 
 unsigned int auth_penalty_get_failures(struct auth_penalty *penalty,

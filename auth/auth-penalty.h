@@ -42,13 +42,30 @@
 /* Waiting authentications per address: at the maximum delay they are a
    few minutes of guesses, longer than any client waits. */
 #define AUTH_PENALTY_MAX_WAITING 16
-/* Addresses tracked: ~150 bytes each. */
-#define AUTH_PENALTY_MAX_IPS 4096
 /* Longest address key: an IPv6 address with a zone fits in 64. */
 #define AUTH_PENALTY_MAX_IP_LEN 64
 
 struct auth_penalty;
 struct auth_penalty_entry;
+
+/* An address's counters as they travel to master and back (so that a
+   restarted auth starts with them: auth-penalty-sync.c). Times are
+   relative to the sender's now, so the two processes' clocks need not
+   agree. */
+struct auth_penalty_state {
+	const char *key;            /* auth_penalty_key() form */
+	unsigned int failures;      /* 1..AUTH_PENALTY_MAX_FAILURES */
+	/* since the last failure (or the last decay step) */
+	uint64_t decay_age_msecs;
+	/* until the next check of the address may start (0: now) */
+	uint64_t next_in_msecs;
+};
+
+/* Called whenever a penalised address's counters change (a failure, or
+   the end of a check that moved its next start): what must survive a
+   restart. The state's key lives only during the call. */
+typedef void auth_penalty_change_callback_t(const struct auth_penalty_state *state,
+					    void *context);
 
 enum auth_penalty_slot_state {
 	AUTH_PENALTY_SLOT_NONE = 0,
@@ -65,10 +82,22 @@ struct auth_penalty_slot {
 	void *context;                      /* the caller's */
 };
 
-/* base_delay_msecs > 0 (0 means no penalty: do not create a table). */
+/* base_delay_msecs > 0 (0 means no penalty: do not create a table).
+   max_ips: addresses tracked (auth_penalty_max_ips, ~150 bytes each). */
 struct auth_penalty *auth_penalty_create(unsigned int base_delay_msecs,
 					 unsigned int max_ips);
 void auth_penalty_destroy(struct auth_penalty **penalty);
+/* callback NULL: none (the default). */
+void auth_penalty_set_change_callback(struct auth_penalty *penalty,
+				      auth_penalty_change_callback_t *callback,
+				      void *context);
+/* Take an address's counters kept across a restart: the larger failure
+   count and the later next start win over what the table has. Counters
+   that have decayed to nothing are dropped, as is the state when every
+   tracked address is busy. Does not call the change callback. */
+void auth_penalty_restore(struct auth_penalty *penalty,
+			  const struct auth_penalty_state *state,
+			  uint64_t now_msecs);
 
 /* An authentication from ip wants to check its credentials. Returns 1
    if it may start now (slot ACTIVE), 0 if it waits (slot WAITING: it is

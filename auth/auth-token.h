@@ -4,7 +4,9 @@
    client's credentials check out; master redeems it to learn who logged
    in. A token is AUTH_TOKEN_BYTES random bytes sent as hex, bound to the
    pid of the imap-login it was issued to, usable once, and expires after
-   AUTH_TOKEN_TTL_MSECS. Lookups compare in constant time. */
+   AUTH_TOKEN_TTL_MSECS. Its first two bytes are the number of its slot
+   in the table (not secret), the rest random: a lookup compares that
+   one slot, in constant time. */
 
 #include "master-service.h"   /* AUTH_TOKEN_BYTES */
 #include "auth-db.h"
@@ -18,6 +20,7 @@
 
 struct auth_token_table;
 
+/* max_tokens: 1 .. 65536 (the slot number's two bytes). */
 struct auth_token_table *auth_token_table_create(unsigned int max_tokens);
 void auth_token_table_destroy(struct auth_token_table **table);
 

@@ -27,6 +27,7 @@ auth_auth_SOURCES = \
 	auth/auth-request.c auth/auth-request.h \
 	auth/auth-stats.c auth/auth-stats.h \
 	auth/auth-master.c auth/auth-master.h \
+	auth/auth-penalty-sync.c auth/auth-penalty-sync.h \
 	auth/auth-userdb.c auth/auth-userdb.h \
 	auth/auth-worker-client.c auth/auth-worker-client.h
 AUTH_CORE_LIBS = auth/libauthcore.a $(LIBMOAT) $(CRYPT_LIBS) $(ARGON2_LIBS) \

@@ -22,6 +22,7 @@
 #include "auth-common.h"
 #include "auth-db.h"
 #include "auth-penalty.h"
+#include "auth-penalty-sync.h"
 #include "auth-token.h"
 #include "auth-client.h"
 #include "auth-master.h"
@@ -61,10 +62,11 @@ static void auth_init(struct auth *auth)
 	auth->tokens = auth_token_table_create(AUTH_TOKEN_MAX);
 	if (auth->set->auth_failure_delay > 0) {
 		auth->penalty = auth_penalty_create(auth->set->auth_failure_delay,
-						    AUTH_PENALTY_MAX_IPS);
+						    auth->set->auth_penalty_max_ips);
 	}
 	auth->master_conn = master_service_connect_master(auth->service,
 		IPC_PROTO_AUTH_MASTER, auth_master_input, auth);
+	auth_penalty_sync_init(auth);
 	auth_stats_init(auth);
 }
 

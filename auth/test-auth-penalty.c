@@ -219,6 +219,89 @@ static void test_eviction(void)
 	auth_penalty_destroy(&p);
 }
 
+/* What the change callback saw last (the write-through to master). */
+struct recorded {
+	char key[AUTH_PENALTY_MAX_IP_LEN + 1];
+	struct auth_penalty_state state;
+	unsigned int calls;
+};
+
+static void record_change(const struct auth_penalty_state *state,
+			  void *context)
+{
+	struct recorded *rec = context;
+
+	snprintf(rec->key, sizeof(rec->key), "%s", state->key);
+	rec->state = *state;
+	rec->state.key = rec->key;
+	rec->calls++;
+}
+
+/* A failure and the end of a penalised check are written through; a
+   new table restored from them (another process, another clock) makes
+   the address wait as the old one would have. */
+static void test_change_and_restore(void)
+{
+	struct auth_penalty *p = auth_penalty_create(1000, 16);
+	struct auth_penalty_slot slot = { 0 };
+	struct recorded rec = { .calls = 0 };
+	uint64_t next;
+
+	auth_penalty_set_change_callback(p, record_change, &rec);
+	/* a clean address's check reports nothing */
+	test_assert_int(auth_penalty_begin(p, &slot, "192.0.2.7", NULL, 100), 1);
+	auth_penalty_end(p, &slot, 110);
+	test_assert_int(rec.calls, 0);
+	test_assert_int(fail_at(p, "192.0.2.7", 1000, &next), 1000);
+	test_assert_int(fail_at(p, "192.0.2.7", next, &next), 2000);
+	test_assert(rec.calls >= 2);
+	test_assert_str(rec.key, "192.0.2.7");
+	test_assert_int(rec.state.failures, 2);
+	/* written at the failure at 3000: answered 2000 ms later, the next
+	   check 2000 ms after that; the end moved nothing */
+	test_assert_int(rec.state.decay_age_msecs, 0);
+	test_assert_int(rec.state.next_in_msecs, 4000);
+	auth_penalty_destroy(&p);
+
+	/* the new auth's clock starts elsewhere; 500 ms passed */
+	p = auth_penalty_create(1000, 16);
+	rec.state.decay_age_msecs += 500;
+	rec.state.next_in_msecs -= 500;
+	auth_penalty_restore(p, &rec.state, 50000);
+	test_assert_int(auth_penalty_get_failures(p, "192.0.2.7", 50000), 2);
+	test_assert_int(auth_penalty_begin(p, &slot, "192.0.2.7", NULL, 50000), 0);
+	test_assert(auth_penalty_next_ready(p, 53499) == NULL);
+	test_assert(auth_penalty_next_ready(p, 53500) == &slot);
+	/* a right password: the end moves the next check, written through */
+	rec.calls = 0;
+	auth_penalty_set_change_callback(p, record_change, &rec);
+	auth_penalty_end(p, &slot, 53600);
+	test_assert_int(rec.calls, 1);
+	test_assert_int(rec.state.next_in_msecs, 2000);
+	auth_penalty_set_change_callback(p, NULL, NULL);
+	/* a smaller count does not lower a known one; decayed state is
+	   dropped */
+	rec.state.failures = 1;
+	auth_penalty_restore(p, &rec.state, 53600);
+	test_assert_int(auth_penalty_get_failures(p, "192.0.2.7", 53600), 2);
+	rec.state.key = "192.0.2.8";
+	rec.state.decay_age_msecs = AUTH_PENALTY_DECAY_MSECS;
+	auth_penalty_restore(p, &rec.state, 200000);
+	test_assert_int(auth_penalty_get_failures(p, "192.0.2.8", 200000), 0);
+	/* an absurd wait is cut to two maximum delays */
+	rec.state.key = "192.0.2.9";
+	rec.state.decay_age_msecs = 0;
+	rec.state.next_in_msecs = UINT64_MAX / 2;
+	auth_penalty_restore(p, &rec.state, 200000);
+	test_assert_int(auth_penalty_begin(p, &slot, "192.0.2.9", NULL, 200000), 0);
+	test_assert(auth_penalty_next_ready(p, 200000 +
+		2 * AUTH_PENALTY_MAX_DELAY_MSECS - 1) == NULL);
+	test_assert(auth_penalty_next_ready(p, 200000 +
+		2 * AUTH_PENALTY_MAX_DELAY_MSECS) == &slot);
+	auth_penalty_end(p, &slot, 230000);
+	auth_penalty_destroy(&p);
+}
+
 TEST_MAIN(TEST(test_growth_and_cap), TEST(test_success_waits_and_keeps_count),
 	  TEST(test_queue), TEST(test_decay), TEST(test_keys),
-	  TEST(test_eviction))
+	  TEST(test_eviction), TEST(test_change_and_restore))

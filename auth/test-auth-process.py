@@ -54,15 +54,21 @@ def recv(sock, timeout=5.0):
 # AUTH-STATS records auth sent on the master channel (auth/auth-stats.h):
 # batched every 5 s, so they may come between any two answers.
 auth_stats = []
+# PENALTY records: auth writes penalised addresses through to master at
+# any time (auth/auth-penalty-sync.h).
+penalties = []
 
 
 def recv_master(sock, timeout=5.0):
-    """The next master-channel record that is not AUTH-STATS."""
+    """The next master-channel record that is not AUTH-STATS or PENALTY."""
     deadline = time.monotonic() + timeout
     while True:
         r = recv(sock, max(0.01, deadline - time.monotonic()))
         if isinstance(r, list) and r and r[0] == "AUTH-STATS":
             auth_stats.append(r)
+            continue
+        if isinstance(r, list) and r and r[0] == "PENALTY":
+            penalties.append(r)
             continue
         return r
 
@@ -300,6 +306,24 @@ def main():
           r[6:] == ["mdbox:~/mdbox", str(2 << 20), "100"], "USERDB of a user")
     send(master, "USERDB", "13", "nosuchuser")
     check(recv_master(master) == ["USERDB-NOTFOUND", "13"], "USERDB of nobody")
+    # the failures above were written through to master
+    check(any(p[1:3] == ["198.51.100.7", "2"] for p in penalties),
+          "failures written through to master: %s" % penalties)
+    check(all(p[1] == "198.51.100.7" for p in penalties),
+          "only the penalised address written through")
+    # a table from master: its address waits, a malformed one is dropped
+    send(master, "PENALTY-LOAD", "198.51.100.200", "3", "0", "2000")
+    check(recv_master(master) == ["PENALTY-ACK"], "PENALTY-LOAD answered")
+    send(master, "PENALTY-LOAD", "198.51.100.201", "0", "0", "2000")
+    check(recv_master(master) == ["PENALTY-ACK"],
+          "malformed PENALTY-LOAD answered too")
+    t0 = time.monotonic()
+    send(login, "AUTH", "7b", "PLAIN", "198.51.100.200", "127.0.0.1", "1",
+         b64("\0alice\0secret"))
+    r = recv(login, timeout=10)
+    t1 = time.monotonic() - t0
+    check(r is not None and r[:3] == ["OK", "7b", "alice"] and t1 >= 1.9,
+          "an address from master's table waits (%.2f s)" % t1)
 
     # nologin, uid out of range, unknown mechanism, plaintext on insecure
     send(login, "AUTH", "8", "PLAIN", "192.0.2.3", "127.0.0.1", "1",

@@ -97,5 +97,40 @@ static void test_eviction(void)
 	auth_token_table_destroy(&t);
 }
 
+/* A token names its slot: another slot's token, a changed random part
+   or a slot number past the table do not match (and do not consume the
+   slot's own token). */
+static void test_slot_number(void)
+{
+	struct auth_token_table *t = auth_token_table_create(4);
+	pool_t pool = pool_create("test", 1024);
+	struct auth_user_info user;
+	char t1[AUTH_TOKEN_HEX_LEN + 1], t2[AUTH_TOKEN_HEX_LEN + 1],
+		forged[AUTH_TOKEN_HEX_LEN + 1];
+
+	auth_token_issue(t, &test_user, 1, 10, t1);
+	auth_token_issue(t, &test_user, 1, 10, t2);
+	test_assert(strncmp(t1, "0000", 4) == 0);
+	test_assert(strncmp(t2, "0001", 4) == 0);
+	/* t1's random part under t2's slot */
+	memcpy(forged, t1, sizeof(forged));
+	memcpy(forged, "0001", 4);
+	test_assert_int(auth_token_redeem(t, forged, 1, 10, pool, &user), 0);
+	memcpy(forged, t1, sizeof(forged));
+	memcpy(forged, "ffff", 4);
+	test_assert_int(auth_token_redeem(t, forged, 1, 10, pool, &user), 0);
+	memcpy(forged, t1, sizeof(forged));
+	forged[10] = forged[10] == '0' ? '1' : '0';
+	test_assert_int(auth_token_redeem(t, forged, 1, 10, pool, &user), 0);
+	test_assert_int(auth_token_redeem(t, t1, 1, 10, pool, &user), 1);
+	test_assert_int(auth_token_redeem(t, t2, 1, 10, pool, &user), 1);
+	/* the freed first slot is used again */
+	auth_token_issue(t, &test_user, 1, 20, t1);
+	test_assert(strncmp(t1, "0000", 4) == 0);
+	test_assert_int(auth_token_redeem(t, t1, 1, 20, pool, &user), 1);
+	pool_unref(&pool);
+	auth_token_table_destroy(&t);
+}
+
 TEST_MAIN(TEST(test_issue_redeem), TEST(test_expiry_and_pid),
-	  TEST(test_malformed), TEST(test_eviction))
+	  TEST(test_malformed), TEST(test_eviction), TEST(test_slot_number))

@@ -4,6 +4,7 @@ authentication penalty with the real settings (auth_failure_delay = 2 s,
 the built-in maximum of 15 s). doc/security.md records the figure.
 
     bench/auth-guessing.py [--prefix DIR] [--guesses N] [--right K]
+                           [--restart kill|reload] [--restart-every SECS]
 
 Starts a private moat (tests/protocol/moatserver.py: a temporary
 directory, 127.0.0.1, a random port, stopped by pid) and runs three
@@ -26,6 +27,13 @@ connection login_timeout closed while it waited is sent again; if it had
 already been checked, the check counts, so the figure is a lower bound
 on what N distinct guesses take. Also printed: when the right password
 was accepted. The target: 30 checks take at least 60 s in every mode.
+
+--restart kill (kill -9 of auth) or reload (SIGHUP to master) restarts
+auth every --restart-every seconds (default 20) during the run: the
+penalty must survive it (master keeps the table). A guess answered NO
+[UNAVAILABLE] (auth away longer than login_auth_park_timeout) is sent
+again, like one refused with NO [LIMIT]; a check whose answer a kill cut
+off is sent again by imap-login and may be counted twice.
 Run as root (privilege separation, as in production) or as anyone."""
 
 import argparse
@@ -88,7 +96,7 @@ def guess(host, port, ip, pw, stop):
             c.close()
         except (ConnectionClosed, OSError):
             continue
-        if r.code != "LIMIT":
+        if r.code not in ("LIMIT", "UNAVAILABLE"):
             return
         stop.wait(1.0)
 
@@ -124,11 +132,27 @@ def run_spread(host, port, ip, n, right, stop, gap):
         t.join()
 
 
+def restart_auth(server, how, every, stop):
+    """Restart auth every `every` seconds until stop is set."""
+    import signal
+    while not stop.wait(every):
+        if how == "reload":
+            os.kill(server.pid, signal.SIGHUP)
+            continue
+        for pid in server.child_pids("auth"):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--prefix", default=str(REPO / "build/test/local"))
     ap.add_argument("--guesses", type=int, default=30)
     ap.add_argument("--right", type=int, default=15)
+    ap.add_argument("--restart", choices=("kill", "reload"))
+    ap.add_argument("--restart-every", type=float, default=20.0)
     args = ap.parse_args()
     os.environ["MOAT_PREFIX"] = args.prefix
     from moatserver import MoatServer  # reads MOAT_PREFIX at import
@@ -140,7 +164,13 @@ def main():
     stops = {m: threading.Event() for m in MODES}
     started = {}
     results = {}
+    restart_stop = threading.Event()
+    restarts = None
     try:
+        if args.restart:
+            restarts = threading.Thread(target=restart_auth, args=(
+                server, args.restart, args.restart_every, restart_stop))
+            restarts.start()
         runs = []
         for mode, ip in MODES.items():
             if mode == "sequential":
@@ -168,6 +198,9 @@ def main():
         for t in runs:
             t.join()
     finally:
+        restart_stop.set()
+        if restarts is not None:
+            restarts.join()
         for e in stops.values():
             e.set()
         server.close_clients()
@@ -175,7 +208,9 @@ def main():
         server.kill_everything()
         server.cleanup()
     print(f"{args.guesses} checks of guesses per address, the right "
-          f"password is guess {args.right}; auth_failure_delay = 2 secs")
+          f"password is guess {args.right}; auth_failure_delay = 2 secs" +
+          (f"; auth restarted ({args.restart}) every "
+           f"{args.restart_every:g} s" if args.restart else ""))
     ok = True
     for mode, (nth, right) in results.items():
         print(f"  {mode:10s} right password accepted after "

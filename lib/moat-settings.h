@@ -169,6 +169,8 @@ struct moat_settings {
 	const char *auth_mechanisms;        /* "plain login" */
 	/* Milliseconds: the penalty after the first failure (auth). */
 	unsigned int auth_failure_delay;
+	/* Addresses in the penalty table (auth) and in master's copy. */
+	unsigned int auth_penalty_max_ips;
 	/* The password verification cache (auth/auth-cache.h): bytes (0 =
 	   none) and seconds a right and a wrong password are remembered. */
 	uint64_t auth_cache_size;

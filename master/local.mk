@@ -10,6 +10,7 @@ master_moat_SOURCES = \
 	master/service-login.c \
 	master/login-limits.c \
 	master/service-auth.c \
+	master/service-auth-penalty.c \
 	master/service-auth-worker.c \
 	master/service-imap.c \
 	master/service-lmtp.c \

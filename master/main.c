@@ -181,6 +181,7 @@ int master_reload(struct master *master, const char **error_r)
 		return -1;
 	}
 	moat_settings_free(&old);
+	auth_penalty_store_resize(master);
 	services_init(master);
 	if (master_settings_resolve_users(master, &error) < 0 ||
 	    master_listeners_open(master, &error) < 0) {
@@ -306,6 +307,7 @@ int main(int argc, char *argv[])
 
 	master.ioloop = io_loop_create();
 	login_limits_init(&master);
+	auth_penalty_store_init(&master);
 	master_admin_init(&master);
 	master_metrics_init(&master);
 	io_loop_add_signal(master.ioloop, SIGCHLD, sig_chld, &master);
@@ -323,6 +325,7 @@ int main(int argc, char *argv[])
 	master_metrics_deinit(&master);
 	master_admin_deinit(&master);
 	login_limits_deinit(&master);
+	auth_penalty_store_deinit(&master);
 	master_listeners_close(&master);
 	(void)unlink(master.pid_path);
 	io_loop_destroy(&master.ioloop);

@@ -22,6 +22,7 @@ enum service_kind {
 
 struct master;
 struct child;
+struct auth_penalty_store;
 
 /* A role: the binary, who it runs as and how many of it run. */
 struct service {
@@ -113,6 +114,8 @@ struct master {
 	struct handoff *handoffs_routed; /* sent, waiting for CONN-DONE */
 	/* pre-auth connections per remote address, all imap-logins */
 	struct login_limits *login_limits;
+	/* auth's penalty table, kept across its restarts */
+	struct auth_penalty_store *auth_penalties;
 	unsigned int next_handoff_id;
 	struct lmtp_rcpt *lmtp_rcpts;  /* waiting for auth's userdb */
 	unsigned int next_lmtp_rcpt_id;
@@ -186,6 +189,24 @@ void auth_input(void *context, const char *const *args, int fd);
 /* Give a new imap-login process (or one that lost it) a socket to auth.
    Returns the login's end, or -1 if auth is not running. */
 int auth_connect_login(struct master *master, pid_t login_pid);
+
+/* service-auth-penalty.c: master's copy of auth's penalty table
+   (auth/auth-penalty-sync.h), written through by auth and loaded into
+   each new auth before it gets imap-login connections. */
+void auth_penalty_store_init(struct master *master);
+void auth_penalty_store_deinit(struct master *master);
+/* Reload: apply a changed auth_penalty_max_ips. */
+void auth_penalty_store_resize(struct master *master);
+/* Send the table to a new auth; login_auth_available() once it has it
+   (at once when the table is empty). */
+void auth_penalty_load_start(struct master *master, struct child *auth);
+/* A new auth is still being loaded: no imap-login connection yet. */
+bool auth_penalty_loading(const struct master *master);
+/* auth's channel closed or it exited: a load into it is over. */
+void auth_penalty_child_gone(struct master *master, struct child *auth);
+/* PENALTY, PENALTY-ACK from auth; false if args is neither. A malformed
+   record kills auth. */
+bool auth_penalty_input(struct child *child, const char *const *args);
 
 /* service-auth-worker.c */
 /* Start auth-worker processes up to process_limit when a passdb/userdb

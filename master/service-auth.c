@@ -13,7 +13,9 @@ struct child *auth_spawn(struct master *master)
 	if (child == NULL)
 		return NULL;
 	master->auth = child;
-	login_auth_available(master);
+	/* imap-login connections follow the table: none is checked
+	   without its address's penalty. */
+	auth_penalty_load_start(master, child);
 	auth_worker_ensure(master);
 	return child;
 }
@@ -23,7 +25,7 @@ int auth_connect_login(struct master *master, pid_t login_pid)
 	int pair[2];
 
 	if (master->auth == NULL || master->auth->conn == NULL ||
-	    master->auth->shutting_down)
+	    master->auth->shutting_down || auth_penalty_loading(master))
 		return -1;
 	if (ipc_socketpair(pair) < 0) {
 		i_error("socketpair() failed: %s", strerror(errno));
@@ -45,6 +47,7 @@ void auth_input(void *context, const char *const *args, int fd)
 
 	if (args == NULL) {
 		ipc_conn_destroy(&child->conn);
+		auth_penalty_child_gone(master, child);
 		if (master->auth == child) {
 			/* Dying or broken: stop routing through it now; its
 			   exit restarts it. */
@@ -62,6 +65,9 @@ void auth_input(void *context, const char *const *args, int fd)
 	}
 	if (strcmp(args[0], "USER") == 0 || strcmp(args[0], "NOTFOUND") == 0)
 		handoff_auth_reply(master, args);
+	else if (auth_penalty_input(child, args)) {
+		/* PENALTY, PENALTY-ACK */
+	}
 	else if (strncmp(args[0], "USERDB-", 7) == 0) {
 		if (!master_admin_auth_reply(master, args))
 			lmtp_rcpt_auth_reply(master, args);

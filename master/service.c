@@ -405,6 +405,8 @@ void services_child_exited(struct master *master, pid_t pid, int status)
 	bool crashed = child_log_exit(child, status);
 	bool expected = master->stopping || child->shutting_down;
 
+	if (service->kind == SERVICE_AUTH)
+		auth_penalty_child_gone(master, child);
 	if (master->auth == child) {
 		master->auth = NULL;
 		handoff_fail_all(master, "Authentication process died", true);

@@ -195,3 +195,23 @@ def test_request_at_auth_during_reload_is_sent_again(moat_server):
     assert r.ok, (r, moat_server.logs())
     assert parked_count(moat_server) >= 1, moat_server.logs()
     assert c.command("NOOP").ok
+
+
+@pytest.mark.moat_settings(log_debug="yes")
+def test_authenticate_without_ir_waits_for_auth(moat_server, auth_held):
+    """AUTHENTICATE PLAIN without an initial response while auth is away:
+    nothing has been asked of the client yet, so it is parked like LOGIN;
+    the new auth sends the empty challenge and the exchange goes on."""
+    c = moat_server.connect()
+    c.send("s1 AUTHENTICATE PLAIN\r\n")
+    assert wait_for(lambda: parked_count(moat_server) >= 1, 30), \
+        moat_server.logs()
+    assert c.read_line_within(0.2) is None
+    auth_held()
+    line = c.read_line()
+    assert line.rstrip() == b"+", line
+    secret = moat_server.users["testuser1"]["password"].encode()
+    c.send(base64.b64encode(b"\0testuser1\0" + secret) + b"\r\n")
+    r = c.read_tagged("s1")
+    assert r.ok, (r, moat_server.logs())
+    assert c.command("NOOP").ok
