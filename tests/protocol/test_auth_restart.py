@@ -8,13 +8,12 @@ sent to the new auth like LOGIN (test_auth_park.py has the rest)."""
 import base64
 import os
 import signal
-import socket
 import time
 
 import pytest
 
-from moatimap import ImapClient
 from moatserver import wait_for
+from test_abuse_guessing import connect_from
 
 RESTORED = "penalty table: 1 addresses from master"
 
@@ -31,19 +30,6 @@ def wait_new_auth(server, old):
         pids = server.child_pids("auth")
         return len(pids) == 1 and pids[0] != old
     assert wait_for(replaced, 30), server.children()
-
-
-def connect_from(server, source_ip):
-    """A client from source_ip (127.0.0.x): its own penalty address."""
-    c = ImapClient.__new__(ImapClient)
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind((source_ip, 0))
-    s.settimeout(60)
-    s.connect((server.host, server.port))
-    c.sock, c.buf, c.tag_no, c.closed, c.greeting = s, b"", 0, False, None
-    server.clients.append(c)
-    c.greeting = c.read_greeting()
-    return c
 
 
 def plain_ir(server, user):
