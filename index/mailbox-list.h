@@ -118,7 +118,7 @@ int mailbox_list_subscribe(const char *root, const char *name, bool set,
 			   const char **error_r);
 /* Whether the normalized name is in the subscriptions file (existing or
    not), from the process's memo of the file: a stat per call while the
-   file is unchanged. False if it cannot be read (logged). */
+   file is unchanged. False if it cannot be read. */
 bool mailbox_list_is_subscribed(const char *root, const char *name);
 /* For mailbox_open(): whether name is a selectable folder (INBOX always
    is), with its normalized name and path. Invalid names are not found. */
