@@ -67,6 +67,21 @@ def send_login(client, user, password, tag="p1"):
     return tag
 
 
+def reload_while_auth_stopped(server, auth, client, send):
+    """send() a request of client's while auth is stopped (SIGSTOP: it
+    waits in auth's socket, unanswered), then reload; auth continues only
+    after the reload began, so it goes away with the request unanswered."""
+    os.kill(auth, signal.SIGSTOP)
+    try:
+        send()
+        assert client.read_line_within(0.2) is None, server.logs()
+        os.kill(server.pid, signal.SIGHUP)
+        assert wait_for(lambda: "SIGHUP: reloading" in server.logs(),
+                        30), server.logs()
+    finally:
+        os.kill(auth, signal.SIGCONT)
+
+
 @pytest.mark.moat_settings(log_debug="yes")
 def test_login_during_reload_succeeds(moat_server, auth_held):
     c = moat_server.connect()
@@ -180,18 +195,11 @@ def test_request_at_auth_during_reload_is_sent_again(moat_server):
     its OK, not NO [UNAVAILABLE]."""
     auth = auth_ready(moat_server)
     c = moat_server.connect()
-    os.kill(auth, signal.SIGSTOP)
-    try:
-        tag = send_login(c, "testuser1",
-                         moat_server.users["testuser1"]["password"])
-        # The record is in the stopped auth's socket; nothing answers.
-        assert c.read_line_within(0.2) is None
-        os.kill(moat_server.pid, signal.SIGHUP)
-        assert wait_for(lambda: "SIGHUP: reloading" in moat_server.logs(),
-                        30), moat_server.logs()
-    finally:
-        os.kill(auth, signal.SIGCONT)
-    r = c.read_tagged(tag)
+    reload_while_auth_stopped(
+        moat_server, auth, c,
+        lambda: send_login(c, "testuser1",
+                           moat_server.users["testuser1"]["password"]))
+    r = c.read_tagged("p1")
     assert r.ok, (r, moat_server.logs())
     assert parked_count(moat_server) >= 1, moat_server.logs()
     assert c.command("NOOP").ok

@@ -14,6 +14,7 @@ import pytest
 
 from moatserver import wait_for
 from test_abuse_guessing import connect_from
+from test_auth_park import reload_while_auth_stopped
 
 RESTORED = "penalty table: 1 addresses from master"
 
@@ -158,16 +159,10 @@ def test_sasl_ir_at_auth_during_reload_is_sent_again(moat_server):
     the new auth gets it like a LOGIN and the client sees its OK."""
     auth = auth_pid(moat_server)
     c = moat_server.connect()
-    os.kill(auth, signal.SIGSTOP)
-    try:
-        c.send(f"s1 AUTHENTICATE PLAIN {plain_ir(moat_server, 'testuser1')}"
-               "\r\n")
-        assert c.read_line_within(0.2) is None
-        os.kill(moat_server.pid, signal.SIGHUP)
-        assert wait_for(lambda: "SIGHUP: reloading" in moat_server.logs(),
-                        30), moat_server.logs()
-    finally:
-        os.kill(auth, signal.SIGCONT)
+    reload_while_auth_stopped(
+        moat_server, auth, c,
+        lambda: c.send(f"s1 AUTHENTICATE PLAIN "
+                       f"{plain_ir(moat_server, 'testuser1')}\r\n"))
     r = c.read_tagged("s1")
     assert r.ok, (r, moat_server.logs())
     assert "request of" in moat_server.logs() and \
