@@ -150,3 +150,41 @@ void sha256_final(struct sha256_ctx *ctx,
 	for (unsigned int i = 0; i < 8; i++)
 		be32_put(digest_r + i * 4, ctx->state[i]);
 }
+
+void sha256_hmac(const void *key, size_t key_size, const void *data,
+		 size_t size, unsigned char digest_r[SHA256_DIGEST_LEN])
+{
+	unsigned char k[SHA256_BLOCK_LEN], pad[SHA256_BLOCK_LEN];
+	unsigned char inner[SHA256_DIGEST_LEN];
+	struct sha256_ctx ctx;
+
+	/* RFC 2104: a key longer than a block is hashed first */
+	memset(k, 0, sizeof(k));
+	if (key_size > SHA256_BLOCK_LEN) {
+		sha256_init(&ctx);
+		sha256_update(&ctx, key, key_size);
+		sha256_final(&ctx, k);
+	} else if (key_size > 0) {
+		memcpy(k, key, key_size);
+	}
+
+	for (unsigned int i = 0; i < SHA256_BLOCK_LEN; i++)
+		pad[i] = k[i] ^ 0x36;
+	sha256_init(&ctx);
+	sha256_update(&ctx, pad, sizeof(pad));
+	sha256_update(&ctx, data, size);
+	sha256_final(&ctx, inner);
+
+	for (unsigned int i = 0; i < SHA256_BLOCK_LEN; i++)
+		pad[i] = k[i] ^ 0x5c;
+	sha256_init(&ctx);
+	sha256_update(&ctx, pad, sizeof(pad));
+	sha256_update(&ctx, inner, sizeof(inner));
+	sha256_final(&ctx, digest_r);
+
+	/* the key (and what the data left in the context) is secret */
+	safe_memset(k, 0, sizeof(k));
+	safe_memset(pad, 0, sizeof(pad));
+	safe_memset(inner, 0, sizeof(inner));
+	safe_memset(&ctx, 0, sizeof(ctx));
+}
