@@ -19,7 +19,8 @@
 #   --only: run just these workloads (login, login-hp, list, status,
 #     fetch-all, fetch-body, store, fetch-range, fetch2, store-range,
 #     append, append-one-mailbox, append-own-mailbox, big), e.g.
-#     --only status,list; a pipelined run is named with "-pN" (list-p8).
+#     --only status,list; a pipelined run is named with "-pN" (list-p8);
+#     10 connections of one user with "-1user" (fetch2-1user, list-p8-1user).
 #   --pipeline N: the depth of the pipelined runs of list, status,
 #     fetch-range, fetch2 and store-range (8), which follow their runs
 #     with one command in flight; 1 = no pipelined runs.
@@ -249,6 +250,29 @@ for d in $DEPTHS; do
 		bench_pair "$(wl_for store-range "$d")" "$c" "moat dovecot" \
 			-t "$SECS" --pipeline "$d" store-range
 	done
+done
+# The same shapes and the old read/flag workloads by 10 connections of ONE
+# user (-S: every client is testuser1): moat serves them all in that user's
+# one process, Dovecot in ten (issue 15: "10 connections of one user at
+# least as fast as Dovecot on every workload"). Named NAME-1user.
+ONE_USER_CLIENTS=10
+bench_pair fetch-all-1user "$ONE_USER_CLIENTS" "moat dovecot" -t "$SECS" -S \
+	-e "$INBOX_MESSAGES" fetch-all
+bench_pair fetch-body-1user "$ONE_USER_CLIENTS" "moat dovecot" -t "$SECS" -S \
+	fetch-body
+bench_pair store-1user "$ONE_USER_CLIENTS" "moat dovecot" -t "$SECS" -S store
+for d in $DEPTHS; do
+	bench_pair "$(wl_for list "$d")-1user" "$ONE_USER_CLIENTS" "moat dovecot" \
+		-t "$SECS" -S --pipeline "$d" list
+	bench_pair "$(wl_for status "$d")-1user" "$ONE_USER_CLIENTS" "moat dovecot" \
+		-t "$SECS" -S -e "$INBOX_MESSAGES" --pipeline "$d" status
+	bench_pair "$(wl_for fetch-range "$d")-1user" "$ONE_USER_CLIENTS" \
+		"moat dovecot" -t "$SECS" -S -e "$INBOX_MESSAGES" --pipeline "$d" \
+		fetch-range
+	bench_pair "$(wl_for fetch2 "$d")-1user" "$ONE_USER_CLIENTS" "moat dovecot" \
+		-t "$SECS" -S --pipeline "$d" fetch2
+	bench_pair "$(wl_for store-range "$d")-1user" "$ONE_USER_CLIENTS" \
+		"moat dovecot" -t "$SECS" -S --pipeline "$d" store-range
 done
 bench_append_pair append 1 INBOX "$APPEND_SECS"
 for c in $CONC; do
