@@ -322,6 +322,37 @@ static void test_record_of_another_uid(void)
 	mail_index_close(&index);
 }
 
+/* Each record's crc is checked once per message's run of lookups: a
+   record garbled after it was read is caught once another message was
+   looked up in between (as FETCH goes from message to message). */
+static void test_crc_memo(void)
+{
+	struct mail_index *index;
+	struct mail_index_view *view = setup("memo", &index, 2);
+
+	struct mail_index_transaction *t = mail_index_transaction_begin(index);
+	test_assert(mail_cache_add(t, 1, "envelope", "(one)", 5) == 0);
+	test_assert(mail_cache_add(t, 1, "bodystructure", "(bs)", 4) == 0);
+	test_assert(mail_cache_add(t, 2, "envelope", "(two)", 5) == 0);
+	commit(&t);
+	add_field(index, 1, "hdr.subject", "subj");
+	sync_view(view);
+	/* several fields of message 1, across its chain of two records */
+	test_assert(lookup_is(view, 1, "envelope", "(one)"));
+	test_assert(lookup_is(view, 1, "hdr.subject", "subj"));
+	test_assert(lookup_is(view, 1, "bodystructure", "(bs)"));
+	test_assert(lookup_is(view, 1, "sort.date", NULL));
+	/* garble the value of message 1's first record in place */
+	int fd = open(cache_path, O_RDWR);
+	test_assert(fd >= 0 && pwrite(fd, "X", 1, 2072 + 4 + 1 + 1 + 3) == 1);
+	close(fd);
+	test_assert(lookup_is(view, 2, "envelope", "(two)"));
+	test_assert(lookup_is(view, 1, "envelope", NULL));
+	test_assert(lookup_is(view, 1, "hdr.subject", "subj"));
+	mail_index_view_close(&view);
+	mail_index_close(&index);
+}
+
 /* A file of version 1 (before this framing) is never read: misses, and
    the next write starts a file of the current version. */
 static void test_older_version(void)
@@ -412,5 +443,6 @@ static void test_check_mem_images(void)
 
 TEST_MAIN(TEST(test_add_lookup), TEST(test_garbage_and_delete), TEST(test_compress),
 	  TEST(test_record_size), TEST(test_long_values),
-	  TEST(test_record_of_another_uid), TEST(test_older_version),
+	  TEST(test_record_of_another_uid), TEST(test_crc_memo),
+	  TEST(test_older_version),
 	  TEST(test_check_mem_images))
