@@ -6,7 +6,11 @@
 #include <zlib.h>
 
 #define TAG_PLAIN 'T'
+/* 'Z' (the text's LEB128 length, then deflate) is what earlier builds
+   wrote: still read, no longer written. 'Y' drops the length (1-3 bytes
+   a text): inflate stops at the stream's end. */
 #define TAG_DEFLATE_DICT1 'Z'
+#define TAG_DEFLATE_DICT1_UNSIZED 'Y'
 /* Bytes of a LEB128 length up to IMAP_CACHE_TEXT_MAX. */
 #define LEN_BYTES_MAX 4
 /* deflate: a 4 KiB window holds the dictionary and a normal text; a
@@ -14,6 +18,9 @@
 #define PACK_LEVEL 9
 #define PACK_WINDOW_BITS 12
 #define PACK_MEM_LEVEL 6
+/* Unpacking a 'Y' text reserves output in steps of this size: most
+   texts fit in one. */
+#define UNPACK_STEP 4096
 /* inflate accepts every window deflate may use */
 #define UNPACK_WINDOW_BITS 15
 
@@ -89,18 +96,6 @@ static int unpack_begin(void)
 				    sizeof(dict1) - 1) == Z_OK ? 0 : -1;
 }
 
-static size_t len_encode(size_t len, unsigned char *out)
-{
-	size_t n = 0;
-
-	do {
-		unsigned char b = len & 0x7f;
-		len >>= 7;
-		out[n++] = len != 0 ? (unsigned char)(b | 0x80) : b;
-	} while (len != 0);
-	return n;
-}
-
 /* Returns the bytes used, 0 if garbled or past IMAP_CACHE_TEXT_MAX. */
 static size_t len_decode(const unsigned char *p, size_t size, size_t *len_r)
 {
@@ -129,16 +124,14 @@ static int pack_plain(const void *text, size_t len, buffer_t *out)
 
 int imap_cache_text_pack(const void *text, size_t len, buffer_t *out)
 {
-	unsigned char head[1 + LEN_BYTES_MAX];
-	size_t head_len, bound;
+	const unsigned char head[1] = { TAG_DEFLATE_DICT1_UNSIZED };
+	size_t head_len = sizeof(head), bound;
 	char *dest;
 
 	if (len > IMAP_CACHE_TEXT_MAX)
 		return -1;
 	if (len < IMAP_CACHE_TEXT_MIN_PACK || pack_begin() < 0)
 		return pack_plain(text, len, out);
-	head[0] = TAG_DEFLATE_DICT1;
-	head_len = 1 + len_encode(len, head + 1);
 	bound = deflateBound(&pack_zs, (uLong)len);
 	buffer_reset(out);
 	if (buffer_append(out, head, head_len) < 0 ||
@@ -182,6 +175,40 @@ static int unpack_deflate(const unsigned char *p, size_t size, buffer_t *out)
 	return 0;
 }
 
+/* A 'Y' text: inflate until the stream ends, at most
+   IMAP_CACHE_TEXT_MAX bytes and what out can hold. */
+static int unpack_deflate_unsized(const unsigned char *p, size_t size,
+				  buffer_t *out)
+{
+	size_t old_used = out->used;
+	int ret = Z_OK;
+
+	if (unpack_begin() < 0)
+		return -1;
+	unpack_zs.next_in = (Bytef *)(uintptr_t)p;
+	unpack_zs.avail_in = (uInt)size;
+	while (ret == Z_OK) {
+		size_t produced = out->used - old_used;
+		/* one byte past the maximum shows a text that is too long */
+		size_t step = MIN(UNPACK_STEP, IMAP_CACHE_TEXT_MAX + 1 - produced);
+		step = MIN(step, out->max_size - out->used);
+		char *dest;
+		if (produced > IMAP_CACHE_TEXT_MAX || step == 0 ||
+		    (dest = buffer_reserve(out, step)) == NULL)
+			break;
+		unpack_zs.next_out = (Bytef *)dest;
+		unpack_zs.avail_out = (uInt)step;
+		ret = inflate(&unpack_zs, Z_NO_FLUSH);
+		buffer_commit(out, step - unpack_zs.avail_out);
+	}
+	/* the whole input is one stream, of at most the maximum */
+	if (ret == Z_STREAM_END && unpack_zs.avail_in == 0 &&
+	    out->used - old_used <= IMAP_CACHE_TEXT_MAX)
+		return 0;
+	buffer_truncate(out, old_used);
+	return -1;
+}
+
 int imap_cache_text_unpack(const void *data, size_t size, buffer_t *out)
 {
 	const unsigned char *p = data;
@@ -193,6 +220,8 @@ int imap_cache_text_unpack(const void *data, size_t size, buffer_t *out)
 		return buffer_append(out, p + 1, size - 1);
 	case TAG_DEFLATE_DICT1:
 		return unpack_deflate(p + 1, size - 1, out);
+	case TAG_DEFLATE_DICT1_UNSIZED:
+		return unpack_deflate_unsized(p + 1, size - 1, out);
 	}
 	return -1;
 }

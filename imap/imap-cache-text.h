@@ -7,11 +7,13 @@
    (BODYSTRUCTURE) of their size: index + cache stays under 500 bytes a
    message on a real mailing list.
 
-   Layout: one tag byte, 'T' = the text follows as is; 'Z' = the text's
-   length (LEB128, at most IMAP_CACHE_TEXT_MAX), then raw deflate data
-   made with dictionary 1 (imap-cache-text.c; never changed: a new
-   dictionary needs a new tag). Unpacking validates everything: garbled
-   data is a miss, never a crash or an oversized buffer. */
+   Layout: one tag byte, 'T' = the text follows as is; 'Y' = raw deflate
+   data made with dictionary 1 (imap-cache-text.c; never changed: a new
+   dictionary needs a new tag), one stream up to its end; 'Z' (written by
+   earlier builds, still read) = the text's length (LEB128, at most
+   IMAP_CACHE_TEXT_MAX), then the same deflate data. Unpacking validates
+   everything: garbled data is a miss, never a crash or an oversized
+   buffer. */
 
 #include "buffer.h"
 

@@ -9,7 +9,10 @@
 #include <zlib.h>
 
 #define MAIL_CACHE_MAGIC 0x41434f4dU      /* "MOCA" little-endian */
-#define MAIL_CACHE_MAJOR 1
+/* 2: records without fixed headers or padding (struct cache_rec); a
+   file of version 1 is replaced by a new one on the next cache write,
+   its values are misses until then */
+#define MAIL_CACHE_MAJOR 2
 #define MAIL_CACHE_MINOR 0
 /* Offsets are 32-bit: a cache never grows past this (compress first). */
 #define MAIL_CACHE_MAX_FILE_SIZE 0xfff00000U
@@ -28,23 +31,32 @@ struct mail_cache_header {
 	char fields[MAIL_CACHE_MAX_FIELDS][MAIL_CACHE_FIELD_NAME_MAX + 1];
 };
 
-struct mail_cache_record {
-	uint32_t size;             /* incl. this header, multiple of 4 */
-	uint32_t uid;
-	uint32_t prev_offset;      /* older record of uid, 0 = none */
-	uint32_t crc;              /* crc32 of the record with crc = 0 */
-};
+/* Records (major version 2) are not aligned and carry no fixed-size
+   header: u32 crc, LEB128 fields size, LEB128 prev delta (0 = no older
+   record of the message, else this offset minus the older one's), then
+   the fields: u8 field index, LEB128 data size, data. The uid is not
+   stored: the crc covers it (crc32 of the uid as 4 little-endian bytes,
+   then every byte of the record after the crc), so a record reached
+   from another message's offset fails its crc like garbage does. This
+   framing costs about 15 bytes a message where version 1's fixed
+   headers and padding cost 43 (doc/index-format.md). */
+#define CACHE_CRC_SIZE 4
+/* A LEB128 u32 takes at most 5 bytes. */
+#define CACHE_VARINT_MAX 5
+/* crc + two varints */
+#define CACHE_REC_HDR_MAX (CACHE_CRC_SIZE + 2 * CACHE_VARINT_MAX)
 
-struct mail_cache_field {
-	uint16_t field;            /* index into the header's names */
-	uint16_t unused;
-	uint32_t size;             /* data bytes; padded to 4 */
+/* A record whose framing (and, from record_at(), crc) was checked. */
+struct cache_rec {
+	uint32_t size;             /* every byte of the record */
+	uint32_t prev_offset;      /* older record of the message, 0 = none */
+	const unsigned char *fields, *end;
 };
 
 _Static_assert(sizeof(struct mail_cache_header) == 2072, "cache header layout");
-_Static_assert(sizeof(struct mail_cache_record) == 16, "cache record layout");
 
-/* A queued mail_cache_add(), followed by the data padded to 4. */
+/* A queued mail_cache_add() in the transaction's buffer (not on disk),
+   followed by the data padded to 4. */
 struct mail_cache_pending {
 	uint32_t uid;
 	uint32_t size;
@@ -70,6 +82,16 @@ struct mail_cache {
 	/* Records this handle wrote that chain to an older record of their
 	   message: what a compression would merge (mail_cache_want_compress). */
 	uint32_t chained_written;
+	/* Records of memo_uid whose crc checked out in this mapping: the
+	   lookups of one message's items (ENVELOPE, BODYSTRUCTURE, header
+	   fields, one after the other in a FETCH) check each record's crc
+	   once, not once per item (crc32 was a fifth of a cached FETCH's
+	   CPU).
+	   Forgotten at the next message, sync, remap or close, so a file
+	   garbled later is still caught by the next message's lookups. */
+	uint32_t memo_uid;
+	unsigned int memo_count;
+	uint32_t memo_offsets[MAIL_CACHE_MAX_CHAIN];
 };
 
 static uint32_t hdr_crc(const struct mail_cache_header *hdr)
@@ -87,6 +109,12 @@ static bool header_is_valid(const struct mail_cache_header *hdr)
 		hdr->header_size == sizeof(*hdr) && hdr->file_seq != 0 &&
 		hdr->fields_count <= MAIL_CACHE_MAX_FIELDS &&
 		hdr->crc == hdr_crc(hdr);
+}
+
+static void memo_forget(struct mail_cache *cache)
+{
+	cache->memo_uid = 0;
+	cache->memo_count = 0;
 }
 
 static void cache_close_file(struct mail_cache *cache)
@@ -128,6 +156,7 @@ void mail_cache_invalidate(struct mail_cache *cache)
 
 void mail_cache_view_synced(struct mail_cache *cache)
 {
+	memo_forget(cache);
 	if (cache->recent_count == 0)
 		return;
 	memset(cache->recent, 0, sizeof(cache->recent));
@@ -164,6 +193,7 @@ static bool cache_remap(struct mail_cache *cache)
 		return false;
 	if ((size_t)st.st_size == cache->map_size)
 		return true;
+	memo_forget(cache);
 	if (cache->map != NULL)
 		(void)munmap((void *)cache->map, cache->map_size);
 	cache->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, cache->fd, 0);
@@ -191,6 +221,12 @@ static bool cache_open_file(struct mail_cache *cache)
 		return false;
 	}
 	memcpy(&hdr, cache->map, sizeof(hdr));
+	if (hdr.magic == MAIL_CACHE_MAGIC && hdr.major_version != MAIL_CACHE_MAJOR) {
+		/* another version's file (an upgrade): misses, not
+		   corruption; the next write replaces it */
+		cache_close_file(cache);
+		return false;
+	}
 	if (!header_is_valid(&hdr)) {
 		mail_index_corrupted(cache->index, "%s: bad header",
 				     cache->index->cache_path);
@@ -220,50 +256,132 @@ static int field_find(const struct mail_cache_header *hdr, const char *name)
 	return -1;
 }
 
-/* A valid record at offset of a file image, or NULL. */
-static const struct mail_cache_record *
-record_at(const unsigned char *map, size_t map_size, uint32_t offset)
+/* Bytes of a LEB128 u32 at p (before end), 0 if garbled. */
+static size_t varint_get(const unsigned char *p, const unsigned char *end,
+			 uint32_t *value_r)
 {
-	struct mail_cache_record rec;
+	uint64_t value = 0;
 
-	if (offset < sizeof(struct mail_cache_header) || offset % 4 != 0 ||
-	    (size_t)offset + sizeof(rec) > map_size)
-		return NULL;
-	memcpy(&rec, map + offset, sizeof(rec));
-	if (rec.size < sizeof(rec) || rec.size % 4 != 0 ||
-	    rec.size > map_size - offset)
-		return NULL;
-	uint32_t want = rec.crc;
-	rec.crc = 0;
-	uint32_t crc = (uint32_t)crc32(0L, (const void *)&rec, sizeof(rec));
-	crc = (uint32_t)crc32(crc, map + offset + sizeof(rec), rec.size - sizeof(rec));
-	if (crc != want)
-		return NULL;
-	return (const void *)(map + offset);
+	for (size_t i = 0; i < CACHE_VARINT_MAX && p + i < end; i++) {
+		value |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if ((p[i] & 0x80) == 0) {
+			if (value > UINT32_MAX)
+				return 0;
+			*value_r = (uint32_t)value;
+			return i + 1;
+		}
+	}
+	return 0;
 }
 
-/* Find field id in a valid record. */
-static bool record_find_field(const struct mail_cache_record *rec, unsigned int id,
+static size_t varint_put(unsigned char *out, uint32_t value)
+{
+	size_t n = 0;
+
+	do {
+		unsigned char b = value & 0x7f;
+		value >>= 7;
+		out[n++] = value != 0 ? (unsigned char)(b | 0x80) : b;
+	} while (value != 0);
+	return n;
+}
+
+static uint32_t rec_crc(uint32_t uid, const unsigned char *after_crc, size_t size)
+{
+	const unsigned char uid_le[4] = {
+		uid & 0xff, (uid >> 8) & 0xff, (uid >> 16) & 0xff, uid >> 24
+	};
+	uint32_t crc = (uint32_t)crc32(0L, uid_le, sizeof(uid_le));
+
+	return (uint32_t)crc32(crc, after_crc, (uInt)size);
+}
+
+/* The framing of the record at offset of a file image: in bounds, prev
+   before it. No crc check (that needs the uid). */
+static bool record_parse(const unsigned char *map, size_t map_size,
+			 uint32_t offset, struct cache_rec *rec_r)
+{
+	uint32_t fields_size, prev_delta;
+	size_t n;
+
+	if (offset < sizeof(struct mail_cache_header) ||
+	    (size_t)offset + CACHE_CRC_SIZE >= map_size)
+		return false;
+	const unsigned char *p = map + offset + CACHE_CRC_SIZE;
+	const unsigned char *end = map + map_size;
+	if ((n = varint_get(p, end, &fields_size)) == 0)
+		return false;
+	p += n;
+	if ((n = varint_get(p, end, &prev_delta)) == 0)
+		return false;
+	p += n;
+	if (fields_size > (size_t)(end - p) ||
+	    prev_delta > offset - sizeof(struct mail_cache_header))
+		return false;
+	rec_r->fields = p;
+	rec_r->end = p + fields_size;
+	rec_r->size = (uint32_t)(rec_r->end - (map + offset));
+	rec_r->prev_offset = prev_delta == 0 ? 0 : offset - prev_delta;
+	return true;
+}
+
+/* The valid record of uid at offset of a file image. */
+static bool record_at(const unsigned char *map, size_t map_size,
+		      uint32_t offset, uint32_t uid, struct cache_rec *rec_r)
+{
+	uint32_t want;
+
+	if (!record_parse(map, map_size, offset, rec_r))
+		return false;
+	memcpy(&want, map + offset, sizeof(want));
+	return rec_crc(uid, map + offset + CACHE_CRC_SIZE,
+		       rec_r->size - CACHE_CRC_SIZE) == want;
+}
+
+/* Find field id in a parsed record. */
+static bool record_find_field(const struct cache_rec *rec, unsigned int id,
 			      const void **data_r, size_t *size_r)
 {
-	const unsigned char *p = (const unsigned char *)rec + sizeof(*rec);
-	const unsigned char *end = (const unsigned char *)rec + rec->size;
-	struct mail_cache_field f;
+	const unsigned char *p = rec->fields;
+	uint32_t size;
+	size_t n;
 
-	while ((size_t)(end - p) >= sizeof(f)) {
-		memcpy(&f, p, sizeof(f));
-		p += sizeof(f);
-		size_t padded = ((size_t)f.size + 3) & ~(size_t)3;
-		if (padded > (size_t)(end - p))
+	while (p < rec->end) {
+		unsigned int field = *p++;
+		if (field >= MAIL_CACHE_MAX_FIELDS ||
+		    (n = varint_get(p, rec->end, &size)) == 0)
 			return false;
-		if (f.field == id) {
+		p += n;
+		if (size > (size_t)(rec->end - p))
+			return false;
+		if (field == id) {
 			*data_r = p;
-			*size_r = f.size;
+			*size_r = size;
 			return true;
 		}
-		p += padded;
+		p += size;
 	}
 	return false;
+}
+
+/* Whether the crc of the parsed record at offset of the lookup's
+   message (memo_uid) holds; computed only the first time. */
+static bool memo_crc_ok(struct mail_cache *cache, uint32_t offset,
+			uint32_t uid, const struct cache_rec *rec)
+{
+	uint32_t want;
+
+	for (unsigned int i = 0; i < cache->memo_count; i++) {
+		if (cache->memo_offsets[i] == offset)
+			return true;
+	}
+	memcpy(&want, cache->map + offset, sizeof(want));
+	if (rec_crc(uid, cache->map + offset + CACHE_CRC_SIZE,
+		    rec->size - CACHE_CRC_SIZE) != want)
+		return false;
+	if (cache->memo_count < MAIL_CACHE_MAX_CHAIN)
+		cache->memo_offsets[cache->memo_count++] = offset;
+	return true;
 }
 
 int mail_cache_lookup(struct mail_index_view *view, uint32_t seq,
@@ -273,6 +391,7 @@ int mail_cache_lookup(struct mail_index_view *view, uint32_t seq,
 	const struct mail_index_record *irec = mail_index_view_lookup(view, seq);
 	struct mail_cache *cache = cache_get(index);
 	uint32_t offset = irec->cache_offset;
+	struct cache_rec rec;
 
 	if (offset == 0 || !cache_want(cache, index->map->hdr.cache_file_seq))
 		return 0;
@@ -281,14 +400,20 @@ int mail_cache_lookup(struct mail_index_view *view, uint32_t seq,
 	int id = field_find((const void *)cache->map, field);
 	if (id < 0)
 		return 0;
+	if (cache->memo_uid != irec->uid) {
+		cache->memo_uid = irec->uid;
+		cache->memo_count = 0;
+	}
+	/* The records on the way are only parsed (bounded, prev before
+	   them); the one that holds the field must pass its crc, which binds
+	   the uid: a garbled record on the way costs a miss or a wrong turn
+	   that ends in a crc failure, never wrong data. */
 	for (unsigned int hops = 0; offset != 0 && hops < MAIL_CACHE_MAX_CHAIN; hops++) {
-		const struct mail_cache_record *rec =
-			record_at(cache->map, cache->map_size, offset);
-		if (rec == NULL || rec->uid != irec->uid || rec->prev_offset >= offset)
+		if (!record_parse(cache->map, cache->map_size, offset, &rec))
 			return 0;
-		if (record_find_field(rec, (unsigned int)id, data_r, size_r))
-			return 1;
-		offset = rec->prev_offset;
+		if (record_find_field(&rec, (unsigned int)id, data_r, size_r))
+			return memo_crc_ok(cache, offset, irec->uid, &rec) ? 1 : 0;
+		offset = rec.prev_offset;
 	}
 	return 0;
 }
@@ -316,39 +441,38 @@ int mail_cache_add(struct mail_index_transaction *t, uint32_t uid,
 
 /* ---- writing (index lock held) ---- */
 
-static void rec_begin(buffer_t *buf, size_t *start_r)
-{
-	struct mail_cache_record rec;
-
-	memset(&rec, 0, sizeof(rec));
-	*start_r = buf->used;
-	if (buffer_append(buf, &rec, sizeof(rec)) < 0)
-		i_panic("cache record buffer full");
-}
-
-static void rec_add_field(buffer_t *buf, unsigned int id, const void *data,
+/* Append one field to a record's fields being built. */
+static void rec_add_field(buffer_t *fields, unsigned int id, const void *data,
 			  uint32_t size)
 {
-	struct mail_cache_field f = { (uint16_t)id, 0, size };
-	static const char pad[4];
+	unsigned char head[1 + CACHE_VARINT_MAX];
+	size_t n;
 
-	if (buffer_append(buf, &f, sizeof(f)) < 0 ||
-	    buffer_append(buf, data, size) < 0 ||
-	    buffer_append(buf, pad, (4 - size % 4) % 4) < 0)
+	head[0] = (unsigned char)id;
+	n = 1 + varint_put(head + 1, size);
+	if (buffer_append(fields, head, n) < 0 ||
+	    buffer_append(fields, data, size) < 0)
 		i_panic("cache record buffer full");
 }
 
-static void rec_finish(buffer_t *buf, size_t start, uint32_t uid, uint32_t prev)
+/* Append to out the record of uid holding fields, to be written at file
+   offset (out's end), chaining to prev (0 = none, else < offset). */
+static void rec_emit(buffer_t *out, uint32_t offset, uint32_t uid,
+		     uint32_t prev, const buffer_t *fields)
 {
-	struct mail_cache_record rec;
+	unsigned char head[CACHE_REC_HDR_MAX];
+	size_t start = out->used, n = CACHE_CRC_SIZE;
 
-	rec.size = (uint32_t)(buf->used - start);
-	rec.uid = uid;
-	rec.prev_offset = prev;
-	rec.crc = 0;
-	memcpy(buf->data + start, &rec, sizeof(rec));
-	rec.crc = (uint32_t)crc32(0L, (const void *)(buf->data + start), rec.size);
-	memcpy(buf->data + start, &rec, sizeof(rec));
+	i_assert(prev < offset && fields->used <= UINT32_MAX);
+	memset(head, 0, CACHE_CRC_SIZE);
+	n += varint_put(head + n, (uint32_t)fields->used);
+	n += varint_put(head + n, prev == 0 ? 0 : offset - prev);
+	if (buffer_append(out, head, n) < 0 ||
+	    buffer_append(out, fields->data, fields->used) < 0)
+		i_panic("cache record buffer full");
+	uint32_t crc = rec_crc(uid, (const unsigned char *)out->data + start +
+			       CACHE_CRC_SIZE, out->used - start - CACHE_CRC_SIZE);
+	memcpy(out->data + start, &crc, sizeof(crc));
 }
 
 /* Replace the cache file by hdr followed by body (tmp + rename). */
@@ -467,20 +591,28 @@ static uint32_t flush_prev_offset(struct mail_index *index, uint32_t uid)
 	return map->recs[seq - 1].cache_offset;
 }
 
-/* Records of buf (as built by rec_begin/rec_finish) with a prev_offset. */
-static uint32_t flush_count_chained(const buffer_t *buf)
+/* Write the record of uid collected in fields to recs (file offset
+   base + recs->used), and its offset to offsets. */
+static void flush_emit(struct mail_index *index, uint32_t base, uint32_t uid,
+		       buffer_t *fields, buffer_t *recs, buffer_t *offsets,
+		       uint32_t *chained)
 {
-	struct mail_cache_record rec;
-	uint32_t count = 0;
+	struct mail_transaction_cache_offset co;
+	uint32_t offset = base + (uint32_t)recs->used;
+	uint32_t prev = flush_prev_offset(index, uid);
 
-	for (size_t pos = 0; pos + sizeof(rec) <= buf->used; pos += rec.size) {
-		memcpy(&rec, buf->data + pos, sizeof(rec));
-		if (rec.size < sizeof(rec))
-			break;
-		if (rec.prev_offset != 0)
-			count++;
-	}
-	return count;
+	/* an offset past the 32-bit limit is caught by the caller's size
+	   check before anything is written */
+	if (prev >= offset)
+		prev = 0;
+	rec_emit(recs, offset, uid, prev, fields);
+	if (prev != 0)
+		(*chained)++;
+	co.uid = uid;
+	co.offset = offset;
+	if (buffer_append(offsets, &co, sizeof(co)) < 0)
+		i_panic("cache offsets buffer full");
+	buffer_reset(fields);
 }
 
 int mail_cache_transaction_flush(struct mail_index_transaction *t,
@@ -488,19 +620,20 @@ int mail_cache_transaction_flush(struct mail_index_transaction *t,
 {
 	struct mail_index *index = t->index;
 	struct mail_cache *cache = cache_get(index);
-	buffer_t recs, offsets;
+	buffer_t recs, offsets, fields;
 	struct mail_cache_pending p;
 	struct mail_transaction_cache_offset co;
-	size_t pos = 0, start = 0;
-	uint32_t cur_uid = 0;
+	size_t pos = 0;
+	uint32_t cur_uid = 0, chained = 0;
 	bool changed = false;
 	int ret = 0;
 
 	if (flush_ensure_file(t, error_r) < 0 || !cache_remap(cache))
 		return -1;
-	uint32_t base = (uint32_t)((cache->map_size + 3) & ~(size_t)3);
+	uint32_t base = (uint32_t)cache->map_size;
 	buffer_init(&recs, MAIL_TRANSACTION_MAX_SIZE);
 	buffer_init(&offsets, MAIL_TRANSACTION_MAX_SIZE);
+	buffer_init(&fields, MAIL_TRANSACTION_MAX_SIZE);
 	while (pos + sizeof(p) <= t->cache.used) {
 		memcpy(&p, t->cache.data + pos, sizeof(p));
 		const void *data = t->cache.data + pos + sizeof(p);
@@ -510,19 +643,14 @@ int mail_cache_transaction_flush(struct mail_index_transaction *t,
 			continue;
 		if (p.uid != cur_uid) {
 			if (cur_uid != 0)
-				rec_finish(&recs, start, cur_uid, flush_prev_offset(index, cur_uid));
-			rec_begin(&recs, &start);
+				flush_emit(index, base, cur_uid, &fields, &recs,
+					   &offsets, &chained);
 			cur_uid = p.uid;
-			co.uid = p.uid;
-			co.offset = base + (uint32_t)start;
-			if (buffer_append(&offsets, &co, sizeof(co)) < 0)
-				i_panic("cache offsets buffer full");
 		}
-		rec_add_field(&recs, (unsigned int)id, data, p.size);
+		rec_add_field(&fields, (unsigned int)id, data, p.size);
 	}
 	if (cur_uid != 0)
-		rec_finish(&recs, start, cur_uid, flush_prev_offset(index, cur_uid));
-	uint32_t chained = flush_count_chained(&recs);
+		flush_emit(index, base, cur_uid, &fields, &recs, &offsets, &chained);
 	if ((uint64_t)base + recs.used > MAIL_CACHE_MAX_FILE_SIZE) {
 		/* Full: drop the values, the next compression makes room. */
 	} else if (recs.used > 0 && fd_pwrite_full(cache->fd, recs.data, recs.used, base) < 0) {
@@ -538,6 +666,7 @@ int mail_cache_transaction_flush(struct mail_index_transaction *t,
 			recent_set(cache, co.uid, co.offset);
 		}
 	}
+	buffer_free(&fields);
 	buffer_free(&recs);
 	buffer_free(&offsets);
 	return ret;
@@ -548,37 +677,35 @@ int mail_cache_transaction_flush(struct mail_index_transaction *t,
 /* Append to body the newest value of every field of the chain at offset;
    body starts at file offset base. */
 static void compress_one(struct mail_cache *cache, uint32_t uid, uint32_t offset,
-			 uint64_t base, buffer_t *body, buffer_t *offsets)
+			 uint64_t base, buffer_t *body, buffer_t *fields,
+			 buffer_t *offsets)
 {
+	struct cache_rec rec;
 	uint64_t seen = 0;
-	size_t start;
-	bool any = false;
 
-	rec_begin(body, &start);
+	buffer_reset(fields);
 	for (unsigned int hops = 0; offset != 0 && hops < MAIL_CACHE_MAX_CHAIN; hops++) {
-		const struct mail_cache_record *rec =
-			record_at(cache->map, cache->map_size, offset);
-		if (rec == NULL || rec->uid != uid || rec->prev_offset >= offset)
+		if (!record_at(cache->map, cache->map_size, offset, uid, &rec))
 			break;
 		for (unsigned int id = 0; id < MAIL_CACHE_MAX_FIELDS; id++) {
 			const void *data;
 			size_t size;
 			if ((seen & (1ULL << id)) != 0 ||
-			    !record_find_field(rec, id, &data, &size))
+			    !record_find_field(&rec, id, &data, &size))
 				continue;
 			seen |= 1ULL << id;
-			rec_add_field(body, id, data, (uint32_t)size);
-			any = true;
+			rec_add_field(fields, id, data, (uint32_t)size);
 		}
-		offset = rec->prev_offset;
+		offset = rec.prev_offset;
 	}
-	if (!any || base + body->used > MAIL_CACHE_MAX_FILE_SIZE) {
+	uint64_t offset_new = base + body->used;
+	if (fields->used == 0 ||
+	    offset_new + CACHE_REC_HDR_MAX + fields->used > MAIL_CACHE_MAX_FILE_SIZE) {
 		/* nothing (or no room: a miss) */
-		buffer_truncate(body, start);
 		return;
 	}
-	rec_finish(body, start, uid, 0);
-	struct mail_transaction_cache_offset co = { uid, (uint32_t)(base + start) };
+	rec_emit(body, (uint32_t)offset_new, uid, 0, fields);
+	struct mail_transaction_cache_offset co = { uid, (uint32_t)offset_new };
 	if (buffer_append(offsets, &co, sizeof(co)) < 0)
 		i_panic("cache offsets buffer full");
 }
@@ -590,7 +717,7 @@ static int compress_write_tmp(struct mail_cache *cache, struct mail_index_map *m
 			      struct mail_cache_header *hdr, const char *tmp,
 			      buffer_t *offsets)
 {
-	buffer_t body;
+	buffer_t body, fields;
 	uint64_t base = sizeof(*hdr);
 	int ret = 0;
 
@@ -602,10 +729,11 @@ static int compress_write_tmp(struct mail_cache *cache, struct mail_index_map *m
 		return -1;
 	}
 	buffer_init(&body, MAIL_CACHE_MAX_FILE_SIZE);
+	buffer_init(&fields, MAIL_TRANSACTION_MAX_SIZE);
 	for (uint32_t i = 0; i < map->hdr.messages_count && ret == 0; i++) {
 		if (map->recs[i].cache_offset != 0)
 			compress_one(cache, map->recs[i].uid, map->recs[i].cache_offset,
-				     base, &body, offsets);
+				     base, &body, &fields, offsets);
 		if (body.used >= MAIL_CACHE_COMPRESS_CHUNK ||
 		    i + 1 == map->hdr.messages_count) {
 			ret = fd_pwrite_full(fd, body.data, body.used, (off_t)base);
@@ -613,6 +741,7 @@ static int compress_write_tmp(struct mail_cache *cache, struct mail_index_map *m
 			buffer_reset(&body);
 		}
 	}
+	buffer_free(&fields);
 	buffer_free(&body);
 	/* on disk before the rename: a power cut must not leave a renamed
 	   file without its records (they would be misses, never wrong) */
@@ -721,13 +850,13 @@ void mail_cache_get_usage(struct mail_index_view *view,
 		return;
 	for (uint32_t i = 0; i < map->hdr.messages_count; i++) {
 		uint32_t offset = map->recs[i].cache_offset;
+		struct cache_rec rec;
 		for (unsigned int hops = 0; offset != 0 && hops < MAIL_CACHE_MAX_CHAIN; hops++) {
-			const struct mail_cache_record *rec =
-				record_at(cache->map, cache->map_size, offset);
-			if (rec == NULL || rec->prev_offset >= offset)
+			if (!record_at(cache->map, cache->map_size, offset,
+				       map->recs[i].uid, &rec))
 				break;
-			used += rec->size;
-			offset = rec->prev_offset;
+			used += rec.size;
+			offset = rec.prev_offset;
 		}
 	}
 	*file_size_r = cache->map_size;
@@ -737,6 +866,7 @@ void mail_cache_get_usage(struct mail_index_view *view,
 unsigned int mail_cache_check_mem(const void *data, size_t size)
 {
 	struct mail_cache_header hdr;
+	struct cache_rec rec;
 	unsigned int count = 0;
 
 	if (size < sizeof(hdr) || size > MAIL_CACHE_MAX_FILE_SIZE)
@@ -744,20 +874,18 @@ unsigned int mail_cache_check_mem(const void *data, size_t size)
 	memcpy(&hdr, data, sizeof(hdr));
 	if (!header_is_valid(&hdr))
 		return 0;
-	/* Records are read in place: give them the file's alignment. */
-	unsigned char *map = i_malloc(size);
-	memcpy(map, data, size);
+	/* The records follow each other; a walk knows no uids, so it checks
+	   the framing and the fields (the crc is checked by lookups). */
+	const unsigned char *map = data;
 	uint32_t offset = sizeof(hdr);
-	const struct mail_cache_record *rec;
-	while ((rec = record_at(map, size, offset)) != NULL) {
+	while (record_parse(map, size, offset, &rec)) {
 		for (unsigned int id = 0; id <= hdr.fields_count; id++) {
 			const void *fdata;
 			size_t fsize;
-			(void)record_find_field(rec, id, &fdata, &fsize);
+			(void)record_find_field(&rec, id, &fdata, &fsize);
 		}
 		count++;
-		offset += rec->size;
+		offset += rec.size;
 	}
-	i_free(map);
 	return count;
 }

@@ -42,6 +42,7 @@ declare -A deps=(
 	[fuzz-auth-client]="lib/auth-client-protocol.c lib/ipc.c lib/ioloop.c $LIB"
 	[fuzz-lmtp]="-I lmtp lmtp/lmtp-proto.c lmtp/lmtp-data.c $LIB"
 	[fuzz-haproxy-header]="lib/haproxy-header.c $LIB"
+	[fuzz-cache-text]="-I imap imap/imap-cache-text.c $LIB -lz"
 	[fuzz-imap-session]="-I imap $(srcs imap) $INDEX_ALL $MIME_ALL $SESSION $SCRATCH $LIB_ALL -lz -lcap -lseccomp -lcrypto"
 )
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"

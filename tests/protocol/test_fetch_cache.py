@@ -10,6 +10,7 @@ process's debug line counts the files each FETCH opened.
 A garbled cache costs parsing, never a wrong answer."""
 
 import os
+import zlib
 import re
 
 import pytest
@@ -285,3 +286,38 @@ def test_header_only_envelope_equals_full_parse(moat_server):
                            for line in r.untagged]
     for i, (a, b) in enumerate(zip(envelopes["alone"], envelopes["full"])):
         assert a == b, (i, msgs[i][:300])
+
+
+@pytest.mark.moat_settings(log_debug="yes")
+def test_cache_file_of_the_older_format_is_rebuilt(moat_server):
+    """A moat.index.cache of record format 1 (before the compact records
+    of format 2) is never read: the next FETCH parses the messages again,
+    answers byte for byte the same, and writes a file of the current
+    format that later FETCHes are served from."""
+    c = fill(moat_server)
+    assert c.command("SELECT INBOX").ok
+    first = fetch_all(c)
+    c.command("LOGOUT")
+    moat_server.close_clients()
+    cache = moat_server.maildir("testuser1") / "moat.index.cache"
+    data = bytearray(cache.read_bytes())
+    assert data[:4] == b"MOCA" and data[4] == 2
+    # the same file claiming format 1, with a valid header crc
+    data[4] = 1
+    data[20:24] = b"\0\0\0\0"
+    data[20:24] = zlib.crc32(bytes(data[:2072])).to_bytes(4, "little")
+    cache.write_bytes(bytes(data))
+    c = moat_server.login()
+    assert c.command("SELECT INBOX").ok
+    assert fetch_all(c) == first
+    set_mode(moat_server, 0)
+    try:
+        assert fetch_all(c) == first
+    finally:
+        set_mode(moat_server, 0o600)
+    assert cache.read_bytes()[4] == 2
+    stats = debug_lines(moat_server, 3)
+    # (messages, files opened, from the cache, parsed)
+    assert stats[1][1] == N_MESSAGES and stats[1][2] == 0, stats
+    assert stats[2][1] == 0 and stats[2][3] == 0, stats
+    assert "corrupted" not in moat_server.logs()

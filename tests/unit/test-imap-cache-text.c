@@ -7,6 +7,7 @@
 #include "buffer.h"
 
 #include <string.h>
+#include <zlib.h>
 
 static const char envelope[] =
 	"(\"Mon, 29 Apr 2019 08:41:45 +1000\" \"Re: [PATCH] xfs: add missing "
@@ -116,4 +117,92 @@ static void test_garbled(void)
 	buffer_free(&out);
 }
 
-TEST_MAIN(TEST(test_round_trip), TEST(test_limits), TEST(test_garbled))
+/* Raw deflate of data (no dictionary: inflate with one reads it too),
+   after tag. */
+static void deflate_raw(char tag, const void *data, size_t len, buffer_t *out)
+{
+	z_stream zs;
+
+	memset(&zs, 0, sizeof(zs));
+	test_assert(deflateInit2(&zs, 9, Z_DEFLATED, -15, 8,
+				 Z_DEFAULT_STRATEGY) == Z_OK);
+	buffer_reset(out);
+	test_assert(buffer_append_c(out, tag) == 0);
+	/* a bound for incompressible data; the texts here compress */
+	size_t bound = MIN(deflateBound(&zs, (uLong)len), out->max_size - out->used);
+	char *dest = buffer_reserve(out, bound);
+	test_assert(dest != NULL);
+	zs.next_in = (Bytef *)(uintptr_t)data;
+	zs.avail_in = (uInt)len;
+	zs.next_out = (Bytef *)dest;
+	zs.avail_out = (uInt)bound;
+	test_assert(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+	buffer_commit(out, bound - zs.avail_out);
+	deflateEnd(&zs);
+}
+
+/* 'Y' (no stored length) is what is written; the 'Z' form of earlier
+   builds (length, then the same deflate data) still reads. */
+static void test_tags(void)
+{
+	buffer_t packed, old, out;
+	size_t len = strlen(envelope);
+
+	buffer_init(&packed, IMAP_CACHE_TEXT_MAX + 16);
+	buffer_init(&old, IMAP_CACHE_TEXT_MAX + 16);
+	buffer_init(&out, IMAP_CACHE_TEXT_MAX + 16);
+	test_assert(imap_cache_text_pack(envelope, len, &packed) == 0);
+	test_assert(packed.data[0] == 'Y');
+	/* the old form: 'Z', LEB128 length, the same stream */
+	unsigned char head[4] = { 'Z', (unsigned char)(0x80 | (len & 0x7f)),
+				  (unsigned char)(len >> 7) };
+	test_assert(len >= 128 && len < 16384);
+	test_assert(buffer_append(&old, head, 3) == 0 &&
+		    buffer_append(&old, packed.data + 1, packed.used - 1) == 0);
+	test_assert(imap_cache_text_unpack(old.data, old.used, &out) == 0);
+	test_assert(out.used == len && memcmp(out.data, envelope, len) == 0);
+	buffer_reset(&out);
+	test_assert(imap_cache_text_unpack(packed.data, packed.used, &out) == 0);
+	test_assert(out.used == len && memcmp(out.data, envelope, len) == 0);
+
+	/* trailing bytes after the stream's end: refused */
+	test_assert(buffer_append_c(&packed, 'x') == 0);
+	buffer_reset(&out);
+	test_assert(imap_cache_text_unpack(packed.data, packed.used, &out) == -1);
+	test_assert(out.used == 0);
+
+	/* a stream that inflates past IMAP_CACHE_TEXT_MAX (a few KB of
+	   stored data): refused, out unchanged, nothing huge kept */
+	char *big = i_malloc(IMAP_CACHE_TEXT_MAX + 2);
+	memset(big, 'a', IMAP_CACHE_TEXT_MAX + 2);
+	for (size_t over = 0; over <= 2; over++) {
+		deflate_raw('Y', big, IMAP_CACHE_TEXT_MAX + over, &packed);
+		test_assert(packed.used < 4096);
+		buffer_reset(&out);
+		test_assert(buffer_append_str(&out, "keep") == 0);
+		int ret = imap_cache_text_unpack(packed.data, packed.used, &out);
+		if (over == 0) {
+			test_assert(ret == 0 && out.used == 4 + IMAP_CACHE_TEXT_MAX);
+		} else {
+			test_assert(ret == -1 && out.used == 4);
+		}
+	}
+	i_free(big);
+	/* a text that does not fit what out may hold: refused, unchanged */
+	deflate_raw('Y', envelope, len, &packed);
+	buffer_t small;
+	buffer_init(&small, len - 1);
+	test_assert(imap_cache_text_unpack(packed.data, packed.used, &small) == -1);
+	test_assert(small.used == 0);
+	buffer_free(&small);
+	buffer_init(&small, len);
+	test_assert(imap_cache_text_unpack(packed.data, packed.used, &small) == 0);
+	test_assert(small.used == len);
+	buffer_free(&small);
+	buffer_free(&packed);
+	buffer_free(&old);
+	buffer_free(&out);
+}
+
+TEST_MAIN(TEST(test_round_trip), TEST(test_limits), TEST(test_garbled),
+	  TEST(test_tags))

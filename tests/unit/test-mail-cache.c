@@ -1,11 +1,13 @@
 /* Unit tests for moat.index.cache: add/lookup, chains, garbage, deletion,
-   compression. */
+   compression, the record framing (sizes, long values, records moved to
+   another message, a file of the older version, random images). */
 #include "test-common.h"
 #include "mail-index.h"
 #include "mail-cache.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 static char dir_buf[600], cache_path[700];
 
@@ -209,4 +211,238 @@ static void test_compress(void)
 	mail_index_close(&index);
 }
 
-TEST_MAIN(TEST(test_add_lookup), TEST(test_garbage_and_delete), TEST(test_compress))
+static off_t cache_size(void)
+{
+	struct stat st;
+
+	test_assert(stat(cache_path, &st) == 0);
+	return st.st_size;
+}
+
+/* The framing is part of the 400-bytes-a-message budget: a record of one
+   short field costs crc 4 + size 1 + prev 1 + field index 1 + length 1. */
+static void test_record_size(void)
+{
+	struct mail_index *index;
+	const char *error;
+	char value[16];
+	struct mail_index_view *view = setup("recsize", &index, 100);
+
+	struct mail_index_transaction *t = mail_index_transaction_begin(index);
+	for (uint32_t uid = 1; uid <= 100; uid++) {
+		snprintf(value, sizeof(value), "value %04u", uid);
+		test_assert(mail_cache_add(t, uid, "envelope", value, 10) == 0);
+	}
+	commit(&t);
+	sync_view(view);
+	test_assert_int(cache_size() - 2072, 100 * (8 + 10));
+	/* a chained record adds its delta; the newest value wins */
+	add_field(index, 7, "sort.date", "(d)");
+	sync_view(view);
+	test_assert_int(cache_size() - 2072, 100 * 18 + 4 + 1 + 2 + 2 + 3);
+	test_assert(lookup_is(view, 7, "sort.date", "(d)"));
+	test_assert(lookup_is(view, 7, "envelope", "value 0007"));
+	/* compression merges the two into one record */
+	test_assert(mail_cache_compress(view, &error) == 1);
+	sync_view(view);
+	test_assert_int(cache_size() - 2072, 100 * 18 + 2 + 3);
+	test_assert(lookup_is(view, 7, "sort.date", "(d)"));
+	test_assert(lookup_is(view, 7, "envelope", "value 0007"));
+	test_assert(lookup_is(view, 100, "envelope", "value 0100"));
+	mail_index_view_close(&view);
+	mail_index_close(&index);
+}
+
+/* Values around the LEB128 length steps, up to the largest allowed. */
+static void test_long_values(void)
+{
+	static const size_t sizes[] = {
+		0, 1, 127, 128, 16383, 16384, MAIL_CACHE_FIELD_MAX_SIZE
+	};
+	const unsigned int count = N_ELEMENTS(sizes);
+	struct mail_index *index;
+	const char *error;
+	struct mail_index_view *view = setup("long", &index, count);
+	unsigned char *value = i_malloc(MAIL_CACHE_FIELD_MAX_SIZE + 1);
+
+	for (unsigned int i = 0; i < count; i++) {
+		struct mail_index_transaction *t = mail_index_transaction_begin(index);
+		memset(value, 'a' + (int)i, sizes[i]);
+		test_assert(mail_cache_add(t, i + 1, "body", value, sizes[i]) == 0);
+		test_assert(mail_cache_add(t, i + 1, "envelope", "(e)", 3) == 0);
+		test_assert(mail_cache_add(t, i + 1, "big", value,
+					   MAIL_CACHE_FIELD_MAX_SIZE + 1) < 0);
+		commit(&t);
+	}
+	sync_view(view);
+	for (unsigned int round = 0; round < 2; round++) {
+		for (unsigned int i = 0; i < count; i++) {
+			const void *data;
+			size_t size;
+			memset(value, 'a' + (int)i, sizes[i]);
+			test_assert(mail_cache_lookup(view, i + 1, "body", &data, &size) == 1);
+			test_assert(size == sizes[i] && memcmp(data, value, size) == 0);
+			test_assert(lookup_is(view, i + 1, "envelope", "(e)"));
+		}
+		test_assert(mail_cache_compress(view, &error) == 1);
+		sync_view(view);
+	}
+	i_free(value);
+	mail_index_view_close(&view);
+	mail_index_close(&index);
+}
+
+/* The uid is not stored but is in the crc: a record moved under another
+   message's offset is a miss, as if garbled. */
+static void test_record_of_another_uid(void)
+{
+	struct mail_index *index;
+	struct mail_index_view *view = setup("otheruid", &index, 2);
+	unsigned char a[64], b[64];
+
+	struct mail_index_transaction *t = mail_index_transaction_begin(index);
+	test_assert(mail_cache_add(t, 1, "envelope", "(one)", 5) == 0);
+	test_assert(mail_cache_add(t, 2, "envelope", "(two)", 5) == 0);
+	commit(&t);
+	sync_view(view);
+	test_assert(lookup_is(view, 1, "envelope", "(one)"));
+	test_assert(lookup_is(view, 2, "envelope", "(two)"));
+	/* two records of 4 + 1 + 1 + 1 + 1 + 5 bytes: swap them */
+	const size_t rec = 13;
+	int fd = open(cache_path, O_RDWR);
+	test_assert(fd >= 0 && cache_size() == 2072 + 2 * (off_t)rec);
+	test_assert(pread(fd, a, rec, 2072) == (ssize_t)rec);
+	test_assert(pread(fd, b, rec, 2072 + rec) == (ssize_t)rec);
+	test_assert(pwrite(fd, b, rec, 2072) == (ssize_t)rec);
+	test_assert(pwrite(fd, a, rec, 2072 + rec) == (ssize_t)rec);
+	close(fd);
+	test_assert(lookup_is(view, 1, "envelope", NULL));
+	test_assert(lookup_is(view, 2, "envelope", NULL));
+	mail_index_view_close(&view);
+	mail_index_close(&index);
+}
+
+/* Each record's crc is checked once per message's run of lookups: a
+   record garbled after it was read is caught once another message was
+   looked up in between (as FETCH goes from message to message). */
+static void test_crc_memo(void)
+{
+	struct mail_index *index;
+	struct mail_index_view *view = setup("memo", &index, 2);
+
+	struct mail_index_transaction *t = mail_index_transaction_begin(index);
+	test_assert(mail_cache_add(t, 1, "envelope", "(one)", 5) == 0);
+	test_assert(mail_cache_add(t, 1, "bodystructure", "(bs)", 4) == 0);
+	test_assert(mail_cache_add(t, 2, "envelope", "(two)", 5) == 0);
+	commit(&t);
+	add_field(index, 1, "hdr.subject", "subj");
+	sync_view(view);
+	/* several fields of message 1, across its chain of two records */
+	test_assert(lookup_is(view, 1, "envelope", "(one)"));
+	test_assert(lookup_is(view, 1, "hdr.subject", "subj"));
+	test_assert(lookup_is(view, 1, "bodystructure", "(bs)"));
+	test_assert(lookup_is(view, 1, "sort.date", NULL));
+	/* garble the value of message 1's first record in place */
+	int fd = open(cache_path, O_RDWR);
+	test_assert(fd >= 0 && pwrite(fd, "X", 1, 2072 + 4 + 1 + 1 + 3) == 1);
+	close(fd);
+	test_assert(lookup_is(view, 2, "envelope", "(two)"));
+	test_assert(lookup_is(view, 1, "envelope", NULL));
+	test_assert(lookup_is(view, 1, "hdr.subject", "subj"));
+	mail_index_view_close(&view);
+	mail_index_close(&index);
+}
+
+/* A file of version 1 (before this framing) is never read: misses, and
+   the next write starts a file of the current version. */
+static void test_older_version(void)
+{
+	struct mail_index *index, *other;
+	const char *error;
+	unsigned char hdr[2072];
+	uint32_t crc = 0;
+	struct mail_index_view *view = setup("oldver", &index, 3);
+
+	add_field(index, 1, "envelope", "(one)");
+	sync_view(view);
+	test_assert(lookup_is(view, 1, "envelope", "(one)"));
+	int fd = open(cache_path, O_RDWR);
+	test_assert(fd >= 0 && pread(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr));
+	test_assert(hdr[4] == 2);
+	hdr[4] = 1;
+	memcpy(hdr + 20, &crc, sizeof(crc));
+	crc = (uint32_t)crc32(0L, hdr, sizeof(hdr));
+	memcpy(hdr + 20, &crc, sizeof(crc));
+	test_assert(pwrite(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr));
+	close(fd);
+
+	test_assert(mail_index_open(dir_buf, 0, &other, &error) == 1);
+	struct mail_index_view *v2 = mail_index_view_open(other);
+	test_assert(lookup_is(v2, 1, "envelope", NULL));
+	add_field(other, 2, "envelope", "(two)");
+	sync_view(v2);
+	test_assert(lookup_is(v2, 2, "envelope", "(two)"));
+	test_assert(lookup_is(v2, 1, "envelope", NULL));
+	fd = open(cache_path, O_RDONLY);
+	test_assert(fd >= 0 && pread(fd, hdr, 8, 0) == 8 && hdr[4] == 2);
+	close(fd);
+	mail_index_view_close(&v2);
+	mail_index_close(&other);
+	mail_index_view_close(&view);
+	mail_index_close(&index);
+}
+
+/* Generated images: a real file cut at every length and with bytes
+   flipped, and random record bytes, walk without reading out of bounds
+   (the sanitizer build checks) and never count more records than written. */
+static void test_check_mem_images(void)
+{
+	struct mail_index *index;
+	struct mail_index_view *view = setup("images", &index, 20);
+	unsigned int seed = 7;
+	char value[300];
+
+	struct mail_index_transaction *t = mail_index_transaction_begin(index);
+	for (uint32_t uid = 1; uid <= 20; uid++) {
+		size_t len = (size_t)(uid * 13) % sizeof(value);
+		memset(value, 'x', len);
+		test_assert(mail_cache_add(t, uid, "envelope", value, len) == 0);
+		test_assert(mail_cache_add(t, uid, "hdr.subject", "s", 1) == 0);
+	}
+	commit(&t);
+	size_t size = (size_t)cache_size();
+	unsigned char *image = i_malloc(size);
+	int fd = open(cache_path, O_RDONLY);
+	test_assert(fd >= 0 && pread(fd, image, size, 0) == (ssize_t)size);
+	close(fd);
+	test_assert_int(mail_cache_check_mem(image, size), 20);
+	for (size_t cut = 0; cut < size; cut++) {
+		/* a copy of exactly cut bytes, so ASan sees any overread */
+		unsigned char *copy = i_malloc(cut + 1);
+		memcpy(copy, image, cut);
+		test_assert(mail_cache_check_mem(copy, cut) <= 20);
+		i_free(copy);
+	}
+	for (unsigned int round = 0; round < 2000; round++) {
+		unsigned char *copy = i_malloc(size);
+		memcpy(copy, image, size);
+		for (unsigned int n = 0; n < 4; n++) {
+			size_t at = 2072 + (size_t)rand_r(&seed) % (size - 2072);
+			copy[at] = (unsigned char)rand_r(&seed);
+		}
+		(void)mail_cache_check_mem(copy, size);
+		i_free(copy);
+	}
+	for (size_t i = 2072; i < size; i++)
+		image[i] = (unsigned char)rand_r(&seed);
+	(void)mail_cache_check_mem(image, size);
+	i_free(image);
+	mail_index_view_close(&view);
+	mail_index_close(&index);
+}
+
+TEST_MAIN(TEST(test_add_lookup), TEST(test_garbage_and_delete), TEST(test_compress),
+	  TEST(test_record_size), TEST(test_long_values),
+	  TEST(test_record_of_another_uid), TEST(test_crc_memo),
+	  TEST(test_older_version),
+	  TEST(test_check_mem_images))
