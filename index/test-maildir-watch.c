@@ -639,7 +639,10 @@ static void test_renames_odd_events(void)
 	teardown(&w);
 }
 
-/* A queue overflow loses events: no rename list stands for them. */
+/* A queue overflow loses events: no rename list stands for them. (The
+   kernel's queue holds more renames than MAILDIR_WATCH_MAX_RENAMES, so
+   the bound alone would give the same answer here; the overflow path
+   itself is test_queue_overflow's.) */
 static void test_renames_overflow(void)
 {
 	static const char *names[MAILDIR_WATCH_MAX_RENAMES];
