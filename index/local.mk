@@ -6,6 +6,8 @@ index_libindex_a_SOURCES = \
 	index/maildir-filename.c index/maildir-filename.h \
 	index/maildir-uidlist.c index/maildir-uidlist.h \
 	index/maildir-sync.c \
+	index/maildir-sync-renames.c index/maildir-sync-renames.h \
+	index/maildir-uidlist-find.c index/maildir-uidlist-find.h \
 	index/maildir-name-sort.c index/maildir-name-sort.h \
 	index/maildir-save.c \
 	index/maildir-save-multi.c index/mailbox-append-multi.h \
@@ -150,3 +152,8 @@ check_PROGRAMS += tests/unit/test-imap-base-subject
 TESTS += tests/unit/test-imap-base-subject
 tests_unit_test_imap_base_subject_LDADD = $(LIBINDEX) $(LIBMAILINDEX) \
 	$(LIBMIME) tests/unit/libtest.a $(LIBMOAT) $(ZLIB_LIBS)
+# another tool's renames in cur/ applied from the watch, without a readdir
+check_PROGRAMS += index/test-maildir-sync-renames
+TESTS += index/test-maildir-sync-renames
+index_test_maildir_sync_renames_LDADD = $(INDEX_TEST_LDADD)
+index_test_maildir_sync_renames_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit

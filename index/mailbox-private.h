@@ -106,6 +106,9 @@ struct mailbox {
 	   to "now" leaves the view dirty and the next sync rescans. */
 	struct timespec cur_mtime, new_mtime;
 	bool scan_dirty;
+	/* Full scans of cur/ this handle made (tests tell a sync that
+	   applied the watch's renames from one that read cur/) */
+	unsigned int scan_count;
 	/* The process's inotify watch of cur/ and new/ (maildir-watch.h),
 	   NULL where there is none. Every rename, link or unlink this
 	   process makes in cur/ or new/ is announced with

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "mailbox-private.h"
 #include "maildir-name-sort.h"
+#include "maildir-sync-renames.h"
 #include "safe-open.h"
 
 #include <dirent.h>
@@ -328,6 +329,7 @@ static int sync_scan_cur_clean(struct sync_ctx *ctx, const char **error_r)
 {
 	struct maildir_watch *watch = ctx->box->watch;
 
+	ctx->box->scan_count++;
 	for (unsigned int attempt = 0;; attempt++) {
 		uint64_t gen = watch == NULL ? 0 : maildir_watch_get_gen(watch);
 		if (sync_scan_cur(ctx, error_r) < 0)
@@ -1110,6 +1112,34 @@ static int sync_full(struct sync_ctx *ctx, const char **error_r)
 	return 0;
 }
 
+/* Another tool's renames that the watch saw, applied without a readdir
+   (maildir-sync-renames.h). true: the index has them and the watch
+   trusts it again; false: the folder is to be scanned. */
+static bool sync_watch_renames(struct mailbox *box)
+{
+	struct mail_index_status status;
+	const char *error;
+	uint64_t gen;
+
+	if (box->watch == NULL || mail_index_was_rebuilt(box->index))
+		return false;
+	int ret = maildir_sync_renames(box, &gen, &error);
+	if (ret > 0 && index_view_sync(box, &error) < 0)
+		ret = -1;
+	if (ret < 0) {
+		/* the scan tries again, and reports what still fails */
+		i_error("%s: applying renames: %s", box->path, error);
+		maildir_watch_distrust(box->watch);
+		return false;
+	}
+	if (ret == 0)
+		return false;
+	mail_index_view_get_status(box->view, &status);
+	maildir_watch_trust(box->watch, gen, status.uidvalidity,
+			    status.highest_modseq);
+	return true;
+}
+
 int mailbox_sync(struct mailbox *box, bool allow_expunge,
 		 const struct mailbox_sync_callbacks *callbacks,
 		 void *context, const char **error_r)
@@ -1136,6 +1166,8 @@ int mailbox_sync(struct mailbox *box, bool allow_expunge,
 		!mail_index_was_rebuilt(box->index) &&
 		maildir_watch_is_trusted(box->watch, istatus.uidvalidity,
 					 istatus.highest_modseq);
+	if (!watch_skip)
+		watch_skip = sync_watch_renames(box);
 	bool scanned = !watch_skip &&
 		((box->watch != NULL && maildir_watch_saw_change(box->watch)) ||
 		 sync_dirs_changed(box, &cur, &new));

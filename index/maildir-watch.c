@@ -39,6 +39,11 @@ struct watch_expected {
 	char *name;
 };
 
+struct watch_rename {
+	uint64_t gen;              /* the generation this rename moved to */
+	char *name;                /* the new name in cur/ */
+};
+
 struct maildir_watch {
 	struct maildir_watch *prev, *next;
 	char *path;
@@ -53,6 +58,15 @@ struct maildir_watch {
 	struct watch_expected expected[MAILDIR_WATCH_MAX_EXPECTED];
 	unsigned int expected_count;
 	bool expected_overflow;
+	/* The generation after the last change that was not a recorded
+	   rename: renames since a trust at or after it are all in renames[] */
+	uint64_t unexplained_gen;
+	/* a foreign MOVED_FROM in cur/ waiting for its MOVED_TO (the kernel
+	   queues the two one after the other) */
+	char *move_from;
+	uint32_t move_cookie;
+	struct watch_rename *renames;
+	unsigned int rename_count, rename_alloc;
 };
 
 /* the root: folders made, removed, moved; a new folder: its cur/ */
@@ -137,11 +151,69 @@ static void watch_notify(struct maildir_watch *w)
 		l->cb(l->context);
 }
 
-/* Something not announced happened: move the generation, tell listeners. */
+static void watch_renames_clear(struct maildir_watch *w)
+{
+	for (unsigned int i = 0; i < w->rename_count; i++)
+		i_free(w->renames[i].name);
+	w->rename_count = 0;
+}
+
+/* Something not announced happened: move the generation, tell listeners.
+   What it was is not known: no rename list can stand for it. */
 static void watch_changed(struct maildir_watch *w)
 {
 	w->gen++;
+	w->unexplained_gen = w->gen;
+	watch_renames_clear(w);
 	watch_notify(w);
+}
+
+/* The bytes of a Maildir name before ':' (maildir-filename.h). */
+static size_t name_base_len(const char *name)
+{
+	return strcspn(name, ":");
+}
+
+/* A foreign rename within cur/ that kept the base name: a flag change by
+   another Maildir tool. It moves the generation like any foreign change,
+   and is kept so that a sync can apply it without reading cur/. */
+static void watch_renamed(struct maildir_watch *w, const char *from,
+			  const char *to)
+{
+	size_t len = name_base_len(from);
+
+	if (len == 0 || len != name_base_len(to) ||
+	    memcmp(from, to, len) != 0 ||
+	    w->rename_count == MAILDIR_WATCH_MAX_RENAMES) {
+		watch_changed(w);
+		return;
+	}
+	if (w->rename_count == w->rename_alloc) {
+		w->rename_alloc = w->rename_alloc == 0 ? 64 :
+			MIN(w->rename_alloc * 2, MAILDIR_WATCH_MAX_RENAMES);
+		w->renames = i_realloc(w->renames,
+			i_mul_size(w->rename_alloc, sizeof(*w->renames)));
+	}
+	w->gen++;
+	w->renames[w->rename_count].gen = w->gen;
+	w->renames[w->rename_count].name = i_strdup(to);
+	w->rename_count++;
+	watch_notify(w);
+}
+
+/* A MOVED_FROM not followed by its MOVED_TO: moved out of cur/. */
+static void watch_flush_move(struct maildir_watch *w)
+{
+	if (w->move_from == NULL)
+		return;
+	i_free(w->move_from);
+	watch_changed(w);
+}
+
+static void watches_flush_moves(void)
+{
+	for (struct maildir_watch *w = watches; w != NULL; w = w->next)
+		watch_flush_move(w);
 }
 
 static void watch_remove_dirs(struct maildir_watch *w)
@@ -224,7 +296,24 @@ static void watch_event(const struct inotify_event *ev)
 	}
 	if (ev->len > 0 && !w->expected_overflow &&
 	    watch_take_expected(w, (enum maildir_watch_dir)idx, ev->name)) {
+		watch_flush_move(w);
 		watch_notify(w);
+		return;
+	}
+	if (w->move_from != NULL && (ev->mask & IN_MOVED_TO) != 0 &&
+	    ev->cookie == w->move_cookie && idx == MAILDIR_WATCH_CUR &&
+	    ev->len > 0) {
+		char *from = w->move_from;
+		w->move_from = NULL;
+		watch_renamed(w, from, ev->name);
+		i_free(from);
+		return;
+	}
+	watch_flush_move(w);
+	if ((ev->mask & IN_MOVED_FROM) != 0 && idx == MAILDIR_WATCH_CUR &&
+	    ev->len > 0 && (ev->mask & IN_ISDIR) == 0) {
+		w->move_from = i_strdup(ev->name);
+		w->move_cookie = ev->cookie;
 		return;
 	}
 	watch_changed(w);
@@ -248,6 +337,7 @@ static void watch_read_events(void)
 				i_error("read(inotify) failed: %m");
 			if (root_watch != NULL)
 				root_flush_move(root_watch);
+			watches_flush_moves();
 			if (failed) {
 				/* events may be lost: trust nothing */
 				watch_lost_events();
@@ -359,6 +449,9 @@ static void watch_free(struct maildir_watch *w)
 	if (!w->dead)
 		watch_remove_dirs(w);
 	watch_expected_clear(w);
+	watch_renames_clear(w);
+	i_free(w->renames);
+	i_free(w->move_from);
 	watch_unlink(w);
 	i_free(w->path);
 	i_free(w);
@@ -410,9 +503,24 @@ uint64_t maildir_watch_peek_gen(const struct maildir_watch *w)
 	return w->gen;
 }
 
+/* Drop the renames the index has as of generation gen. */
+static void watch_renames_drop_upto(struct maildir_watch *w, uint64_t gen)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < w->rename_count; i++) {
+		if (w->renames[i].gen <= gen)
+			i_free(w->renames[i].name);
+		else
+			w->renames[n++] = w->renames[i];
+	}
+	w->rename_count = n;
+}
+
 void maildir_watch_trust(struct maildir_watch *w, uint64_t gen,
 			 uint32_t uidvalidity, uint64_t modseq)
 {
+	watch_renames_drop_upto(w, gen);
 	w->trusted = true;
 	w->trusted_gen = gen;
 	w->trusted_uidvalidity = uidvalidity;
@@ -425,6 +533,34 @@ bool maildir_watch_is_trusted(struct maildir_watch *w, uint32_t uidvalidity,
 	return w->trusted && maildir_watch_get_gen(w) == w->trusted_gen &&
 		uidvalidity == w->trusted_uidvalidity &&
 		modseq >= w->trusted_modseq;
+}
+
+unsigned int maildir_watch_get_renames(struct maildir_watch *w,
+				       uint32_t uidvalidity, uint64_t modseq,
+				       const char *names_r[],
+				       uint64_t *gen_r)
+{
+	uint64_t gen = maildir_watch_get_gen(w);
+
+	/* every change since the trust must be one of the renames kept:
+	   each moved the generation by one, so their count tells */
+	if (!w->trusted || w->dead || gen == w->trusted_gen ||
+	    w->unexplained_gen > w->trusted_gen ||
+	    uidvalidity != w->trusted_uidvalidity ||
+	    modseq < w->trusted_modseq || w->rename_count == 0 ||
+	    w->renames[0].gen != w->trusted_gen + 1 ||
+	    w->renames[w->rename_count - 1].gen != gen ||
+	    gen - w->trusted_gen != w->rename_count)
+		return 0;
+	for (unsigned int i = 0; i < w->rename_count; i++)
+		names_r[i] = w->renames[i].name;
+	*gen_r = gen;
+	return w->rename_count;
+}
+
+void maildir_watch_distrust(struct maildir_watch *w)
+{
+	watch_changed(w);
 }
 
 bool maildir_watch_saw_change(struct maildir_watch *w)

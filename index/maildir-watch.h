@@ -67,6 +67,23 @@ void maildir_watch_trust(struct maildir_watch *watch, uint64_t gen,
    first). */
 bool maildir_watch_is_trusted(struct maildir_watch *watch,
 			      uint32_t uidvalidity, uint64_t modseq);
+/* Foreign renames within cur/ that kept the base name (another Maildir
+   tool changing flags) are kept, in order, up to
+   MAILDIR_WATCH_MAX_RENAMES since the trust (more, or any other foreign
+   change, and there are none to apply: the folder is scanned). */
+#define MAILDIR_WATCH_MAX_RENAMES 2048
+/* When the trust for this index failed only because of such renames:
+   their new names in cur/ (oldest first; a base may come more than once,
+   the last is its current name) into names_r (MAILDIR_WATCH_MAX_RENAMES
+   entries, valid until the next call on the watch), the generation they
+   bring the folder to in gen_r, and their number. 0 otherwise. Once the
+   index has them, maildir_watch_trust(gen) drops them. */
+unsigned int maildir_watch_get_renames(struct maildir_watch *watch,
+				       uint32_t uidvalidity, uint64_t modseq,
+				       const char *names_r[],
+				       uint64_t *gen_r);
+/* The renames could not be applied: the next sync scans. */
+void maildir_watch_distrust(struct maildir_watch *watch);
 /* Whether the watch was trusted once and has seen a foreign change since:
    then the directories did change, whatever their mtimes say. */
 bool maildir_watch_saw_change(struct maildir_watch *watch);

@@ -524,7 +524,154 @@ static void test_renamed_folder_shares_wd(void)
 	test_tmpdir_cleanup();
 }
 
+/* Trusted at the current generation, as a clean scan leaves it. */
+static void trust_now(struct maildir_watch *w)
+{
+	maildir_watch_trust(w, maildir_watch_get_gen(w), 1, 5);
+}
+
+static unsigned int renames_get(struct maildir_watch *w, const char **names)
+{
+	uint64_t gen;
+
+	return maildir_watch_get_renames(w, 1, 5, names, &gen);
+}
+
+/* Another tool's flag renames in cur/ are kept in order with their new
+   names, and trusting the generation they reach drops them. */
+static void test_renames_kept(void)
+{
+	static const char *names[MAILDIR_WATCH_MAX_RENAMES];
+	struct maildir_watch *w = setup();
+	if (w == NULL) {
+		test_tmpdir_cleanup();
+		return;
+	}
+	touch("cur", "1.a:2,");
+	touch("cur", "2.b:2,");
+	trust_now(w);
+	test_assert_int(renames_get(w, names), 0);
+	test_assert(rename_in("cur", "1.a:2,", "1.a:2,S") == 0);
+	test_assert(rename_in("cur", "2.b:2,", "2.b:2,FS") == 0);
+	test_assert(rename_in("cur", "1.a:2,S", "1.a:2,") == 0);
+	test_assert(!maildir_watch_is_trusted(w, 1, 5));
+	test_assert_int(renames_get(w, names), 3);
+	test_assert(strcmp(names[0], "1.a:2,S") == 0);
+	test_assert(strcmp(names[1], "2.b:2,FS") == 0);
+	test_assert(strcmp(names[2], "1.a:2,") == 0);
+	/* another index (uidvalidity, an older modseq) has none */
+	uint64_t gen;
+	test_assert_int(maildir_watch_get_renames(w, 2, 5, names, &gen), 0);
+	test_assert_int(maildir_watch_get_renames(w, 1, 4, names, &gen), 0);
+	test_assert_int(maildir_watch_get_renames(w, 1, 7, names, &gen), 3);
+	/* our own rename in between cancels out and keeps them */
+	maildir_watch_expect(w, MAILDIR_WATCH_CUR, "2.b:2,FS");
+	maildir_watch_expect(w, MAILDIR_WATCH_CUR, "2.b:2,F");
+	test_assert(rename_in("cur", "2.b:2,FS", "2.b:2,F") == 0);
+	maildir_watch_settle(w);
+	test_assert_int(maildir_watch_get_renames(w, 1, 5, names, &gen), 3);
+	maildir_watch_trust(w, gen, 1, 6);
+	test_assert(maildir_watch_is_trusted(w, 1, 6));
+	test_assert_int(renames_get(w, names), 0);
+	/* a rename after the gen a trust names is kept */
+	uint64_t before = maildir_watch_get_gen(w);
+	test_assert(rename_in("cur", "1.a:2,", "1.a:2,R") == 0);
+	test_assert(rename_in("cur", "1.a:2,R", "1.a:2,RS") == 0);
+	maildir_watch_get_gen(w);
+	maildir_watch_trust(w, before + 1, 1, 6);
+	test_assert_int(maildir_watch_get_renames(w, 1, 6, names, &gen), 1);
+	test_assert(strcmp(names[0], "1.a:2,RS") == 0);
+	teardown(&w);
+}
+
+/* Anything else since the trust, and there are no renames to apply. */
+static void test_renames_odd_events(void)
+{
+	static const char *names[MAILDIR_WATCH_MAX_RENAMES];
+	char path[PATH_MAX];
+	struct maildir_watch *w = setup();
+	if (w == NULL) {
+		test_tmpdir_cleanup();
+		return;
+	}
+	touch("cur", "1.a:2,");
+	trust_now(w);
+	/* a rename that changes the base */
+	test_assert(rename_in("cur", "1.a:2,", "1.b:2,") == 0);
+	test_assert_int(renames_get(w, names), 0);
+	trust_now(w);
+	/* a new file after a rename */
+	test_assert(rename_in("cur", "1.b:2,", "1.b:2,S") == 0);
+	touch("cur", "3.c:2,");
+	test_assert_int(renames_get(w, names), 0);
+	trust_now(w);
+	/* moved out of cur/ (and back into new/) */
+	char a[PATH_MAX], b[PATH_MAX];
+	path_in(a, "cur", "3.c:2,");
+	path_in(b, "new", "3.c");
+	test_assert(rename(a, b) == 0);
+	test_assert_int(renames_get(w, names), 0);
+	trust_now(w);
+	/* an unlink */
+	path_in(path, "new", "3.c");
+	test_assert(unlink(path) == 0);
+	test_assert(rename_in("cur", "1.b:2,S", "1.b:2,") == 0);
+	test_assert_int(renames_get(w, names), 0);
+	trust_now(w);
+	/* a rename without the info part's ':' keeps the base too */
+	test_assert(rename_in("cur", "1.b:2,", "1.b") == 0);
+	test_assert_int(renames_get(w, names), 1);
+	trust_now(w);
+	/* more renames than are kept */
+	for (unsigned int i = 0; i <= MAILDIR_WATCH_MAX_RENAMES; i++) {
+		test_assert(rename_in("cur", i % 2 == 0 ? "1.b" : "1.b:2,S",
+				      i % 2 == 0 ? "1.b:2,S" : "1.b") == 0);
+		if (i % 256 == 0)
+			maildir_watch_read();
+	}
+	test_assert_int(renames_get(w, names), 0);
+	trust_now(w);
+	/* the directory went away */
+	path_in(a, "cur", "");
+	path_in(b, "", "cur2");
+	test_assert(rename(a, b) == 0);
+	test_assert_int(renames_get(w, names), 0);
+	teardown(&w);
+}
+
+/* A queue overflow loses events: no rename list stands for them. (The
+   kernel's queue holds more renames than MAILDIR_WATCH_MAX_RENAMES, so
+   the bound alone would give the same answer here; the overflow path
+   itself is test_queue_overflow's.) */
+static void test_renames_overflow(void)
+{
+	static const char *names[MAILDIR_WATCH_MAX_RENAMES];
+	unsigned int max = max_queued_events();
+
+	if (max == 0) {
+		printf("SKIP: fs.inotify.max_queued_events unknown or huge\n");
+		return;
+	}
+	struct maildir_watch *w = setup();
+	if (w == NULL) {
+		test_tmpdir_cleanup();
+		return;
+	}
+	touch("cur", "1.a");
+	trust_now(w);
+	/* each rename is two events; nobody reads until the end */
+	for (unsigned int i = 0; i <= max / 2; i++) {
+		test_assert(rename_in("cur", i % 2 == 0 ? "1.a" : "1.a:2,S",
+				      i % 2 == 0 ? "1.a:2,S" : "1.a") == 0);
+	}
+	test_assert_int(renames_get(w, names), 0);
+	teardown(&w);
+}
+
 TEST_MAIN(TEST(test_own_changes_cancel_out),
+	  TEST(test_renames_kept),
+	  TEST(test_renames_odd_events),
+	  TEST(test_renames_overflow),
 	  TEST(test_root_watch),
 	  TEST(test_queue_overflow),
 	  TEST(test_listener),
