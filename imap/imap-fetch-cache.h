@@ -10,7 +10,9 @@
    so a server whose clients never ask for BODYSTRUCTURE stores none. The
    exception is ENVELOPE, which every client fetches and which costs
    little: a FETCH that parsed a message for anything else (BODYSTRUCTURE,
-   a section) caches its ENVELOPE too (imap_msg_texts_fill). An ENVELOPE
+   a section) caches its ENVELOPE too (imap_msg_texts_fill), and so does
+   a SEARCH, SORT or THREAD that read the message's file (imap_msg_fill
+   below): the FETCH ENVELOPE after them opens no file. An ENVELOPE
    miss alone reads only the message's header (imap_msg_header_get).
    Sections (BODY[1.2], BINARY[...]) read the file anyway and still parse
    it on demand. */
