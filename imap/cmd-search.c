@@ -14,6 +14,7 @@
 #include "imap-condstore.h"
 #include "imap-context.h"
 #include "imap-notify-set.h"
+#include "imap-fetch-cache.h"
 
 #include <strings.h>
 
@@ -29,6 +30,8 @@ struct search_cmd {
 	struct client_command *cmd;
 	struct mailbox *box;
 	struct mail_search_ctx *search;
+	/* ENVELOPEs filled from the files the search reads */
+	struct imap_msg_fill fill;
 	enum imap_search_return ret;
 	struct imap_search_partial partial;   /* RETURN (PARTIAL ...) */
 	bool esearch;          /* RETURN was given */
@@ -89,6 +92,7 @@ static void search_cmd_free(struct search_cmd *ctx)
 {
 	if (ctx->search != NULL)
 		mail_search_deinit(&ctx->search);
+	imap_msg_fill_deinit(&ctx->fill);
 	i_free(ctx->matches);
 	i_free(ctx->window);
 	if (ctx->update_pool != NULL)
@@ -395,6 +399,8 @@ static bool cmd_search_continue(struct client_command *cmd)
 		if (mail_search_get_bytes_read(ctx->search) >= bytes_end)
 			break;
 	}
+	/* nothing queued waits for the client or the next slice */
+	imap_msg_fill_flush(&ctx->fill);
 	if (ctx->next_seq <= count) {
 		cmd->wait = CLIENT_WAIT_NONE;
 		return false;
@@ -479,6 +485,9 @@ bool cmd_search(struct client_command *cmd)
 		imap_condstore_enable(cmd->client);
 	}
 	ctx->search = mail_search_init(ctx->box, program, time(NULL));
+	imap_msg_fill_init(&ctx->fill, ctx->box);
+	mail_search_set_read_callback(ctx->search, imap_msg_fill_read_callback,
+				      &ctx->fill);
 	cmd->context = ctx;
 	cmd->func = cmd_search_continue;
 	cmd->cancel = cmd_search_cancel;

@@ -96,6 +96,7 @@ static int thread_read_keys(struct thread_cmd *ctx, const char **error_r)
 		if (stats.misses >= misses_end)
 			break;
 	}
+	imap_msg_fill_flush(&ctx->search.fill);
 	imap_sort_cache_flush(ctx->box);
 	return ctx->next == ctx->search.count ? 1 : 0;
 }
@@ -167,6 +168,8 @@ static bool cmd_thread_continue(struct client_command *cmd)
 		ctx->searching = false;
 		ctx->reader = mail_sort_keys_reader_init(ctx->box,
 			ctx->search.seqs, ctx->search.count);
+		mail_sort_keys_reader_set_read_callback(ctx->reader,
+			imap_msg_fill_read_callback, &ctx->search.fill);
 		ctx->thread = imap_thread_init(ctx->alg, ctx->search.count);
 		return false;
 	}

@@ -231,6 +231,19 @@ static int msg_parse(struct imap_msg_structure *ms, struct mailbox *box,
 	return 0;
 }
 
+int imap_msg_header_parse_fd(struct imap_msg_structure *ms, uint32_t seq,
+			      int fd)
+{
+	imap_msg_structure_clear(ms);
+	ms->pool = pool_create("fetch structure", MSG_STRUCTURE_POOL_SIZE);
+	ms->seq = seq;
+	if (msg_structure_parse(ms, fd, true) < 0) {
+		imap_msg_structure_clear(ms);
+		return -1;
+	}
+	return 0;
+}
+
 int imap_msg_structure_get(struct imap_msg_structure *ms,
 			   struct mailbox *box, uint32_t seq,
 			   const char **error_r)

@@ -84,6 +84,10 @@ int imap_msg_structure_get(struct imap_msg_structure *ms,
 int imap_msg_header_get(struct imap_msg_structure *ms,
 			struct mailbox *box, uint32_t seq,
 			const char **error_r);
+/* Parse seq's header (as imap_msg_header_get) from fd, which another
+   reader opened and keeps (ms does not take it). Returns 0 or -1. */
+int imap_msg_header_parse_fd(struct imap_msg_structure *ms, uint32_t seq,
+			      int fd);
 void imap_msg_structure_clear(struct imap_msg_structure *ms);
 /* The open file of seq if ms holds it, else -1. Owned by ms: valid until
    the next parse or clear. */

@@ -140,3 +140,55 @@ void imap_fetch_cache_flush(struct imap_msg_structure *ms,
 	if (mailbox_cache_flush(box, &error) < 0)
 		i_error("FETCH: writing the cache failed: %s", error);
 }
+
+void imap_msg_fill_init(struct imap_msg_fill *fill, struct mailbox *box)
+{
+	memset(fill, 0, sizeof(*fill));
+	fill->box = box;
+}
+
+void imap_msg_fill_flush(struct imap_msg_fill *fill)
+{
+	imap_fetch_cache_flush(&fill->ms, fill->box);
+	imap_msg_structure_clear(&fill->ms);
+}
+
+void imap_msg_fill_deinit(struct imap_msg_fill *fill)
+{
+	if (fill->box == NULL)
+		return;
+	imap_msg_fill_flush(fill);
+	fill->box = NULL;
+}
+
+static bool msg_text_is_cached(struct imap_msg_structure *ms,
+			       struct mailbox *box, uint32_t seq,
+			       enum imap_msg_text which)
+{
+	const void *data;
+	size_t size;
+
+	return (ms->queued_seq == seq &&
+		(ms->queued_texts & (1U << which)) != 0) ||
+		mailbox_msg_cache_lookup(box, seq, msg_text_fields[which],
+					 &data, &size) > 0;
+}
+
+void imap_msg_fill_read_callback(struct mailbox *box, uint32_t seq, int fd,
+				 void *context)
+{
+	struct imap_msg_fill *fill = context;
+	buffer_t text;
+
+	i_assert(fill->box == box);
+	if (msg_text_is_cached(&fill->ms, box, seq, IMAP_MSG_TEXT_ENVELOPE))
+		return;
+	/* the header was just read: this pread comes from the page cache */
+	if (imap_msg_header_parse_fd(&fill->ms, seq, fd) < 0)
+		return;   /* only a cache: the FETCH parses it then */
+	buffer_init(&text, IMAP_ENVELOPE_OUTPUT_MAX);
+	msg_text_write(&fill->ms, IMAP_MSG_TEXT_ENVELOPE, &text);
+	msg_text_cache_add(&fill->ms, box, seq, IMAP_MSG_TEXT_ENVELOPE,
+			   &text, 0);
+	buffer_free(&text);
+}

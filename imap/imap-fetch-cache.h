@@ -10,7 +10,9 @@
    so a server whose clients never ask for BODYSTRUCTURE stores none. The
    exception is ENVELOPE, which every client fetches and which costs
    little: a FETCH that parsed a message for anything else (BODYSTRUCTURE,
-   a section) caches its ENVELOPE too (imap_msg_texts_fill). An ENVELOPE
+   a section) caches its ENVELOPE too (imap_msg_texts_fill), and so does
+   a SEARCH, SORT or THREAD that read the message's file (imap_msg_fill
+   below): the FETCH ENVELOPE after them opens no file. An ENVELOPE
    miss alone reads only the message's header (imap_msg_header_get).
    Sections (BODY[1.2], BINARY[...]) read the file anyway and still parse
    it on demand. */
@@ -54,6 +56,28 @@ int imap_msg_text_get(struct imap_msg_structure *ms, struct mailbox *box,
    are due and not cached (ENVELOPE), so no later FETCH parses for them. */
 void imap_msg_texts_fill(struct imap_msg_structure *ms, struct mailbox *box,
 			 uint32_t seq);
+
+/* Filling the cache from the reads of other commands: SEARCH (a header,
+   TEXT or BODY key) and SORT/THREAD (a key miss) read a message's header
+   in index/, which knows no IMAP texts; their reader calls
+   imap_msg_fill_read_callback (mailbox.h) with the file still open, and
+   the texts that are due (ENVELOPE, as imap_msg_texts_fill decides) are
+   parsed from it and queued, so the FETCH after them opens no file.
+   Memory is one message's parse; the queue is written every
+   IMAP_FETCH_CACHE_FLUSH_TEXTS values and by imap_msg_fill_flush(). */
+struct imap_msg_fill {
+	struct mailbox *box;
+	struct imap_msg_structure ms;
+};
+void imap_msg_fill_init(struct imap_msg_fill *fill, struct mailbox *box);
+/* Writes what is queued. */
+void imap_msg_fill_deinit(struct imap_msg_fill *fill);
+/* Write what is queued (the end of a slice of work: the command may wait
+   for the client before it goes on). */
+void imap_msg_fill_flush(struct imap_msg_fill *fill);
+/* mailbox_msg_read_callback_t; context is the struct imap_msg_fill. */
+void imap_msg_fill_read_callback(struct mailbox *box, uint32_t seq, int fd,
+				 void *context);
 
 /* Write the cache values ms queued (end of FETCH). */
 void imap_fetch_cache_flush(struct imap_msg_structure *ms,

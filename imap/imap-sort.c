@@ -79,12 +79,16 @@ void imap_sort_search_init(struct imap_sort_search *ss, struct mailbox *box,
 	ss->box = box;
 	ss->next_seq = 1;
 	ss->search = mail_search_init(box, program, time(NULL));
+	imap_msg_fill_init(&ss->fill, box);
+	mail_search_set_read_callback(ss->search, imap_msg_fill_read_callback,
+				      &ss->fill);
 }
 
 void imap_sort_search_deinit(struct imap_sort_search *ss)
 {
 	if (ss->search != NULL)
 		mail_search_deinit(&ss->search);
+	imap_msg_fill_deinit(&ss->fill);
 	i_free(ss->seqs);
 }
 
@@ -113,6 +117,7 @@ int imap_sort_search_continue(struct imap_sort_search *ss,
 		if (mail_search_get_bytes_read(ss->search) >= bytes_end)
 			break;
 	}
+	imap_msg_fill_flush(&ss->fill);
 	if (ss->next_seq <= count)
 		return 0;
 	mail_search_deinit(&ss->search);
@@ -148,6 +153,8 @@ struct imap_sort_ctx {
 	unsigned int crit_count;
 	bool need_keys;            /* a key comes from mail-sort-keys */
 	struct mail_sort_keys_reader *reader;
+	/* ENVELOPEs filled from the headers the reader parses */
+	struct imap_msg_fill fill;
 
 	uint32_t *seqs;            /* the matches; sorted by imap_sort_run */
 	unsigned int count, next;
@@ -189,8 +196,12 @@ imap_sort_init(struct mailbox *box, const struct imap_sort_criterion *crit,
 	if (count > 0)   /* no match: seqs may be NULL */
 		memcpy(ctx->seqs, seqs, count * sizeof(*seqs));
 	/* ctx->seqs stays as it is until the last key is read */
-	if (ctx->need_keys)
+	imap_msg_fill_init(&ctx->fill, box);
+	if (ctx->need_keys) {
 		ctx->reader = mail_sort_keys_reader_init(box, ctx->seqs, count);
+		mail_sort_keys_reader_set_read_callback(ctx->reader,
+			imap_msg_fill_read_callback, &ctx->fill);
+	}
 	ctx->values = i_malloc(i_mul_size(i_mul_size(count + 1, crit_count),
 					  sizeof(*ctx->values)));
 	return ctx;
@@ -203,6 +214,7 @@ void imap_sort_deinit(struct imap_sort_ctx **_ctx)
 	*_ctx = NULL;
 	if (ctx->reader != NULL)
 		mail_sort_keys_reader_deinit(&ctx->reader);
+	imap_msg_fill_deinit(&ctx->fill);
 	i_free(ctx->seqs);
 	i_free(ctx->values);
 	i_free(ctx->arena);
@@ -299,6 +311,7 @@ int imap_sort_read_keys(struct imap_sort_ctx *ctx, const char **error_r)
 				break;
 		}
 	}
+	imap_msg_fill_flush(&ctx->fill);
 	imap_sort_cache_flush(ctx->box);
 	return ctx->next == ctx->count ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #include "imap-common.h"
 #include "mail-search.h"
 #include "mail-sort-keys.h"
+#include "imap-fetch-cache.h"
 
 /* Sort criteria per command (more only repeat a key). */
 #define IMAP_SORT_MAX_KEYS 16
@@ -50,6 +51,9 @@ bool imap_sort_charset_ok(const struct imap_arg *arg);
 struct imap_sort_search {
 	struct mailbox *box;
 	struct mail_search_ctx *search;
+	/* ENVELOPEs filled from the files the search (and THREAD's key
+	   reader) read; written at the end of each slice */
+	struct imap_msg_fill fill;
 	uint32_t next_seq;
 	uint32_t *seqs;
 	unsigned int count, alloc;

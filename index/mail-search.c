@@ -38,6 +38,8 @@ struct mail_search_ctx {
 	uint64_t bytes_read;
 	/* THREADID keys: the messages' thread keys (created when needed) */
 	struct mail_sort_keys_reader *thread_keys;
+	mailbox_msg_read_callback_t *read_cb;
+	void *read_context;
 
 	/* the message being judged */
 	uint32_t seq;
@@ -683,6 +685,8 @@ static int match_file(struct mail_search_ctx *ctx, const char **error_r)
 		return errno == ENOENT ? 0 : -1;
 	if (header_pass(ctx) < 0)
 		goto io_error;
+	if (ctx->read_cb != NULL)
+		ctx->read_cb(ctx->box, ctx->seq, ctx->fd, ctx->read_context);
 	header_settle(ctx);
 	if ((r = eval_list(prog->args)) >= 0)
 		return r;
@@ -696,6 +700,14 @@ io_error:
 	*error_r = p_strdup_printf(ctx->msg_pool, "read(message %u): %s",
 				   ctx->seq, strerror(errno));
 	return -1;
+}
+
+void mail_search_set_read_callback(struct mail_search_ctx *ctx,
+				   mailbox_msg_read_callback_t *cb,
+				   void *context)
+{
+	ctx->read_cb = cb;
+	ctx->read_context = context;
 }
 
 int mail_search_match(struct mail_search_ctx *ctx, uint32_t seq,

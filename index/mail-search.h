@@ -20,6 +20,7 @@
 
 #include "mempool.h"
 #include "imap-parser.h"
+#include "mailbox.h"
 
 #include <time.h>
 
@@ -92,6 +93,11 @@ void mail_search_deinit(struct mail_search_ctx **ctx);
    vanished), -1 on an I/O error (*error_r for the log). */
 int mail_search_match(struct mail_search_ctx *ctx, uint32_t seq,
 		      const char **error_r);
+/* Call cb (mailbox.h) for each message whose file the search read,
+   after its header was read (NULL: none). */
+void mail_search_set_read_callback(struct mail_search_ctx *ctx,
+				   mailbox_msg_read_callback_t *cb,
+				   void *context);
 /* Bytes read from message files so far (for slicing the work). */
 uint64_t mail_search_get_bytes_read(const struct mail_search_ctx *ctx);
 

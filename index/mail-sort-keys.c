@@ -82,6 +82,8 @@ struct mail_sort_keys_reader {
 	size_t hdr_len[HDR_COUNT];
 	unsigned int pending;
 	struct mail_sort_keys_stats stats;
+	mailbox_msg_read_callback_t *read_cb;
+	void *read_context;
 };
 
 struct mail_sort_keys_reader *
@@ -141,6 +143,14 @@ void mail_sort_keys_reader_deinit(struct mail_sort_keys_reader **reader)
 	buffer_free(&r->subject);
 	pool_unref(&r->pool);
 	i_free(r);
+}
+
+void mail_sort_keys_reader_set_read_callback(struct mail_sort_keys_reader *reader,
+					     mailbox_msg_read_callback_t *cb,
+					     void *context)
+{
+	reader->read_cb = cb;
+	reader->read_context = context;
 }
 
 void mail_sort_keys_reader_get_stats(const struct mail_sort_keys_reader *reader,
@@ -623,6 +633,8 @@ static int keys_compute(struct mail_sort_keys_reader *r, uint32_t seq,
 		return errno == ENOENT ? 0 : -1;
 	ret = header_read(r, fd);
 	int saved_errno = errno;
+	if (ret == 0 && r->read_cb != NULL)
+		r->read_cb(r->box, seq, fd, r->read_context);
 	i_close_fd(&fd);
 	if (ret < 0) {
 		*error_r = p_strdup_printf(r->pool, "read(message %u) failed: %s",

@@ -93,6 +93,11 @@ mail_sort_keys_reader_init(struct mailbox *box, const uint32_t *seqs,
 			   unsigned int count);
 /* Writes what was queued for the cache. */
 void mail_sort_keys_reader_deinit(struct mail_sort_keys_reader **reader);
+/* Call cb (mailbox.h) for each message whose header the reader read
+   (a miss), before its file is closed (NULL: none). */
+void mail_sort_keys_reader_set_read_callback(struct mail_sort_keys_reader *reader,
+					     mailbox_msg_read_callback_t *cb,
+					     void *context);
 void mail_sort_keys_reader_get_stats(const struct mail_sort_keys_reader *reader,
 				     struct mail_sort_keys_stats *stats_r);
 

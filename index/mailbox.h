@@ -203,6 +203,14 @@ int mailbox_msg_cache_add(struct mailbox *box, uint32_t seq,
 			  const char **error_r);
 /* Write the queued cache values (not fsynced). Returns 0 or -1. */
 int mailbox_cache_flush(struct mailbox *box, const char **error_r);
+/* Called by a reader in index/ (SEARCH's matcher, the SORT/THREAD key
+   reader) right after it read message seq's header from fd, while fd is
+   still open: the IMAP layer then fills the cache fields it owns
+   (ENVELOPE) from the same file without opening it again, so a FETCH
+   after a SEARCH or THREAD parses nothing. fd is the reader's (read it
+   with pread; do not close it); the callback must not sync box. */
+typedef void mailbox_msg_read_callback_t(struct mailbox *box, uint32_t seq,
+					  int fd, void *context);
 
 /* ---- keywords (mailbox-keywords.c) ----
    A mailbox has up to MAILBOX_KEYWORDS_MAX keywords, numbered 0..25;

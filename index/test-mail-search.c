@@ -6,8 +6,10 @@
 #include "strfuncs.h"
 #include "mail-search.h"
 #include "mailbox.h"
+#include "mail-sort-keys.h"
 
 #include <string.h>
+#include <unistd.h>
 
 static const struct imap_parser_settings parser_set = {
 	.max_line_length = 65536, .max_literal_size = 1024 * 1024,
@@ -606,6 +608,93 @@ static void test_eval_split_chars(void)
 	pool_unref(&pool);
 }
 
+/* ---- the read callback (mailbox_msg_read_callback_t) ---- */
+
+struct read_calls {
+	struct mailbox *box;
+	char seqs[64];        /* "2 3 4" */
+	unsigned int count;
+	bool fd_ok;
+};
+
+static void read_cb(struct mailbox *box, uint32_t seq, int fd, void *context)
+{
+	struct read_calls *calls = context;
+	char first[256];
+	size_t len = strlen(calls->seqs);
+
+	test_assert(box == calls->box);
+	snprintf(calls->seqs + len, sizeof(calls->seqs) - len, "%s%u",
+		 len > 0 ? " " : "", seq);
+	calls->count++;
+	/* the reader's file, readable from its start whatever it read */
+	ssize_t ret = pread(fd, first, sizeof(first), 0);
+	if (ret <= 0 || memchr(first, ':', (size_t)ret) == NULL)
+		calls->fd_ok = false;
+}
+
+/* The messages the search of program read, space separated. */
+static const char *search_reads(pool_t pool, struct mailbox *box,
+				const char *program)
+{
+	struct mail_search_program *prog;
+	struct read_calls calls = { .box = box, .fd_ok = true };
+	const char *error;
+
+	test_assert(parse_program(pool, program, NULL, &prog, &error) == 0);
+	struct mail_search_ctx *ctx = mail_search_init(box, prog, time(NULL));
+	mail_search_set_read_callback(ctx, read_cb, &calls);
+	for (uint32_t seq = 1; seq <= mailbox_get_count(box); seq++)
+		test_assert(mail_search_match(ctx, seq, &error) >= 0);
+	mail_search_deinit(&ctx);
+	test_assert(calls.fd_ok);
+	return p_strdup(pool, calls.seqs);
+}
+
+static void test_read_callback(void)
+{
+	pool_t pool = pool_create("test", 4096);
+	const char *error;
+
+	/* a fresh copy of the search mailbox: no keys cached yet */
+	test_tmpdir_cleanup();
+	struct mailbox *box = search_box();
+	/* cheap keys read no file */
+	test_assert_str(search_reads(pool, box, "SEEN"), "");
+	test_assert_str(search_reads(pool, box, "ALL"), "");
+	/* a header or body key reads each file it must judge, once */
+	test_assert_str(search_reads(pool, box, "SUBJECT multi"), "1 2 3 4 5");
+	test_assert_str(search_reads(pool, box, "TEXT needle-across"),
+			"1 2 3 4 5");
+	test_assert_str(search_reads(pool, box, "OR SEEN SUBJECT multi"),
+			"2 3 4 5");
+
+	/* the key reader: on its misses only */
+	uint32_t seqs[] = { 1, 2, 3, 4, 5 };
+	for (unsigned int pass = 0; pass < 2; pass++) {
+		struct read_calls calls = { .box = box, .fd_ok = true };
+		struct mail_sort_keys_reader *r =
+			mail_sort_keys_reader_init(box, seqs, N_ELEMENTS(seqs));
+		struct mail_sort_keys_stats stats;
+		struct mail_sort_keys keys;
+
+		mail_sort_keys_reader_set_read_callback(r, read_cb, &calls);
+		for (unsigned int i = 0; i < N_ELEMENTS(seqs); i++)
+			test_assert(mail_sort_keys_get(r, seqs[i], &keys, NULL,
+						       &error) == 1);
+		mail_sort_keys_reader_get_stats(r, &stats);
+		mail_sort_keys_reader_deinit(&r);
+		test_assert(calls.fd_ok);
+		test_assert(calls.count == stats.misses);
+		/* the first pass parsed them all and cached the keys */
+		test_assert_str(calls.seqs, pass == 0 ? "1 2 3 4 5" : "");
+		test_assert(mailbox_sync(box, true, NULL, NULL, &error) == 0);
+	}
+	mailbox_close(&box);
+	pool_unref(&pool);
+}
+
 TEST_MAIN(TEST(test_parse_ok), TEST(test_parse_errors), TEST(test_fold),
 	  TEST(test_eval_cheap), TEST(test_eval_header), TEST(test_eval_body),
-	  TEST(test_eval_address_casemap), TEST(test_eval_split_chars))
+	  TEST(test_eval_address_casemap), TEST(test_eval_split_chars),
+	  TEST(test_read_callback))
