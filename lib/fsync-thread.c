@@ -29,6 +29,9 @@ struct fsync_thread {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	/* the helpers wait on their own condition, so that the handoffs
+	   of the loop and the sync thread do not wake them */
+	pthread_cond_t work;
 	int event_fd;
 	struct io *io;
 	struct fsync_job *job;     /* submitted, not started or running */
@@ -120,6 +123,7 @@ static void fsync_thread_take_calls(struct fsync_thread *thread)
 		pthread_mutex_lock(&thread->lock);
 		/* job is still running: the thread waits for every call */
 		thread->op_errors[i] = err;
+		/* the loop may wait on cond too (fsync_thread_wait()) */
 		if (++thread->ops_done == job->count)
 			pthread_cond_broadcast(&thread->cond);
 	}
@@ -133,7 +137,7 @@ static void *fsync_helper_main(void *context)
 	while (!thread->stop) {
 		fsync_thread_take_calls(thread);
 		if (!thread->stop)
-			pthread_cond_wait(&thread->cond, &thread->lock);
+			pthread_cond_wait(&thread->work, &thread->lock);
 	}
 	pthread_mutex_unlock(&thread->lock);
 	return NULL;
@@ -149,7 +153,9 @@ static void fsync_thread_run_parallel(struct fsync_thread *thread,
 	thread->running = job;
 	thread->next_op = 0;
 	thread->ops_done = 0;
-	pthread_cond_broadcast(&thread->cond);
+	/* as many helpers as there are calls beyond the thread's own */
+	for (unsigned int i = 1; i < job->count && i <= thread->helper_count; i++)
+		pthread_cond_signal(&thread->work);
 	fsync_thread_take_calls(thread);
 	while (thread->ops_done < job->count)
 		pthread_cond_wait(&thread->cond, &thread->lock);
@@ -239,10 +245,12 @@ struct fsync_thread *fsync_thread_create(struct ioloop *ioloop,
 	}
 	pthread_mutex_init(&thread->lock, NULL);
 	pthread_cond_init(&thread->cond, NULL);
+	pthread_cond_init(&thread->work, NULL);
 	int err = pthread_create(&thread->thread, NULL, fsync_thread_main,
 				 thread);
 	if (err != 0) {
 		*error_r = "pthread_create() failed";
+		pthread_cond_destroy(&thread->work);
 		pthread_cond_destroy(&thread->cond);
 		pthread_mutex_destroy(&thread->lock);
 		i_close_fd(&thread->event_fd);
@@ -315,12 +323,14 @@ void fsync_thread_destroy(struct fsync_thread **_thread)
 	pthread_mutex_lock(&thread->lock);
 	thread->stop = true;
 	pthread_cond_broadcast(&thread->cond);
+	pthread_cond_broadcast(&thread->work);
 	pthread_mutex_unlock(&thread->lock);
 	(void)pthread_join(thread->thread, NULL);
 	for (unsigned int i = 0; i < thread->helper_count; i++)
 		(void)pthread_join(thread->helpers[i], NULL);
 	io_remove(&thread->io);
 	i_close_fd(&thread->event_fd);
+	pthread_cond_destroy(&thread->work);
 	pthread_cond_destroy(&thread->cond);
 	pthread_mutex_destroy(&thread->lock);
 	i_free(thread);
