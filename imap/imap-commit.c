@@ -11,8 +11,11 @@
    ext4 without a journal every per-file sync is a device flush, a
    syncfs one flush plus everything dirty on the file system (other
    writers' too): which wins depends on the disk and on the neighbours,
-   so it is measured, not assumed. Per-file syncs are at most this many
-   (what one job holds); more always take the syncfs. */
+   so it is measured, not assumed. The sync thread makes up to three
+   per-file syncs at once and the device merges their flushes, so they
+   are costed in waves of those made together (commit_waves()).
+   Per-file syncs are at most this many (what one job holds); more
+   always take the syncfs. */
 #define COMMIT_TARGETED_SYNCS_MAX FSYNC_JOB_MAX_OPS
 #define COMMIT_DATA_FSYNCS_MAX FSYNC_JOB_MAX_OPS
 /* Every this many choices the other kind is made once, so that its cost
@@ -58,12 +61,23 @@ struct imap_commit_batch {
 	unsigned int next_requests;
 };
 
-/* count per-file syncs rather than one syncfs? By the estimates of what
-   each kind cost lately; a kind not measured yet is tried first, and
-   every COMMIT_PROBE_EVERY choices (*since_probe: of this step) the
-   other one is, once. */
+/* How many waves the thread makes count per-file syncs in (it makes
+   fsync_thread_parallel() at once; the loop one after the other). */
+static unsigned int commit_waves(const struct imap_commit_batch *batch,
+				 unsigned int count)
+{
+	unsigned int par = batch->async ?
+		fsync_thread_parallel(batch->user->commit_thread) : 1;
+
+	return (count + par - 1) / par;
+}
+
+/* count per-file syncs (in waves of those made at once) rather than one
+   syncfs? By the estimates of what each kind cost lately; a kind not
+   measured yet is tried first, and every COMMIT_PROBE_EVERY choices
+   (*since_probe: of this step) the other one is, once. */
 static bool commit_prefer_files(struct imap_user *user, unsigned int count,
-				unsigned int *since_probe)
+				unsigned int waves, unsigned int *since_probe)
 {
 	if (count > COMMIT_TARGETED_SYNCS_MAX)
 		return false;
@@ -71,7 +85,7 @@ static bool commit_prefer_files(struct imap_user *user, unsigned int count,
 		return true;
 	if (user->commit_syncfs_usecs == 0)
 		return false;
-	bool files = (uint64_t)count * user->commit_file_usecs <=
+	bool files = (uint64_t)waves * user->commit_file_usecs <=
 		user->commit_syncfs_usecs;
 	if (++*since_probe >= COMMIT_PROBE_EVERY) {
 		*since_probe = 0;
@@ -86,7 +100,8 @@ static void commit_cost_learn(struct imap_user *user,
 {
 	if (job->count == 0 || job->error != 0)
 		return;
-	uint64_t sample = syncfs ? job->usecs : job->usecs / job->count;
+	/* per-file syncs made at once cost about one: a wave is the unit */
+	uint64_t sample = syncfs ? job->usecs : job->usecs / MAX(job->waves, 1);
 	uint32_t *avg = syncfs ? &user->commit_syncfs_usecs :
 		&user->commit_file_usecs;
 	/* 0 means "not measured" */
@@ -471,7 +486,7 @@ static bool commit_batch_add_targets(struct imap_commit_batch *batch)
 	}
 	/* the queue rides along with a syncfs only (its data sync saved) */
 	if ((batch->async && batch->user->commit_queue != NULL) ||
-	    !commit_prefer_files(batch->user, count,
+	    !commit_prefer_files(batch->user, count, commit_waves(batch, count),
 				 &batch->user->commit_final_since_probe))
 		return false;
 	for (unsigned int i = 0; i < batch->group_count; i++) {
@@ -595,6 +610,7 @@ static void commit_batch_begin(struct imap_user *user,
 	bool use_syncfs = false;
 	unsigned int max_files = data_synced ||
 		!commit_prefer_files(user, batch->messages,
+				     commit_waves(batch, batch->messages),
 				     &user->commit_data_since_probe) ? 0 :
 		COMMIT_DATA_FSYNCS_MAX;
 	int ret = data_synced ? 0 :

@@ -85,7 +85,8 @@ struct imap_user {
 	struct fsync_thread *commit_thread;
 	bool commit_thread_failed;
 	/* what the group commit's syncs cost lately (imap-commit.c): one
-	   per-file sync and one syncfs, in microseconds (0 = not measured
+	   wave of per-file syncs (those the sync thread makes at once:
+	   fsync_thread_parallel()) and one syncfs, in microseconds (0 = not measured
 	   yet), and each step's choices since the other kind was last
 	   tried */
 	uint32_t commit_file_usecs, commit_syncfs_usecs;

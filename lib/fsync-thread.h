@@ -4,6 +4,8 @@
    serving (doc/durability.md, "The sync thread"). The loop hands it one
    job at a time: a short list of fsync(2) / fdatasync(2) / syncfs(2)
    calls on descriptors the job's owner keeps open until the job is done.
+   The calls have no order among them: the thread and its two helper
+   threads make up to three at once (the device merges the flushes).
    The thread touches nothing else: no memory of the loop's, no logging,
    no allocation, so nothing else in the process needs to be thread-safe.
    When the job is done the loop is woken through an eventfd and runs the
@@ -38,12 +40,15 @@ struct fsync_job {
 	enum fsync_op ops[FSYNC_JOB_MAX_OPS];
 	unsigned int count;
 	/* results, valid in the callback: 0, or the errno of the first call
-	   that failed (the calls after it are not made) and its index */
+	   (by index) that failed and its index. fsync_job_run() stops
+	   there; on the thread the calls run at once and all are made. */
 	int error;
 	unsigned int failed_op;
 	/* how long the calls took (the caller's cost estimate: doc of
-	   imap/imap-commit.c), also when one failed */
+	   imap/imap-commit.c), also when one failed, and in how many waves
+	   of calls made at once (count when one after the other) */
 	uint64_t usecs;
+	unsigned int waves;
 	fsync_job_callback_t *callback;
 	void *context;
 };
@@ -58,6 +63,10 @@ struct fsync_thread *fsync_thread_create(struct ioloop *ioloop,
 /* Waits for a job in progress (its callback runs first), then stops and
    joins the thread. *thread = NULL. */
 void fsync_thread_destroy(struct fsync_thread **thread);
+
+/* How many of a job's calls the thread makes at once (1 when its
+   helpers could not be started). */
+unsigned int fsync_thread_parallel(const struct fsync_thread *thread);
 
 /* Add one call to job (at most FSYNC_JOB_MAX_OPS). */
 void fsync_job_add(struct fsync_job *job, int fd, enum fsync_op op);

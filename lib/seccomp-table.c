@@ -187,7 +187,7 @@ const struct seccomp_profile_def seccomp_profiles[MOAT_SECCOMP_PROFILE_COUNT] = 
 		&base_group, &mem_exec_group, &file_read_group, &pam_group,
 		SANITIZER_GROUP NULL } },
 	/* the user's mail files; sockets only as master hands them over;
-	   one helper thread for the group commit's syncs */
+	   the group commit's sync thread and its two helpers */
 	[MOAT_SECCOMP_PROFILE_IMAP] = { "imap", {
 		&base_group, &mem_exec_group, &file_read_group,
 		&file_write_group, &thread_group, &eventfd_group,

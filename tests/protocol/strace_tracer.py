@@ -12,6 +12,11 @@ from moatserver import proc_status, wait_for
 
 # One call: "TID name(" with -f's TID column, or "[pid TID] name(".
 CALL = re.compile(r"(?:\[pid\s+(\d+)\]\s+|(\d+)\s+)?(\w+)\(")
+# The end of a call that another thread's line interrupted:
+# "TID <... name resumed>rest".
+RESUMED = re.compile(r"(?:\[pid\s+(\d+)\]\s+|(\d+)\s+)?<\.\.\. (\w+) "
+                     r"resumed>(.*)$")
+UNFINISHED = " <unfinished ...>"
 
 
 class Strace:
@@ -43,13 +48,33 @@ class Strace:
         self.proc.stderr.close()
         return self.calls()
 
-    def calls(self):
-        """[(tid or None, name, line)] in the order they began (an
-        unfinished call counts where it began)."""
+    def calls(self, where="began"):
+        """[(tid or None, name, line)] in the order they began, or with
+        where="ended" in the order they returned. A call another thread
+        interrupted (strace's "<unfinished ...>" and "<... resumed>"
+        lines) is one entry whose line is joined from both."""
         out = []
+        open_calls = {}   # tid -> index in out of its unfinished call
         for line in self.path.read_text(errors="replace").splitlines():
+            r = RESUMED.match(line)
+            if r:
+                tid = int(r.group(1) or r.group(2) or 0)
+                i = open_calls.pop(tid, None)
+                if i is None or out[i] is None:
+                    continue
+                t, name, begun = out[i]
+                joined = (t, name,
+                          begun.rstrip()[:-len(UNFINISHED)] + r.group(4))
+                if where == "ended":
+                    out[i] = None
+                    out.append(joined)
+                else:
+                    out[i] = joined
+                continue
             m = CALL.match(line)
             if m:
                 tid = m.group(1) or m.group(2)
                 out.append((int(tid) if tid else None, m.group(3), line))
-        return out
+                if line.rstrip().endswith(UNFINISHED):
+                    open_calls[int(tid) if tid else 0] = len(out) - 1
+        return [c for c in out if c is not None]

@@ -43,6 +43,11 @@ class Strace(strace_tracer.Strace):
     def __init__(self, pid, path):
         super().__init__(pid, path, self.TRACE)
 
+    def calls(self, where="ended"):
+        """In the order the calls returned: a sync counts as done before
+        what follows it only once it returned."""
+        return super().calls(where)
+
 
 def unique(n):
     """A message of its own (the same one again would be taken for a
@@ -98,6 +103,14 @@ def final_syncs(calls, pid, after, before):
     return "per-file" if PUBLISH_SYNCS <= done else None
 
 
+def publish_threads(calls, pid, after, before):
+    """How many threads made the per-file syncs between calls[after] and
+    calls[before] (the sync thread and its helpers make them at once)."""
+    return len({c[0] for c in calls[after + 1:before]
+                if c[0] != pid and c[1] in ("fsync", "fdatasync") and
+                (c[1], os.path.basename(path_of(c))) in PUBLISH_SYNCS})
+
+
 def data_synced(calls, pid, after, rename):
     """The thread made the data of the file that calls[rename] moves
     into cur/ durable after calls[after]: its fsync, or a syncfs."""
@@ -111,20 +124,27 @@ def check_lone_commits(calls, pid, answers, count):
     """count lone commits one after the other, each answered by
     calls[answers[k]]: each message's data was synced by the thread
     before its rename, its publish after it (per-file syncs or a
-    syncfs) before its answer, and the loop synced nothing. Returns the
-    kinds of final sync seen."""
+    syncfs) before its answer, and the loop synced nothing; per-file
+    syncs of a publish were made by more than one thread at once at
+    least once. Returns the kinds of final sync seen."""
     text = "\n".join(x[2] for x in calls)
     renames = [i for i, x in enumerate(calls) if into_cur(x)]
     assert len(renames) == count and len(answers) == count, text
     kinds = set()
     prev = -1
+    most_threads = 0
     for rename, answer in zip(renames, answers):
         assert prev < rename < answer, text
         assert data_synced(calls, pid, prev, rename), text
         kind = final_syncs(calls, pid, rename, answer)
         assert kind is not None, text
         kinds.add(kind)
+        if kind == "per-file":
+            most_threads = max(most_threads,
+                               publish_threads(calls, pid, rename, answer))
         prev = answer
+    if "per-file" in kinds:
+        assert most_threads >= 2, text
     # the loop's own syncs: at most a checkpoint's (moat.index and its
     # histories, written as .tmp), nothing of the commits
     for x in calls:

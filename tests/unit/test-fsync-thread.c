@@ -91,7 +91,7 @@ static void test_fsync_thread_loop(void)
 	io_loop_destroy(&ioloop);
 }
 
-/* A failed call stops the job and is reported with its errno and index;
+/* A failed call is reported with its errno and index;
    fsync_thread_wait() runs the callback at once and the loop never
    runs it again. */
 static void test_fsync_thread_error_wait(void)
@@ -129,4 +129,56 @@ static void test_fsync_thread_error_wait(void)
 	io_loop_destroy(&ioloop);
 }
 
-TEST_MAIN(TEST(test_fsync_thread_loop), TEST(test_fsync_thread_error_wait))
+/* A full job on the thread: its calls are made in waves of
+   fsync_thread_parallel() at once, the first failed call by index is
+   the one reported whatever finished first; on the loop the calls are
+   one wave each. */
+static void test_fsync_thread_parallel(void)
+{
+	struct ioloop *ioloop = io_loop_create();
+	const char *error = NULL;
+	struct fsync_thread *thread = fsync_thread_create(ioloop, &error);
+	struct job_result res = { .ioloop = ioloop };
+	struct fsync_job job = { .count = 0 };
+	int fds[3] = { tmp_file("c0"), tmp_file("c1"), tmp_file("c2") };
+
+	test_assert(thread != NULL);
+	/* two helpers start on any machine that runs the tests */
+	test_assert_int(fsync_thread_parallel(thread), 3);
+	for (unsigned int i = 0; i < FSYNC_JOB_MAX_OPS; i++)
+		fsync_job_add(&job, fds[i % 3], i % 2 == 0 ?
+			      FSYNC_OP_FSYNC : FSYNC_OP_FDATASYNC);
+	fsync_thread_submit(thread, &job, job_done, &res);
+	fsync_thread_wait(thread);
+	test_assert_int(res.calls, 1);
+	test_assert_int(res.error, 0);
+	test_assert_int(job.waves, (FSYNC_JOB_MAX_OPS + 2) / 3);
+
+	/* calls 5 and 3 fail; 3 is reported */
+	job.fds[5] = -1;
+	job.fds[3] = -1;
+	for (unsigned int round = 0; round < 20; round++) {
+		fsync_thread_submit(thread, &job, job_done, &res);
+		fsync_thread_wait(thread);
+		test_assert_int(res.error, EBADF);
+		test_assert_int(res.failed_op, 3);
+	}
+	test_assert_int(res.calls, 21);
+
+	/* three calls: one wave on the thread, three on the loop */
+	job.count = 3;
+	fsync_thread_submit(thread, &job, job_done, &res);
+	fsync_thread_wait(thread);
+	test_assert_int(res.error, 0);
+	test_assert_int(job.waves, 1);
+	fsync_job_run(&job);
+	test_assert_int(job.error, 0);
+	test_assert_int(job.waves, 3);
+	fsync_thread_destroy(&thread);
+	for (unsigned int i = 0; i < 3; i++)
+		i_close_fd(&fds[i]);
+	io_loop_destroy(&ioloop);
+}
+
+TEST_MAIN(TEST(test_fsync_thread_loop), TEST(test_fsync_thread_error_wait),
+	  TEST(test_fsync_thread_parallel))
