@@ -309,8 +309,13 @@ static int position_cursor(struct mail_index *index, struct mail_index_map **map
 		    (off_t)map->hdr.log_file_offset > st.st_size) {
 			mail_index_corrupted(index, "index points outside the log");
 			index->rebuilt = true;
-			cursor->offset = st.st_size > UINT32_MAX ? UINT32_MAX :
-				(uint32_t)st.st_size;
+			/* after the log's last record (not its size: zeros
+			   are written ahead of the end), skipping them all */
+			const char *err;
+			bool garbled;
+			while (mail_transaction_log_read(log, &cursor->offset,
+							 &index->rec_buf,
+							 &garbled, &err) > 0) ;
 		} else {
 			cursor->offset = map->hdr.log_file_offset;
 		}
@@ -573,11 +578,18 @@ int mail_index_fsync_dir(const char *dir)
 static bool cursor_at_end(struct mail_index *index,
 			  const struct mail_index_log_cursor *cursor)
 {
-	struct stat st, st2;
+	struct stat st2;
 
-	return fstat(cursor->file->fd, &st) == 0 &&
-		st.st_size == (off_t)cursor->offset &&
+	return mail_transaction_log_at_end(cursor->file, cursor->offset) &&
 		stat(index->log_path, &st2) == 0 && same_file(cursor->file, &st2);
+}
+
+bool mail_index_view_at_log_end(struct mail_index_view *view)
+{
+	struct mail_index *index = view->index;
+
+	return index->cursor.file != NULL &&
+		cursor_at_end(index, &index->cursor);
 }
 
 /* Replace the private mapping by one of the file just written, so the

@@ -273,6 +273,12 @@ int mail_index_log_fd_dup(struct mail_index *index, uint32_t *seq_r);
 /* The sequence number of the log this handle appends to (0: none). */
 uint32_t mail_index_log_seq(struct mail_index *index);
 
+/* Whether view holds everything in the log: the handle's log is still the
+   one at its path and no record follows the handle's position. Exact where
+   the log's size and mtime are not (appends overwrite the zeros written
+   ahead of the records, and mtime ticks coarsely): a stat and a pread. */
+bool mail_index_view_at_log_end(struct mail_index_view *view);
+
 /* Full O(n) consistency check of the view (ascending uids, flag bits,
    counts). For tests, fuzzing and the admin tool. */
 bool mail_index_view_check(struct mail_index_view *view, const char **error_r);

@@ -100,6 +100,9 @@ struct mail_transaction_log_file {
 	struct mail_transaction_log_header hdr;
 	dev_t dev;
 	ino_t ino;
+	/* the file's size as last seen by this handle's appends: zeros
+	   written ahead of the records up to here (0 = not known) */
+	uint64_t alloc_end;
 };
 
 /* Open path read-write (or read-only). Returns 1, 0 if it does not exist,
@@ -131,12 +134,18 @@ bool mail_transaction_log_header_is_valid(const struct mail_transaction_log_head
 					  const char **error_r);
 
 /* Read the record at *offset into rec (replacing its contents). Returns 1
-   and advances *offset; 0 at the end of the file or at a torn/garbled
+   and advances *offset; 0 at the end of the records (the end of the file,
+   or a header whose size is 0: the zeros appends write ahead) or at a
+   torn/garbled
    record (*garbled_r = true for the latter, i.e. bytes that are not a
    valid record); -1 on I/O error. */
 int mail_transaction_log_read(struct mail_transaction_log_file *file,
 			      uint32_t *offset, buffer_t *rec, bool *garbled_r,
 			      const char **error_r);
+/* Whether no record starts at offset: the end of the file, or the
+   zeros appends write ahead of the last record. */
+bool mail_transaction_log_at_end(struct mail_transaction_log_file *file,
+				 uint32_t offset);
 /* Validate a record held in memory (size, alignment, crc, op framing). */
 bool mail_transaction_rec_is_valid(const void *data, size_t size);
 

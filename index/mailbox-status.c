@@ -5,9 +5,12 @@
    With a mailbox_status_cache the index handles stay open between calls
    (a few, LRU), so a STATUS of an unchanged mailbox costs three stat()s:
    new/ and cur/ (a file another tool dropped or removed changes their
-   mtimes: then the stamp decides, as without the cache) and the log (an
-   append, flag change or expunge by any process grows it, a rotation or
-   reset replaces it: then the view catches up). */
+   mtimes: then the stamp decides, as without the cache), and the log: a
+   stat and one pread at the view's position (an append, flag change or
+   expunge by any process puts a record there, a rotation or reset
+   replaces the file: then the view catches up). Not the log's size and
+   mtime: appends overwrite the zeros written ahead of the records, and
+   mtime ticks too coarsely to tell two appends apart. */
 #include "lib.h"
 #include "log.h"
 #include "mailbox-private.h"
@@ -195,9 +198,6 @@ struct status_handle {
 	struct status_stamp stamp;
 	dev_t cur_dev;
 	ino_t cur_ino;
-	/* the log as it was before the last view sync: unchanged means
-	   nothing to catch up (append-only; rotation replaces the inode) */
-	struct stat log_st;
 	uint32_t records;
 	uint64_t used_tick;
 	time_t used_at;
@@ -319,38 +319,14 @@ static void cache_trim(struct mailbox_status_cache *cache,
 		handle_close(cache, keep);   /* alone too big: not kept */
 }
 
-static bool log_stat(const char *path, struct stat *st_r)
-{
-	char log[PATH_MAX];
-
-	if (snprintf(log, sizeof(log), "%s/%s", path,
-		     MAIL_INDEX_LOG_FILE_NAME) >= (int)sizeof(log) ||
-	    stat(log, st_r) < 0) {
-		memset(st_r, 0, sizeof(*st_r));   /* never "unchanged" */
-		return false;
-	}
-	return true;
-}
-
-static bool log_unchanged(const struct stat *a, const struct stat *b)
-{
-	return a->st_ino != 0 && a->st_ino == b->st_ino &&
-		a->st_dev == b->st_dev && a->st_size == b->st_size &&
-		a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
-		a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
 /* Open a handle for path into a slot. Returns it, or NULL. */
 static struct status_handle *
 cache_open(struct mailbox_status_cache *cache, const char *path,
 	   uint32_t hash, const struct stat *st_cur)
 {
 	struct mail_index *index;
-	struct stat st_log;
 	const char *error;
 
-	/* the log's state before the open: a later append shows as a change */
-	(void)log_stat(path, &st_log);
 	if (mail_index_open(path, MAIL_INDEX_OPEN_READONLY, &index,
 			    &error) <= 0)
 		return NULL;
@@ -365,7 +341,6 @@ cache_open(struct mailbox_status_cache *cache, const char *path,
 	h->view = mail_index_view_open(index);
 	h->cur_dev = st_cur->st_dev;
 	h->cur_ino = st_cur->st_ino;
-	h->log_st = st_log;
 	cache->count++;
 	return h;
 }
@@ -374,17 +349,12 @@ cache_open(struct mailbox_status_cache *cache, const char *path,
    longer usable (the caller closes it). */
 static bool cache_sync(struct status_handle *h)
 {
-	struct stat st_log;
 	const char *error;
 
-	(void)log_stat(h->path, &st_log);
-	if (log_unchanged(&h->log_st, &st_log))
+	if (mail_index_view_at_log_end(h->view))
 		return true;
-	if (mail_index_view_sync(h->view, NULL, NULL, &error) < 0 ||
-	    mail_index_was_rebuilt(h->index))
-		return false;
-	h->log_st = st_log;
-	return true;
+	return mail_index_view_sync(h->view, NULL, NULL, &error) == 0 &&
+		!mail_index_was_rebuilt(h->index);
 }
 
 /* The handle of path with a view that is current and a stamp that matches

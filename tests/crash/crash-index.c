@@ -4,7 +4,8 @@
    it at a random moment, reopens the index and checks: it opens; every
    acknowledged change is there (the one in flight may or may not be); no
    uid is duplicated, resurrected or reused; cache hits hold the right
-   value. Some rounds also append garbage to the log (a torn write).
+   value. Some rounds also write garbage after the log's last record (a
+   torn write).
 
    Usage: crash-index [rounds [dir]]   (default 200 rounds, a temp dir)
    MOAT_CRASH_SEED=n repeats a run; MOAT_CRASH_FSYNC=1 fsyncs commits. */
@@ -264,21 +265,46 @@ static bool check_index(const char *dir, const struct round *r)
 	return ok;
 }
 
+/* Where the log's records end: a torn append lands there, over the zeros
+   written ahead of them (doc/index-format.md), not at the file's end. */
+static off_t log_records_end(int fd)
+{
+	unsigned char b[4];
+	off_t pos;
+
+	if (pread(fd, b, 2, 6) != 2)
+		return -1;
+	pos = b[0] | (b[1] << 8);   /* header_size */
+	while (pread(fd, b, 4, pos) == 4) {
+		uint32_t size = (uint32_t)b[0] | ((uint32_t)b[1] << 8) |
+			((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24);
+		if (size == 0)
+			break;
+		pos += size;
+	}
+	return pos;
+}
+
 static void add_torn_tail(const char *dir)
 {
 	char path[PATH_MAX];
 	unsigned char junk[64];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, MAIL_INDEX_LOG_FILE_NAME);
-	int fd = open(path, O_WRONLY | O_APPEND);
+	int fd = open(path, O_RDWR);
 	if (fd < 0)
 		return;
+	off_t end = log_records_end(fd);
+	if (end < 0) {
+		i_close_fd(&fd);
+		return;
+	}
 	for (size_t i = 0; i < sizeof(junk); i++)
 		junk[i] = (unsigned char)rnd();
 	junk[0] = 0x40;   /* a plausible size: looks like a record start */
 	junk[1] = junk[2] = junk[3] = 0;
-	if (write(fd, junk, 1 + rnd() % sizeof(junk)) < 0)
-		i_fatal("write(%s): %m", path);
+	if (pwrite(fd, junk, 1 + rnd() % sizeof(junk), end) < 0)
+		i_fatal("pwrite(%s): %m", path);
 	i_close_fd(&fd);
 }
 

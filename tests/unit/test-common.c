@@ -82,3 +82,30 @@ void test_tmpdir_cleanup(void)
 	(void)nftw(tmpdir_path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	tmpdir_path[0] = '\0';
 }
+
+long long test_log_used(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char b[4];
+	long long pos;
+
+	if (f == NULL)
+		return -1;
+	/* header_size: the u16 at offset 6 (doc/index-format.md) */
+	if (fseek(f, 6, SEEK_SET) != 0 || fread(b, 1, 2, f) != 2) {
+		fclose(f);
+		return -1;
+	}
+	pos = b[0] | (b[1] << 8);
+	/* each record starts with its u32 size; 0 or the end of the file
+	   ends them */
+	while (fseek(f, pos, SEEK_SET) == 0 && fread(b, 1, 4, f) == 4) {
+		uint32_t size = (uint32_t)b[0] | ((uint32_t)b[1] << 8) |
+			((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24);
+		if (size == 0)
+			break;
+		pos += size;
+	}
+	fclose(f);
+	return pos;
+}

@@ -34,6 +34,9 @@ int test_run(const struct test_case *tests, unsigned int count);
 
 /* A fresh empty directory under $TMPDIR; removed by test_tmpdir_cleanup. */
 const char *test_tmpdir(void);
+/* The bytes of the index log at path that hold its header and records
+   (the file is longer: zeros are written ahead of the end), or -1. */
+long long test_log_used(const char *path);
 void test_tmpdir_cleanup(void);
 
 #endif

@@ -481,7 +481,8 @@ static void test_viewless_writer_rotates(void)
 		append_n(index, 1, 0);
 	mail_index_close(&index);
 	snprintf(path, sizeof(path), "%s/%s", dir, MAIL_INDEX_LOG_FILE_NAME);
-	test_assert(stat(path, &st) == 0 && st.st_size < 3 * 4096);
+	/* its records: the file has zeros written ahead of them */
+	test_assert(stat(path, &st) == 0 && test_log_used(path) < 3 * 4096);
 	test_assert(mail_index_open(dir, 0, &index, &error) == 1);
 	struct mail_index_view *view = mail_index_view_open(index);
 	test_assert_int(mail_index_view_count(view), 500);

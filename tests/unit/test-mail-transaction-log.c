@@ -149,10 +149,13 @@ static void test_torn_tail_in_index(void)
 	test_assert(mail_index_transaction_commit(&t, 0, &res, &error) == 0);
 	mail_index_close(&index);
 	test_assert(stat(logpath, &st) == 0);
-	off_t good = st.st_size;
-	int fd = open(logpath, O_WRONLY | O_APPEND);
+	/* the torn record starts where the records end (the zeros written
+	   ahead of them are overwritten, as a real append would) */
+	off_t good = (off_t)res.log_file_offset;
+	test_assert_int(test_log_used(logpath), good);
+	int fd = open(logpath, O_WRONLY);
 	static const unsigned char junk[] = { 0x40, 0, 0, 0, 1, 2, 3, 4, 5, 6 };
-	test_assert(write(fd, junk, sizeof(junk)) == (ssize_t)sizeof(junk));
+	test_assert(pwrite(fd, junk, sizeof(junk), good) == (ssize_t)sizeof(junk));
 	close(fd);
 
 	test_assert(mail_index_open(dir, 0, &index, &error) == 1);
@@ -175,5 +178,67 @@ static void test_torn_tail_in_index(void)
 	mail_index_close(&index);
 }
 
+/* Appends write zeros ahead of the records, so that the next appends
+   overwrite blocks the file has (their fdatasync commits no metadata):
+   the records end before the file does, readers and the next writer
+   find their end, and few appends grow the file. */
+static void test_zeros_ahead(void)
+{
+	const char *dir = tmp_path("ahead"), *error;
+	struct mail_index *index;
+	struct mail_index_commit_result res;
+	struct stat st;
+	char logpath[700];
+
+	test_assert(mkdir(dir, 0700) == 0);
+	snprintf(logpath, sizeof(logpath), "%s/%s", dir, MAIL_INDEX_LOG_FILE_NAME);
+	test_assert(mail_index_open(dir, MAIL_INDEX_OPEN_CREATE, &index, &error) == 1);
+	struct mail_index_view *view = mail_index_view_open(index);
+	struct mail_index_transaction *t = mail_index_transaction_begin(index);
+	mail_index_append(t, 0, 0, 0, 10, 10);
+	test_assert(mail_index_transaction_commit(&t, 0, &res, &error) == 0);
+	test_assert(stat(logpath, &st) == 0);
+	off_t size = st.st_size;
+	test_assert(size >= (off_t)res.log_file_offset + 4096);
+	test_assert_int(test_log_used(logpath), res.log_file_offset);
+	/* flag changes: each lands at the end of the records, and the file
+	   does not grow for them */
+	uint32_t end = res.log_file_offset;
+	for (unsigned int i = 0; i < 50; i++) {
+		t = mail_index_transaction_begin(index);
+		mail_index_update_flags(t, 1, 1, (i % 2) ? MAIL_SEEN : 0,
+					(i % 2) ? 0 : MAIL_SEEN, 0, 0);
+		test_assert(mail_index_transaction_commit(&t, 0, &res, &error) == 0);
+		test_assert(res.log_file_offset > end);
+		end = res.log_file_offset;
+	}
+	test_assert(stat(logpath, &st) == 0 && st.st_size == size);
+	test_assert_int(test_log_used(logpath), end);
+	test_assert(mail_index_view_sync(view, NULL, NULL, &error) == 0);
+	test_assert_int(mail_index_view_count(view), 1);
+	test_assert_int(mail_index_view_lookup(view, 1)->flags, MAIL_SEEN);
+	mail_index_view_close(&view);
+	mail_index_close(&index);
+	/* another handle reads every record and appends after them */
+	test_assert(mail_index_open(dir, 0, &index, &error) == 1);
+	view = mail_index_view_open(index);
+	test_assert(mail_index_view_sync(view, NULL, NULL, &error) == 0);
+	test_assert_int(mail_index_view_lookup(view, 1)->flags, MAIL_SEEN);
+	t = mail_index_transaction_begin(index);
+	mail_index_append(t, 0, 0, 0, 10, 10);
+	test_assert(mail_index_transaction_commit(&t, 0, &res, &error) == 0);
+	test_assert_int(res.first_uid, 2);
+	test_assert_int(test_log_used(logpath), res.log_file_offset);
+	mail_index_view_close(&view);
+	mail_index_close(&index);
+	test_assert(mail_index_open(dir, 0, &index, &error) == 1);
+	view = mail_index_view_open(index);
+	test_assert(mail_index_view_sync(view, NULL, NULL, &error) == 0);
+	test_assert_int(mail_index_view_count(view), 2);
+	test_assert(!mail_index_was_rebuilt(index));
+	mail_index_view_close(&view);
+	mail_index_close(&index);
+}
+
 TEST_MAIN(TEST(test_header), TEST(test_append_read), TEST(test_rec_validation),
-	  TEST(test_torn_tail_in_index))
+	  TEST(test_torn_tail_in_index), TEST(test_zeros_ahead))
