@@ -168,8 +168,7 @@ static bool cmd_thread_continue(struct client_command *cmd)
 		ctx->searching = false;
 		ctx->reader = mail_sort_keys_reader_init(ctx->box,
 			ctx->search.seqs, ctx->search.count);
-		mail_sort_keys_reader_set_read_callback(ctx->reader,
-			imap_msg_fill_read_callback, &ctx->search.fill);
+		/* no ENVELOPE fill from the key reader: see imap_sort_init() */
 		ctx->thread = imap_thread_init(ctx->alg, ctx->search.count);
 		return false;
 	}
