@@ -117,9 +117,9 @@ static bool sync_ok(struct mailbox *box)
 	return mailbox_sync(box, true, NULL, NULL, &error) == 0;
 }
 
-/* Many renames, some messages more than once, some back to what the
-   index had: applied without a scan, the names' flags in the index. */
-static void test_renames_applied(void)
+/* A new Maildir, opened and synced with its watch; NULL (after cleaning
+   up, the test skipped) where the file system cannot be watched. */
+static struct mailbox *open_watched(void)
 {
 	make_maildir();
 	struct mailbox *box = open_synced();
@@ -128,8 +128,18 @@ static void test_renames_applied(void)
 		mailbox_close(&box);
 		maildir_watch_deinit();
 		test_tmpdir_cleanup();
-		return;
+		return NULL;
 	}
+	return box;
+}
+
+/* Many renames, some messages more than once, some back to what the
+   index had: applied without a scan, the names' flags in the index. */
+static void test_renames_applied(void)
+{
+	struct mailbox *box = open_watched();
+	if (box == NULL)
+		return;
 	check_flags(box);
 	unsigned int scans = box->scan_count;
 	uint32_t state = 12345;
@@ -169,15 +179,9 @@ static void test_odd_events_scan(void)
 {
 	char path[PATH_MAX], other[PATH_MAX];
 
-	make_maildir();
-	struct mailbox *box = open_synced();
-	if (box->watch == NULL) {
-		printf("SKIP: %s cannot be watched\n", root);
-		mailbox_close(&box);
-		maildir_watch_deinit();
-		test_tmpdir_cleanup();
+	struct mailbox *box = open_watched();
+	if (box == NULL)
 		return;
-	}
 	/* a rename and a delivery straight into cur/ */
 	unsigned int scans = box->scan_count;
 	foreign_rename(5, "FS");
@@ -228,15 +232,9 @@ static void test_unknown_base_scans(void)
 {
 	char path[PATH_MAX];
 
-	make_maildir();
-	struct mailbox *box = open_synced();
-	if (box->watch == NULL) {
-		printf("SKIP: %s cannot be watched\n", root);
-		mailbox_close(&box);
-		maildir_watch_deinit();
-		test_tmpdir_cleanup();
+	struct mailbox *box = open_watched();
+	if (box == NULL)
 		return;
-	}
 	/* moat.uidlist without message 3's line: its base is unknown */
 	snprintf(path, sizeof(path), "%s/%s", root, MAILDIR_UIDLIST_NAME);
 	FILE *f = fopen(path, "r");
