@@ -80,6 +80,28 @@ def set_mode(server, mode):
         os.chmod(path, mode)
 
 
+def rewrite_cache_then_fetch(server, c, first, change):
+    """Logs c out, lets change() edit testuser1's moat.index.cache in place,
+    then checks that a new session's FETCH answers as before (first) and
+    that the answers were cached again: with the message files unreadable
+    the FETCH still answers. Returns the cache file's path."""
+    c.command("LOGOUT")
+    server.close_clients()
+    cache = server.maildir("testuser1") / "moat.index.cache"
+    data = bytearray(cache.read_bytes())
+    change(data)
+    cache.write_bytes(bytes(data))
+    c = server.login()
+    assert c.command("SELECT INBOX").ok
+    assert fetch_all(c) == first
+    set_mode(server, 0)
+    try:
+        assert fetch_all(c) == first
+    finally:
+        set_mode(server, 0o600)
+    return cache
+
+
 def debug_lines(server, count, regex=DEBUG_RE):
     """The first count FETCH debug lines as (messages, files opened, texts
     from the cache, texts parsed) (or what regex's groups say); the log
@@ -175,24 +197,12 @@ def test_garbled_cache_is_a_miss(moat_server):
     c = fill(moat_server)
     assert c.command("SELECT INBOX").ok
     first = fetch_all(c)
-    c.command("LOGOUT")
-    moat_server.close_clients()
-    cache = moat_server.maildir("testuser1") / "moat.index.cache"
-    data = bytearray(cache.read_bytes())
-    assert len(data) > 2072
-    # every record byte flipped: every lookup fails its checks
-    for i in range(2072, len(data)):
-        data[i] ^= 0x55
-    cache.write_bytes(bytes(data))
-    c = moat_server.login()
-    assert c.command("SELECT INBOX").ok
-    assert fetch_all(c) == first
-    # and the answers were cached again
-    set_mode(moat_server, 0)
-    try:
-        assert fetch_all(c) == first
-    finally:
-        set_mode(moat_server, 0o600)
+    def flip_records(data):
+        assert len(data) > 2072
+        # every record byte flipped: every lookup fails its checks
+        for i in range(2072, len(data)):
+            data[i] ^= 0x55
+    rewrite_cache_then_fetch(moat_server, c, first, flip_records)
 
 
 BYTES_RE = re.compile(r"FETCH: (\d+) messages, (\d+) message files opened, "
@@ -297,24 +307,13 @@ def test_cache_file_of_the_older_format_is_rebuilt(moat_server):
     c = fill(moat_server)
     assert c.command("SELECT INBOX").ok
     first = fetch_all(c)
-    c.command("LOGOUT")
-    moat_server.close_clients()
-    cache = moat_server.maildir("testuser1") / "moat.index.cache"
-    data = bytearray(cache.read_bytes())
-    assert data[:4] == b"MOCA" and data[4] == 2
-    # the same file claiming format 1, with a valid header crc
-    data[4] = 1
-    data[20:24] = b"\0\0\0\0"
-    data[20:24] = zlib.crc32(bytes(data[:2072])).to_bytes(4, "little")
-    cache.write_bytes(bytes(data))
-    c = moat_server.login()
-    assert c.command("SELECT INBOX").ok
-    assert fetch_all(c) == first
-    set_mode(moat_server, 0)
-    try:
-        assert fetch_all(c) == first
-    finally:
-        set_mode(moat_server, 0o600)
+    def claim_format_1(data):
+        assert data[:4] == b"MOCA" and data[4] == 2
+        # the same file claiming format 1, with a valid header crc
+        data[4] = 1
+        data[20:24] = b"\0\0\0\0"
+        data[20:24] = zlib.crc32(bytes(data[:2072])).to_bytes(4, "little")
+    cache = rewrite_cache_then_fetch(moat_server, c, first, claim_format_1)
     assert cache.read_bytes()[4] == 2
     stats = debug_lines(moat_server, 3)
     # (messages, files opened, from the cache, parsed)
