@@ -11,8 +11,9 @@
    exception is ENVELOPE, which every client fetches and which costs
    little: a FETCH that parsed a message for anything else (BODYSTRUCTURE,
    a section) caches its ENVELOPE too (imap_msg_texts_fill), and so does
-   a SEARCH, SORT or THREAD that read the message's file (imap_msg_fill
-   below): the FETCH ENVELOPE after them opens no file. An ENVELOPE
+   a search (SEARCH, the search part of SORT and THREAD) that read the
+   message's file (imap_msg_fill below): the FETCH ENVELOPE after it opens
+   no file. The SORT/THREAD key reader does not fill (imap_sort_init()). An ENVELOPE
    miss alone reads only the message's header (imap_msg_header_get).
    Sections (BODY[1.2], BINARY[...]) read the file anyway and still parse
    it on demand. */
@@ -57,9 +58,9 @@ int imap_msg_text_get(struct imap_msg_structure *ms, struct mailbox *box,
 void imap_msg_texts_fill(struct imap_msg_structure *ms, struct mailbox *box,
 			 uint32_t seq);
 
-/* Filling the cache from the reads of other commands: SEARCH (a header,
-   TEXT or BODY key) and SORT/THREAD (a key miss) read a message's header
-   in index/, which knows no IMAP texts; their reader calls
+/* Filling the cache from the reads of other commands: a search (a header,
+   TEXT or BODY key) reads a message's header in index/, which knows no
+   IMAP texts; it calls
    imap_msg_fill_read_callback (mailbox.h) with the file still open, and
    the texts that are due (ENVELOPE, as imap_msg_texts_fill decides) are
    parsed from it and queued, so the FETCH after them opens no file.
