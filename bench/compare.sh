@@ -15,7 +15,7 @@
 # it started is stopped by pid at exit. Run as root (privilege separation
 # of both servers needs it).
 #   --quick: 2 rounds of 1 s, fewer client counts: under 3 minutes.
-#   default: 3 rounds of 5 s, every client count: under 20 minutes.
+#   default: 3 rounds of 5 s, every client count: about 30 minutes (22 before the -1user shapes).
 #   --only: run just these workloads (login, login-hp, list, status,
 #     fetch-all, fetch-body, store, fetch-range, fetch2, store-range,
 #     append, append-one-mailbox, append-own-mailbox, big), e.g.
