@@ -30,8 +30,10 @@ auth_auth_SOURCES = \
 	auth/auth-penalty-sync.c auth/auth-penalty-sync.h \
 	auth/auth-userdb.c auth/auth-userdb.h \
 	auth/auth-worker-client.c auth/auth-worker-client.h
+# No $(SSL_LIBS): auth/password-crypto.c opens libcrypto when a scheme
+# needs it (the headers come from $(SSL_CFLAGS)).
 AUTH_CORE_LIBS = auth/libauthcore.a $(LIBMOAT) $(CRYPT_LIBS) $(ARGON2_LIBS) \
-	$(SSL_LIBS)
+	$(DL_LIBS)
 auth_auth_LDADD = $(AUTH_CORE_LIBS)
 auth_libauthcore_a_CPPFLAGS = $(AM_CPPFLAGS) $(ARGON2_CFLAGS) $(SSL_CFLAGS)
 

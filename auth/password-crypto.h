@@ -1,8 +1,9 @@
 #ifndef PASSWORD_CRYPTO_H
 #define PASSWORD_CRYPTO_H
 /* The digest primitives the password schemes and SASL mechanisms share,
-   on OpenSSL 3's EVP API. Every function aborts on an OpenSSL failure
-   (out of memory or a broken library: nothing a caller could handle). */
+   on OpenSSL 3's EVP API, with libcrypto opened on the first call that
+   needs it. Every function aborts on an OpenSSL failure (out of memory,
+   a broken or missing library: nothing a caller could handle). */
 
 #include "lib.h"
 #include "mempool.h"
@@ -17,7 +18,10 @@ enum password_digest {
 	PASSWORD_DIGEST_SHA512,
 };
 
+/* Needs no libcrypto. */
 size_t password_digest_size(enum password_digest digest);
+/* Has a call opened libcrypto yet? (for tests) */
+bool password_crypto_loaded(void);
 
 /* out must hold password_digest_size(digest) bytes. The two parts are
    hashed one after the other (salted schemes: password then salt). */

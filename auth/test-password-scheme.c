@@ -1,6 +1,7 @@
 /* Unit tests for password-scheme.c. */
 #include "test-common.h"
 #include "password-scheme.h"
+#include "password-crypto.h"
 
 #include <crypt.h>
 
@@ -162,5 +163,18 @@ static void test_new_schemes(void)
 	test_assert(password_scheme_is_known("SCRAM-SHA-256"));
 }
 
-TEST_MAIN(TEST(test_plain), TEST(test_literal_vectors), TEST(test_generated),
+/* First of the tests: the crypt(3) schemes and PLAIN never open
+   libcrypto; a scheme built on a digest opens it. */
+static void test_libcrypto_on_demand(void)
+{
+	test_assert(!password_crypto_loaded());
+	test_assert_int(verify("secret", "{SHA512-CRYPT}" SHA512_SECRET), 1);
+	test_assert_int(verify("secret", "{PLAIN}secret"), 1);
+	test_assert_int((int)password_digest_size(PASSWORD_DIGEST_SHA512), 64);
+	test_assert(!password_crypto_loaded());
+	test_assert_int(verify("pencil", "{SCRAM-SHA-256}" SCRAM256_PENCIL), 1);
+	test_assert(password_crypto_loaded());
+}
+
+TEST_MAIN(TEST(test_libcrypto_on_demand), TEST(test_plain), TEST(test_literal_vectors), TEST(test_generated),
 	  TEST(test_errors), TEST(test_long_password), TEST(test_new_schemes))

@@ -131,6 +131,29 @@ def test_scram_sha256_from_plain(moat_server):
     assert c.command("SELECT INBOX").ok
 
 
+def mapped_libs(pid):
+    with open(f"/proc/{pid}/maps") as f:
+        return {os.path.basename(line.split()[5]) for line in f
+                if len(line.split()) >= 6}
+
+
+@pytest.mark.moat_settings(auth_mechanisms=SCRAM_MECHS)
+def test_auth_opens_libcrypto_on_demand(moat_server):
+    """auth does not load libcrypto at start, nor for a SHA512-CRYPT
+    LOGIN (the passwd-file's scheme here); the first SCRAM login opens
+    it, and works (auth/password-crypto.c)."""
+    c = moat_server.login()
+    assert c.command("LOGOUT").ok
+    pid, = moat_server.child_pids("auth")
+    assert not any(n.startswith("libcrypto.so") for n in mapped_libs(pid))
+    set_passwords(moat_server, {})
+    r, c = scram_login(moat_server, "SCRAM-SHA-256", "testuser1", "pass",
+                       "sha256")
+    assert r.ok, str(r) + moat_server.logs()
+    assert moat_server.child_pids("auth") == [pid]
+    assert any(n.startswith("libcrypto.so") for n in mapped_libs(pid))
+
+
 @pytest.mark.moat_settings(auth_mechanisms=SCRAM_MECHS)
 def test_scram_sha256_stored_keys_no_ir(moat_server):
     set_passwords(moat_server,
