@@ -289,6 +289,10 @@ static void notify_root_changed(void *context, enum maildir_root_event event,
 	   already: nothing happens twice) */
 	imap_notify_folders_changed(user, name, false,
 				    event != MAILDIR_ROOT_DELETED);
+	/* new/ came after cur/: the folder can be watched now; its name
+	   was told with CREATED */
+	if (event == MAILDIR_ROOT_COMPLETED)
+		return;
 	/* ours were reported when made, without the session that made
 	   them */
 	if (notify_own_seen(user, name) ||

@@ -69,7 +69,8 @@ struct maildir_watch {
 	unsigned int rename_count, rename_alloc;
 };
 
-/* the root: folders made, removed, moved; a new folder: its cur/ */
+/* the root: folders made, removed, moved; a new folder: its cur/ and
+   new/ */
 #define ROOT_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
 		   IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 #define NEWDIR_MASK (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | \
@@ -78,6 +79,8 @@ struct maildir_watch {
 struct root_newdir {
 	int wd;
 	char *dir;
+	/* CREATED was told (it has cur/); COMPLETED is when new/ comes */
+	bool await_new;
 };
 
 struct maildir_root_watch {
@@ -650,12 +653,13 @@ void maildir_watch_deinit(void)
 
 /* ---- the folders of a Maildir++ root ---- */
 
-static bool root_has_cur(const struct maildir_root_watch *rw, const char *dir)
+static bool root_has_sub(const struct maildir_root_watch *rw, const char *dir,
+			 const char *sub)
 {
 	char path[PATH_MAX];
 	struct stat st;
 
-	if (snprintf(path, sizeof(path), "%s/%s/cur", rw->path, dir) >=
+	if (snprintf(path, sizeof(path), "%s/%s/%s", rw->path, dir, sub) >=
 	    (int)sizeof(path))
 		return false;
 	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
@@ -680,28 +684,62 @@ static void root_newdir_forget(struct maildir_root_watch *rw, const char *dir)
 	}
 }
 
-/* A folder directory appeared: reported now if it has cur/, else when
-   cur/ comes. */
+/* A folder directory appeared: CREATED now if it has cur/, else when
+   cur/ comes; if new/ is not there yet either, the folder stays watched
+   and COMPLETED is told when it comes (a folder watch needs both). */
 static void root_created(struct maildir_root_watch *rw, const char *dir)
 {
 	char path[PATH_MAX];
 
-	if (!root_has_cur(rw, dir) &&
+	if (!(root_has_sub(rw, dir, "cur") && root_has_sub(rw, dir, "new")) &&
 	    rw->newdir_count < MAILDIR_ROOT_NEWDIR_MAX &&
 	    snprintf(path, sizeof(path), "%s/%s", rw->path, dir) <
 	    (int)sizeof(path)) {
 		int wd = inotify_add_watch(watch_fd, path, NEWDIR_MASK);
-		/* cur/ may have come between the check and the watch */
-		if (wd != -1 && !root_has_cur(rw, dir)) {
-			rw->newdirs[rw->newdir_count].wd = wd;
-			rw->newdirs[rw->newdir_count].dir = i_strdup(dir);
-			rw->newdir_count++;
+		/* they may have come between the check and the watch */
+		bool cur = root_has_sub(rw, dir, "cur");
+		if (wd != -1 && (!cur || !root_has_sub(rw, dir, "new"))) {
+			struct root_newdir *nd = &rw->newdirs[rw->newdir_count++];
+			nd->wd = wd;
+			nd->dir = i_strdup(dir);
+			nd->await_new = cur;
+			if (cur)
+				rw->cb(rw->context, MAILDIR_ROOT_CREATED, dir,
+				       NULL);
 			return;
 		}
 		if (wd != -1)
 			(void)inotify_rm_watch(watch_fd, wd);
 	}
 	rw->cb(rw->context, MAILDIR_ROOT_CREATED, dir, NULL);
+}
+
+/* An entry made in a watched new folder: cur/ (CREATED) or new/
+   (COMPLETED) when the folder waited for it. */
+static void root_newdir_entry(struct maildir_root_watch *rw, unsigned int i,
+			      const char *name)
+{
+	struct root_newdir *nd = &rw->newdirs[i];
+	enum maildir_root_event event;
+
+	if (!nd->await_new && strcmp(name, "cur") == 0) {
+		event = MAILDIR_ROOT_CREATED;
+		if (!root_has_sub(rw, nd->dir, "new")) {
+			/* new/ comes later: its event is still seen */
+			nd->await_new = true;
+			rw->cb(rw->context, event, nd->dir, NULL);
+			return;
+		}
+	} else if (nd->await_new && strcmp(name, "new") == 0) {
+		event = MAILDIR_ROOT_COMPLETED;
+	} else {
+		return;
+	}
+	char *dir = nd->dir;
+	nd->dir = NULL;
+	root_newdir_drop(rw, i, true);
+	rw->cb(rw->context, event, dir, NULL);
+	i_free(dir);
 }
 
 static void root_flush_move(struct maildir_root_watch *rw)
@@ -765,13 +803,8 @@ static bool root_event(const struct inotify_event *ev)
 				 IN_MOVE_SELF)) != 0) {
 			/* gone or moved: the root's event reports it */
 			root_newdir_drop(rw, i, (ev->mask & IN_IGNORED) == 0);
-		} else if (ev->len > 0 && (ev->mask & IN_ISDIR) != 0 &&
-			   strcmp(ev->name, "cur") == 0) {
-			char *dir = nd->dir;
-			nd->dir = NULL;
-			root_newdir_drop(rw, i, true);
-			rw->cb(rw->context, MAILDIR_ROOT_CREATED, dir, NULL);
-			i_free(dir);
+		} else if (ev->len > 0 && (ev->mask & IN_ISDIR) != 0) {
+			root_newdir_entry(rw, i, ev->name);
 		}
 		return true;
 	}

@@ -119,8 +119,11 @@ void maildir_watch_read(void);
    One watch of the root directory sees every folder of the user come,
    go or move (Maildir++ keeps them all side by side in the root). A
    folder made without cur/ yet (mkdir .Foo, then .Foo/cur) is watched
-   until cur/ comes (at most MAILDIR_ROOT_NEWDIR_MAX at once; past that
-   it is reported at once, as \Noselect). A rename within the root is
+   until cur/ comes, and CREATED then; one that has cur/ but no new/ yet
+   is CREATED and stays watched until new/ comes: COMPLETED (a folder's
+   message watch needs both). At most MAILDIR_ROOT_NEWDIR_MAX are
+   watched so at once; past that a folder is CREATED at once (as
+   \Noselect without cur/, and no COMPLETED). A rename within the root is
    one MOVED_FROM/MOVED_TO pair: RENAMED; a move out of or into the root
    is DELETED or CREATED. Events are reported for this process's own
    changes too (the caller tells them apart). Lost events (a queue
@@ -130,6 +133,7 @@ void maildir_watch_read(void);
 
 enum maildir_root_event {
 	MAILDIR_ROOT_CREATED,
+	MAILDIR_ROOT_COMPLETED,
 	MAILDIR_ROOT_DELETED,
 	MAILDIR_ROOT_RENAMED,
 	MAILDIR_ROOT_OVERFLOW,

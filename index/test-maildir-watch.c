@@ -296,7 +296,7 @@ struct root_seen {
 	enum maildir_root_event event;
 	char dir[64], olddir[64];
 };
-static struct root_seen root_seen[8];
+static struct root_seen root_seen[16];
 static unsigned int root_seen_count;
 
 static void root_cb(void *context ATTR_UNUSED, enum maildir_root_event event,
@@ -391,6 +391,42 @@ static void test_root_watch(void)
 	maildir_watch_read();
 	test_assert_int(root_seen_count, 6);
 	test_assert(root_seen_is(5, MAILDIR_ROOT_DELETED, ".D", ""));
+	/* cur/ first, new/ later: made when cur/ comes, completed (its
+	   folder watch possible) when new/ does */
+	root_mkdir(root, ".G");
+	maildir_watch_read();
+	test_assert_int(root_seen_count, 6);
+	root_mkdir(root, ".G/cur");
+	maildir_watch_read();
+	test_assert_int(root_seen_count, 7);
+	test_assert(root_seen_is(6, MAILDIR_ROOT_CREATED, ".G", ""));
+	root_mkdir(root, ".G/tmp");
+	maildir_watch_read();
+	test_assert_int(root_seen_count, 7);
+	root_mkdir(root, ".G/new");
+	maildir_watch_read();
+	test_assert_int(root_seen_count, 8);
+	test_assert(root_seen_is(7, MAILDIR_ROOT_COMPLETED, ".G", ""));
+	/* no longer watched: nothing more of it */
+	root_mkdir(root, ".G/new/x");
+	maildir_watch_read();
+	test_assert_int(root_seen_count, 8);
+	/* the same, with the root's event read after cur/ is there */
+	root_mkdir(root, ".H");
+	root_mkdir(root, ".H/cur");
+	maildir_watch_read();
+	root_mkdir(root, ".H/new");
+	maildir_watch_read();
+	test_assert_int(root_seen_count, 10);
+	test_assert(root_seen_is(8, MAILDIR_ROOT_CREATED, ".H", ""));
+	test_assert(root_seen_is(9, MAILDIR_ROOT_COMPLETED, ".H", ""));
+	/* cur/ and new/ both there when read: only CREATED */
+	root_mkdir(root, ".I");
+	root_mkdir(root, ".I/cur");
+	root_mkdir(root, ".I/new");
+	maildir_watch_read();
+	test_assert_int(root_seen_count, 11);
+	test_assert(root_seen_is(10, MAILDIR_ROOT_CREATED, ".I", ""));
 	maildir_root_watch_remove(&rw);
 	test_assert(rw == NULL);
 	maildir_watch_deinit();

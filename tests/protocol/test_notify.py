@@ -690,6 +690,25 @@ def test_folder_created_later_is_watched(two):
     wait_line(c, rb'^\* STATUS "?Outside"? .*MESSAGES 2 ')
 
 
+def test_folder_cur_before_new_is_watched(two):
+    """Another program makes a folder's cur/ first and its new/ only
+    later: the folder is told when cur/ comes, and its messages once
+    new/ is there (the folder watch waits for new/)."""
+    server, c, c2 = two
+    notify(c, f"SET (personal (MailboxName MessageNew MessageExpunge))")
+    d = server.maildir("testuser1") / ".CurFirst"
+    writer_mkdir(server, d)
+    writer_mkdir(server, d / "cur")
+    # told with cur/ alone: moat has seen the folder before new/ exists
+    seen = wait_line(c, rb'^\* LIST .*"?CurFirst"?$')
+    assert seen[-1] == b'* LIST (\\HasNoChildren) "/" CurFirst', seen
+    writer_mkdir(server, d / "tmp")
+    writer_mkdir(server, d / "new")
+    drop_file(server, d, 7)
+    seen = wait_line(c, rb'^\* STATUS "?CurFirst"? ')
+    assert b"MESSAGES 1" in seen[-1], seen
+
+
 def test_folder_created_later_named_groups(two):
     """`mailboxes` with a name that does not exist yet and `subtree`:
     folders made later under them are watched; one outside them is
