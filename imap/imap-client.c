@@ -12,6 +12,7 @@
 #include "imap-preview-lazy.h"
 #include "imap-stats.h"
 #include "imap-notify.h"
+#include "imap-flag-sync.h"
 #include "ktls.h"
 #include "sock-linger.h"
 
@@ -475,14 +476,17 @@ static bool client_pipeline_full(struct client *client)
 }
 
 /* The STOREs of a batch commit without the log's fdatasync
-   (cmd-store.c): their OKs wait in the corked output, and this one sync
-   makes all of them true before any byte of the batch leaves. Also run
-   before what would send or lose them otherwise: closing the mailbox, a
-   disconnect. Returns false if a sync failed, now or earlier. */
+   (cmd-store.c): their OKs wait in the corked output, and one sync makes
+   all of them true before any byte of the batch leaves. At the batch's
+   end that is the turn's sync of all sessions (imap-flag-sync.h); this
+   one runs before what would send or lose them otherwise: closing the
+   mailbox, a disconnect. Returns false if a sync failed, now or
+   earlier. */
 static bool client_flags_sync(struct client *client)
 {
 	const char *error;
 
+	imap_flag_sync_cancel(client);
 	if (client->mailbox != NULL &&
 	    mailbox_flags_sync(client->mailbox, &error) < 0) {
 		i_error("STORE: %s", error);
@@ -492,9 +496,9 @@ static bool client_flags_sync(struct client *client)
 }
 
 /* After a batch of pipelined commands ran under one cork: the uncork
-   wrote their replies, maybe all of them, and then no flush callback
+   writes their replies, maybe all of them, and then no flush callback
    comes, so what waited for the output to drain goes on here. */
-static void client_batch_end(struct client *client)
+void client_batch_finish(struct client *client)
 {
 	if (!client->disconnected && !client_flags_sync(client))
 		client_disconnect(client, NULL, "Flag changes not synced");
@@ -521,11 +525,30 @@ static void client_batch_end(struct client *client)
 			client_continue_timeout, client);
 }
 
+/* Flag changes of the batch not yet durable: the replies wait for the
+   turn's sync of all sessions. */
+static void client_batch_end(struct client *client)
+{
+	if (!client->disconnected && !client->flags_sync_failed &&
+	    client->mailbox != NULL &&
+	    mailbox_flags_unsynced(client->mailbox)) {
+		imap_flag_sync_wait(client);
+		return;
+	}
+	client_batch_finish(client);
+}
+
 /* Every complete command in the input buffer, their replies corked
    together: a pipelining client gets one write for a batch, not one per
    command (the pipeline limits still bound what is buffered). */
 static void client_handle_input(struct client *client)
 {
+	if (client->flag_sync_wait) {
+		/* the batch's OKs are not out yet: the next commands come
+		   after them (client_batch_finish() resumes) */
+		client->pipeline_blocked = true;
+		return;
+	}
 	client->batch_clean = o_stream_get_buffer_used(client->output) == 0;
 	o_stream_cork(client->output);
 	client->batch_corked = true;
@@ -687,6 +710,7 @@ void client_destroy(struct client *client)
 		client_command_free(&client->cmd);
 	}
 	imap_notify_client_free(client);
+	imap_flag_sync_cancel(client);
 	client_unselect(client);
 	if (client->append_box != NULL)
 		mailbox_close(&client->append_box);

@@ -126,6 +126,11 @@ struct client {
 	/* a deferred flag sync of this batch's STOREs failed (logged):
 	   their OKs must not go out (client_flags_sync()) */
 	bool flags_sync_failed;
+	/* the batch's end waits for the turn's flag sync (imap-flag-sync.h):
+	   output corked, input not taken; next in the user's list; this
+	   session's sync of this turn succeeded */
+	bool flag_sync_wait, flag_sync_done;
+	struct client *flag_sync_next;
 	/* reads again when inflate holds input the fd will not signal */
 	struct timeout *to_input;
 
@@ -189,5 +194,9 @@ static inline bool client_utf8_names(const struct client *client)
 
 /* Close the selected mailbox (no expunge). */
 void client_unselect(struct client *client);
+/* The end of a batch of commands (client_handle_input()) once its flag
+   changes are durable: the replies leave, and what waited for them goes
+   on (imap-flag-sync.c calls it after the turn's sync). */
+void client_batch_finish(struct client *client);
 
 #endif

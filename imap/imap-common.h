@@ -84,6 +84,10 @@ struct imap_user {
 	   NULL until the first batch, or when it could not be started */
 	struct fsync_thread *commit_thread;
 	bool commit_thread_failed;
+	/* sessions waiting for this turn's STORE sync, and its deferred
+	   run (imap-flag-sync.h) */
+	struct client *flag_sync_clients;
+	struct timeout *to_flag_sync;
 	/* what the group commit's syncs cost lately (imap-commit.c): one
 	   wave of per-file syncs (those the sync thread makes at once:
 	   fsync_thread_parallel()) and one syncfs, in microseconds (0 = not measured

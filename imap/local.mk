@@ -17,6 +17,7 @@ imap_imap_SOURCES = \
 	imap/imap-notify.c imap/imap-notify.h \
 	imap/imap-deliver.c imap/imap-deliver.h \
 	imap/imap-commit.c imap/imap-commit.h \
+	imap/imap-flag-sync.c imap/imap-flag-sync.h \
 	imap/imap-mailbox.c imap/imap-mailbox.h \
 	imap/imap-list.c imap/imap-list.h \
 	imap/imap-status.c imap/imap-status.h \

@@ -387,6 +387,16 @@ int mail_index_sync_log(struct mail_index *index, const char **error_r)
 	return -1;
 }
 
+bool mail_index_log_same(const struct mail_index *a,
+			 const struct mail_index *b)
+{
+	const struct mail_transaction_log_file *fa = a->tail_cursor.file;
+	const struct mail_transaction_log_file *fb = b->tail_cursor.file;
+
+	return fa != NULL && fb != NULL && fa->dev == fb->dev &&
+		fa->ino == fb->ino;
+}
+
 int mail_index_log_fd_dup(struct mail_index *index, uint32_t *seq_r)
 {
 	struct mail_transaction_log_file *file = index->tail_cursor.file;

@@ -265,6 +265,10 @@ void mail_index_transaction_rollback(struct mail_index_transaction **t);
    since then needs nothing: the checkpoint that rotated it wrote and
    synced moat.index, which holds every record of it.) Returns 0 or -1. */
 int mail_index_sync_log(struct mail_index *index, const char **error_r);
+/* Do a and b append to the same log file, so that one fdatasync (of
+   either) makes both handles' commits durable? */
+bool mail_index_log_same(const struct mail_index *a,
+			 const struct mail_index *b);
 /* For that fdatasync made elsewhere (the sync thread): a descriptor of
    the log this handle appends to (the caller's, to close) and the log's
    sequence number, or -1 with errno (ENOENT: the handle never had a

@@ -356,6 +356,22 @@ int mailbox_flags_sync(struct mailbox *box, const char **error_r)
 	return 0;
 }
 
+bool mailbox_flags_unsynced(const struct mailbox *box)
+{
+	return box->flags_unsynced;
+}
+
+bool mailbox_flags_sync_covered(struct mailbox *box,
+				const struct mailbox *synced)
+{
+	if (!box->flags_unsynced || box->index == NULL ||
+	    synced->index == NULL ||
+	    !mail_index_log_same(box->index, synced->index))
+		return false;
+	box->flags_unsynced = false;
+	return true;
+}
+
 void mailbox_index_replace_flags(struct mail_index_transaction *t,
 				 uint32_t uid, enum mail_flags flags,
 				 uint32_t keywords)

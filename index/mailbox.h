@@ -299,6 +299,15 @@ int mailbox_msgs_change_flags(struct mailbox *box,
    mailbox_close() does it too, but can only log a failure. Returns 0 or
    -1 (the changes are then in the log, not known to be on disk). */
 int mailbox_flags_sync(struct mailbox *box, const char **error_r);
+/* Does box owe a mailbox_flags_sync()? */
+bool mailbox_flags_unsynced(const struct mailbox *box);
+/* For one sync of many handles of a folder (imap/imap-flag-sync.h): box
+   owes a sync, and synced's mailbox_flags_sync() just succeeded, after
+   box's commits. If both append to the same log file, that fdatasync
+   made box's changes durable too: box owes nothing more, and true is
+   returned. */
+bool mailbox_flags_sync_covered(struct mailbox *box,
+				const struct mailbox *synced);
 /* Replace both the permanent flags and the keywords of seq (one rename).
    Returns 0 or -1 (errno ENOENT if the message vanished). */
 int mailbox_msg_set_flags_keywords(struct mailbox *box, uint32_t seq,

@@ -21,16 +21,17 @@ UNFINISHED = " <unfinished ...>"
 
 class Strace:
     """strace -f -p pid of the calls in trace (strace's -e trace= list),
-    written to path; strings shown up to strsize bytes. Skips the test
+    written to path; strings shown up to strsize bytes; extra: more
+    strace arguments (such as an -e inject=). Skips the test
     where strace is missing or may not attach."""
 
-    def __init__(self, pid, path, trace, strsize=256):
+    def __init__(self, pid, path, trace, strsize=256, extra=()):
         if shutil.which("strace") is None:
             pytest.skip("strace is not installed")
         self.pid, self.path = pid, path
         self.proc = subprocess.Popen(
             ["strace", "-f", "-qq", "-y", "-s", str(strsize), "-o", str(path),
-             "-e", "trace=" + trace, "-p", str(pid)],
+             "-e", "trace=" + trace, *extra, "-p", str(pid)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         attached = wait_for(
             lambda: self.proc.poll() is not None or
