@@ -23,27 +23,37 @@
 #define DELIVER_ADDRESS_MAX 512
 /* Bytes copied from the memfd per read. */
 #define DELIVER_COPY_CHUNK (64 * 1024)
-/* Delivery ids remembered, and the newest messages of a folder read for
-   them when the process first delivers there: an MTA retries a delivery
-   whose answer it did not get within minutes, far fewer messages than
-   this later. */
-#define DELIVER_SEEN_MAX 1024
-#define DELIVER_SCAN_WINDOW 1000
-#define DELIVER_SCANNED_MAX 32
+/* Folders whose deliveries the process remembers (the oldest is
+   forgotten, and read again if mail comes for it). Per folder it keeps
+   lmtp_retry_window deliveries: an MTA retries a delivery whose answer
+   it did not get within minutes, or after the restart of a crashed
+   server, so the newest deliveries are the ones a retry can match. */
+#define DELIVER_FOLDERS_MAX 32
+/* Messages read for each delivery id to find when the process first
+   delivers into a folder: a folder that gets much mail from IMAP
+   APPENDs, COPYs or another program and few deliveries is not read to
+   its first message. */
+#define DELIVER_SCAN_PER_DELIVERY 100
 
 struct deliver_seen_entry {
-	uint64_t folder;          /* hash of the folder's path */
 	uint32_t uid;
 	char id[MAILDIR_DELIVERY_ID_LEN + 1];
+};
+
+/* One folder's newest deliveries, unordered: when full, the lowest uid
+   (the oldest) makes room. */
+struct deliver_seen_folder {
+	uint64_t folder;          /* hash of the folder's path */
+	struct deliver_seen_entry *entries;
+	unsigned int count, alloc;
 };
 
 /* What this process knows was delivered (imap-deliver.h: a retry of a
    delivery whose answer was lost is answered, not saved twice). */
 struct imap_deliver_seen {
-	struct deliver_seen_entry entries[DELIVER_SEEN_MAX];
-	unsigned int next, count;
-	uint64_t scanned[DELIVER_SCANNED_MAX];
-	unsigned int scanned_next, scanned_count;
+	struct deliver_seen_folder folders[DELIVER_FOLDERS_MAX];
+	unsigned int folder_next, folder_count;
+	unsigned int window;      /* lmtp_retry_window */
 };
 
 struct deliver_conn {
@@ -281,63 +291,111 @@ static uint64_t folder_hash(const char *path)
 	return h;
 }
 
+static struct deliver_seen_folder *
+seen_folder_find(struct imap_deliver_seen *seen, uint64_t folder)
+{
+	for (unsigned int i = 0; i < seen->folder_count; i++) {
+		if (seen->folders[i].folder == folder)
+			return &seen->folders[i];
+	}
+	return NULL;
+}
+
+static void seen_folder_add(struct imap_deliver_seen *seen,
+			    struct deliver_seen_folder *f, const char *id,
+			    uint32_t uid)
+{
+	struct deliver_seen_entry *e;
+
+	if (f->count < f->alloc) {
+		e = &f->entries[f->count++];
+	} else if (f->alloc < seen->window) {
+		f->alloc = f->alloc == 0 ? 16 : f->alloc * 2;
+		if (f->alloc > seen->window)
+			f->alloc = seen->window;
+		f->entries = i_realloc(f->entries,
+				       f->alloc * sizeof(*f->entries));
+		e = &f->entries[f->count++];
+	} else {
+		/* full: the oldest delivery gives way, unless this one is
+		   older still (a scan reads newest first) */
+		e = &f->entries[0];
+		for (unsigned int i = 1; i < f->count; i++) {
+			if (f->entries[i].uid < e->uid)
+				e = &f->entries[i];
+		}
+		if (e->uid > uid)
+			return;
+	}
+	e->uid = uid;
+	memcpy(e->id, id, sizeof(e->id));
+}
+
+/* After a delivery: remembered if its folder is (otherwise the folder is
+   read when mail next comes for it). */
 static void seen_add(struct imap_deliver_seen *seen, uint64_t folder,
 		     const char *id, uint32_t uid)
 {
-	struct deliver_seen_entry *e = &seen->entries[seen->next];
+	struct deliver_seen_folder *f;
 
-	e->folder = folder;
-	e->uid = uid;
-	memcpy(e->id, id, sizeof(e->id));
-	seen->next = (seen->next + 1) % DELIVER_SEEN_MAX;
-	if (seen->count < DELIVER_SEEN_MAX)
-		seen->count++;
+	if (seen != NULL && (f = seen_folder_find(seen, folder)) != NULL)
+		seen_folder_add(seen, f, id, uid);
 }
 
 struct seen_scan_ctx {
 	struct imap_deliver_seen *seen;
-	uint64_t folder;
+	struct deliver_seen_folder *f;
 };
 
 static void seen_scan_found(const char *id, uint32_t uid, void *context)
 {
 	struct seen_scan_ctx *ctx = context;
 
-	seen_add(ctx->seen, ctx->folder, id, uid);
+	seen_folder_add(ctx->seen, ctx->f, id, uid);
 }
 
-/* The uid of an earlier delivery of id into box, or 0. The folder's
-   newest messages are read once per process (after a crash the earlier
-   delivery may be on disk while nobody heard of it). */
+/* The folder's remembered deliveries: its newest messages are read the
+   first time (after a crash the earlier delivery may be on disk while
+   nobody heard of it). */
+static struct deliver_seen_folder *
+seen_folder_get(struct imap_user *user, struct mailbox *box)
+{
+	if (user->deliver_seen == NULL) {
+		user->deliver_seen = i_malloc(sizeof(*user->deliver_seen));
+		user->deliver_seen->window = user->set->lmtp_retry_window;
+	}
+	struct imap_deliver_seen *seen = user->deliver_seen;
+	uint64_t folder = folder_hash(mailbox_get_path(box));
+	struct deliver_seen_folder *f = seen_folder_find(seen, folder);
+	const char *error;
+
+	if (f != NULL)
+		return f;
+	f = &seen->folders[seen->folder_next];
+	seen->folder_next = (seen->folder_next + 1) % DELIVER_FOLDERS_MAX;
+	if (seen->folder_count < DELIVER_FOLDERS_MAX)
+		seen->folder_count++;
+	f->folder = folder;
+	f->count = 0;
+
+	struct seen_scan_ctx ctx = { seen, f };
+	unsigned int max_messages = seen->window * DELIVER_SCAN_PER_DELIVERY;
+	if (mailbox_scan_deliveries(box, seen->window, max_messages,
+				    seen_scan_found, &ctx, &error) < 0)
+		i_error("delivery: reading earlier deliveries failed: %s",
+			error);
+	return f;
+}
+
+/* The uid of an earlier delivery of id into box, or 0. */
 static uint32_t seen_lookup(struct imap_user *user, struct mailbox *box,
 			    const char *id)
 {
-	if (user->deliver_seen == NULL)
-		user->deliver_seen = i_malloc(sizeof(*user->deliver_seen));
-	struct imap_deliver_seen *seen = user->deliver_seen;
-	uint64_t folder = folder_hash(mailbox_get_path(box));
-	unsigned int i;
-	const char *error;
+	const struct deliver_seen_folder *f = seen_folder_get(user, box);
 
-	for (i = 0; i < seen->scanned_count; i++) {
-		if (seen->scanned[i] == folder)
-			break;
-	}
-	if (i == seen->scanned_count) {
-		struct seen_scan_ctx ctx = { seen, folder };
-		if (mailbox_scan_deliveries(box, DELIVER_SCAN_WINDOW,
-					    seen_scan_found, &ctx, &error) < 0)
-			i_error("delivery: reading earlier deliveries failed: %s",
-				error);
-		seen->scanned[seen->scanned_next] = folder;
-		seen->scanned_next = (seen->scanned_next + 1) % DELIVER_SCANNED_MAX;
-		if (seen->scanned_count < DELIVER_SCANNED_MAX)
-			seen->scanned_count++;
-	}
-	for (i = 0; i < seen->count; i++) {
-		const struct deliver_seen_entry *e = &seen->entries[i];
-		if (e->folder == folder && strcmp(e->id, id) == 0)
-			return e->uid;
+	for (unsigned int i = 0; i < f->count; i++) {
+		if (strcmp(f->entries[i].id, id) == 0)
+			return f->entries[i].uid;
 	}
 	return 0;
 }
@@ -704,5 +762,9 @@ void imap_deliver_conns_destroy_all(struct imap_user *user)
 	/* what is left is kept open for the next delivery */
 	while (user->deliver_boxes != NULL)
 		deliver_box_close(user, user->deliver_boxes);
-	i_free(user->deliver_seen);
+	if (user->deliver_seen != NULL) {
+		for (unsigned int i = 0; i < DELIVER_FOLDERS_MAX; i++)
+			i_free(user->deliver_seen->folders[i].entries);
+		i_free(user->deliver_seen);
+	}
 }

@@ -46,7 +46,8 @@ INDEX_TESTS = \
 	index/test-mailbox-copy \
 	index/test-mailbox-append-multi \
 	index/test-maildir-watch \
-	index/test-mailbox-quota
+	index/test-mailbox-quota \
+	index/test-mailbox-delivery
 check_PROGRAMS += $(INDEX_TESTS)
 TESTS += $(INDEX_TESTS)
 index_test_maildir_filename_LDADD = $(INDEX_TEST_LDADD)
@@ -72,6 +73,8 @@ index_test_maildir_import_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_maildir_watch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 index_test_mailbox_quota_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_quota_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+index_test_mailbox_delivery_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_delivery_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 
 # mailbox names and the mailbox list (LIST, CREATE, DELETE, RENAME)
 INDEX_TESTS_LIST = index/test-mailbox-name index/test-mailbox-list

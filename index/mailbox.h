@@ -386,12 +386,13 @@ int mailbox_append_begin(struct mailbox *box, enum mail_flags flags,
 int mailbox_append_begin_delivery(struct mailbox *box, const char *id,
 				  struct mailbox_append_ctx **ctx_r,
 				  const char **error_r);
-/* The delivery ids among the newest window messages, newest first: the
-   callback gets each id (NUL-terminated) with the message's uid. Returns
-   0, or -1 on error. */
+/* The delivery ids of the newest messages, newest first, until max_ids
+   were found or max_messages read: the callback gets each id
+   (NUL-terminated) with the message's uid. Returns 0, or -1 on error. */
 typedef void mailbox_delivery_callback_t(const char *id, uint32_t uid,
 					 void *context);
-int mailbox_scan_deliveries(struct mailbox *box, unsigned int window,
+int mailbox_scan_deliveries(struct mailbox *box, unsigned int max_ids,
+			    unsigned int max_messages,
 			    mailbox_delivery_callback_t *callback,
 			    void *context, const char **error_r);
 /* Keywords (indexes of mailbox_keyword_get()) for the new message. */

@@ -132,6 +132,8 @@ static const struct setting_def global_defs[] = {
 	/* RFC 5321 4.5.3.1.8: at least 100 recipients must be accepted */
 	GLOBAL(lmtp_max_recipients, SET_UINT, "1000", .min = 100,
 	       .max = 100000),
+	/* each remembered delivery is 40 bytes, per folder (up to 32) */
+	GLOBAL(lmtp_retry_window, SET_UINT, "1000", .min = 1, .max = 100000),
 	GLOBAL(quota_storage, SET_SIZE, "0"),
 	GLOBAL(quota_messages, SET_UINT, "0"),
 	/* Dovecot's default: a big message to a nearly full mailbox fits */

@@ -146,6 +146,10 @@ struct moat_settings {
 	const char *lmtp_hostname;          /* "" = the system's name */
 	/* Most recipients one LMTP transaction accepts (452 4.5.3 after). */
 	unsigned int lmtp_max_recipients;
+	/* Deliveries per folder the user's imap process remembers, and
+	   reads back from the folder's newest messages when it first
+	   delivers there, to know a retry whose answer was lost. */
+	unsigned int lmtp_retry_window;
 
 	/* quota (RFC 9208): defaults for users whose userdb entry has no
 	   quota_storage / quota_messages field; 0 = no limit */

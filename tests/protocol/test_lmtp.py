@@ -421,6 +421,45 @@ def test_repeated_delivery_is_one_message(moat_server):
     assert wait_for(lambda: "not saved again" in moat_server.logs(), 30)
 
 
+@pytest.mark.moat_settings(lmtp=True, lmtp_retry_window=3)
+def test_retry_window_counts_deliveries(moat_server):
+    """A new process knows the folder's newest lmtp_retry_window
+    deliveries, however many APPENDed messages came after them (the
+    crash test's retry once came 1,200 APPENDs after its lost answer and
+    was saved twice); a retry after more newer deliveries than that is
+    saved again, as documented."""
+    def restart():
+        moat_server.close_clients()
+        assert moat_server.stop()[0] == 0
+        moat_server.start()
+
+    c = Lmtp(moat_server)
+    start(c, ["testuser1"])
+    assert data(c, MSG, 1)[0][0] == 250
+    imap = moat_server.login()
+    for i in range(40):
+        assert imap.append("INBOX", b"Subject: appended %d\r\n\r\nx\r\n" % i).ok
+    imap.command("LOGOUT")
+    restart()
+    c = Lmtp(moat_server)
+    start(c, ["testuser1"])
+    assert data(c, MSG, 1)[0][0] == 250
+    assert wait_for(lambda: "not saved again" in moat_server.logs(), 30)
+    msgs = fetch_all(moat_server, "testuser1")
+    assert len(msgs) == 41 and msgs.count(delivered("testuser1")) == 1
+    # three newer deliveries: a new process no longer knows the first
+    for i in range(3):
+        c = Lmtp(moat_server)
+        start(c, ["testuser1"])
+        assert data(c, MSG + b"newer %d\r\n" % i, 1)[0][0] == 250
+    restart()
+    c = Lmtp(moat_server)
+    start(c, ["testuser1"])
+    assert data(c, MSG, 1)[0][0] == 250
+    msgs = fetch_all(moat_server, "testuser1")
+    assert len(msgs) == 45 and msgs.count(delivered("testuser1")) == 2
+
+
 def test_concurrent_deliveries_group_commit(moat_server):
     """Deliveries that reach the user's process together are committed
     together (one sync, consecutive UIDs); each still gets its own answer
