@@ -217,8 +217,11 @@ static int kw_store_batch_locked(struct mailbox *box,
 	int ret = 0;
 
 	/* every change of this layer is committed under this lock: after
-	   this sync the view has each message's latest modseq */
-	if (batch->conditional && mailbox_view_refresh_own(box, 0, error_r) < 0)
+	   this sync the view has each message's latest modseq, and the
+	   flags that name its file now (another session of the process may
+	   have renamed it since this one's last sync: a name guessed from
+	   older flags fails and costs a readdir of cur/ and a rescan) */
+	if (mailbox_view_refresh_own(box, 0, error_r) < 0)
 		ret = -1;
 	for (i = 0; i < count && ret == 0; i++) {
 		const struct mail_index_record *rec =

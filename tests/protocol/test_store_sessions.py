@@ -142,3 +142,33 @@ def test_session_closed_after_its_store(moat_server, tmp_path):
     got = flags_of(ok(c, "FETCH 1:4 FLAGS"))
     assert got == {i + 1: {"\\Flagged", f"$Sess{i}"}
                    for i in range(SESSIONS)}, got
+
+
+def test_store_after_another_sessions_store_guesses_names(moat_server,
+                                                          tmp_path):
+    """Session B stores on messages session A renamed a moment ago, with
+    no command of B's between: B's names come from the index as A left
+    it (B's view is brought up to it under the lock), so every rename
+    succeeds at once and cur/ is never read (before, each of B's renames
+    failed, read cur/ to find the name and then rescanned the folder)."""
+    a = test_store_range.fill(moat_server, 20)
+    b = moat_server.login("testuser1")
+    ok(b, "SELECT INBOX")
+    ok(a, "STORE 1:20 +FLAGS.SILENT (\\Seen)")
+    [pid] = moat_server.wait_children("imap", 1)
+    trace = strace_tracer.Strace(pid, tmp_path / "strace.out",
+                                 "rename,getdents64")
+    try:
+        ok(a, "STORE 1:20 +FLAGS.SILENT (\\Flagged)")
+        ok(b, "STORE 1:20 +FLAGS.SILENT (\\Answered)")
+        ok(a, "STORE 1:20 -FLAGS.SILENT (\\Seen)")
+        ok(b, "STORE 1:20 -FLAGS.SILENT (\\Flagged)")
+    finally:
+        calls = trace.stop()
+    renames = [line for _, name, line in calls if name.startswith("rename")]
+    failed = [line for line in renames if "= -1" in line]
+    dirs = [line for _, name, line in calls if name == "getdents64"]
+    assert len(renames) == 80 and not failed and not dirs, \
+        "\n".join(line for _, _, line in calls)
+    got = flags_of(ok(b, "FETCH 1:20 FLAGS"))
+    assert got == {i: {"\\Answered"} for i in range(1, 21)}, got
