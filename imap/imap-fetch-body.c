@@ -166,6 +166,13 @@ bool imap_section_needs_structure(const struct imap_section *sec)
 		sec->text != IMAP_SECTION_BODY;
 }
 
+bool imap_section_header_only(const struct imap_section *sec)
+{
+	return !sec->binary && sec->part[0] == '\0' &&
+		sec->text != IMAP_SECTION_BODY &&
+		sec->text != IMAP_SECTION_MIME;
+}
+
 /* ---- message structure ---- */
 
 void imap_msg_structure_clear(struct imap_msg_structure *ms)
@@ -299,6 +306,26 @@ static int cte_filter(const struct message_part *part,
 		ret = -1;
 	pool_unref(&pool);
 	return ret;
+}
+
+void imap_body_source_header(const struct message_size *hdr,
+			     const struct imap_section *sec,
+			     uint64_t msg_vsize, struct imap_body_source *src_r)
+{
+	i_assert(imap_section_header_only(sec));
+	memset(src_r, 0, sizeof(*src_r));
+	src_r->found = true;
+	if (sec->text == IMAP_SECTION_TEXT) {
+		src_r->phys_pos = hdr->physical;
+		src_r->virt_size = msg_vsize > hdr->virtual ?
+			msg_vsize - hdr->virtual : 0;
+		return;
+	}
+	src_r->virt_size = hdr->virtual;
+	if (sec->text == IMAP_SECTION_HEADER_FIELDS)
+		src_r->filter = IMAP_BODY_FILTER_HEADER_FIELDS;
+	else if (sec->text == IMAP_SECTION_HEADER_FIELDS_NOT)
+		src_r->filter = IMAP_BODY_FILTER_HEADER_FIELDS_NOT;
 }
 
 static enum message_section_kind section_kind(const struct imap_section *sec)

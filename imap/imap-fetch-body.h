@@ -12,6 +12,7 @@
 #include "mail-crlf.h"
 
 struct message_part;
+struct message_size;
 
 /* Header names in one HEADER.FIELDS list; more is a client error. */
 #define IMAP_SECTION_MAX_FIELDS 256
@@ -48,6 +49,10 @@ int imap_section_parse(pool_t pool, const char *spec, bool binary,
 		       struct imap_section *sec_r, const char **echo_r);
 /* False only for BODY[] (the whole message needs no parsing). */
 bool imap_section_needs_structure(const struct imap_section *sec);
+/* The message's own HEADER, HEADER.FIELDS[.NOT] or TEXT: where its header
+   ends is all that these need, so a parse of the header alone
+   (imap_msg_header_get()) serves them. */
+bool imap_section_header_only(const struct imap_section *sec);
 
 /* A message's parsed part tree. The one place that produces it: it
    parses the file. ENVELOPE, BODY and BODYSTRUCTURE come from the mail
@@ -114,6 +119,13 @@ struct imap_body_source {
 int imap_body_source_get(const struct message_part *root,
 			 const struct imap_section *sec, uint64_t msg_vsize,
 			 struct imap_body_source *src_r);
+/* A section imap_section_header_only() accepts, from where the message's
+   header ends (hdr: its size, physical and with CRLF line ends): the
+   header, or for TEXT what follows it, msg_vsize (RFC822.SIZE) less the
+   header. No part tree needed. */
+void imap_body_source_header(const struct message_size *hdr,
+			     const struct imap_section *sec,
+			     uint64_t msg_vsize, struct imap_body_source *src_r);
 
 struct imap_body_stream {
 	struct mail_crlf crlf;

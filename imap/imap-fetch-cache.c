@@ -4,6 +4,7 @@
 #include "imap-cache-text.h"
 #include "imap-envelope.h"
 #include "imap-bodystructure.h"
+#include "message-parser.h"
 
 /* Cache field names (mail-cache.h: short identifiers). They carry the
    writers' version, so a value cached by a moat whose texts differed is
@@ -14,6 +15,9 @@ static const char *const msg_text_fields[IMAP_MSG_TEXT_COUNT] = {
 	[IMAP_MSG_TEXT_BODYSTRUCTURE] =
 		"imap.bodystructure." IMAP_MSG_TEXT_VERSION,
 };
+/* Where the header ends, as the parser of this version finds it. */
+#define HDR_SIZE_FIELD "imap.hdrsize." IMAP_MSG_TEXT_VERSION
+#define HDR_SIZE_LEN 16
 /* The stored form of a text: its tag and length add a few bytes. */
 #define PACKED_MAX (IMAP_CACHE_TEXT_MAX + 16)
 
@@ -116,7 +120,8 @@ void imap_msg_texts_fill(struct imap_msg_structure *ms, struct mailbox *box,
 	size_t size;
 	buffer_t text;
 
-	i_assert(ms->seq == seq && !ms->header_only);
+	/* (the ENVELOPE needs only the header: any parse serves) */
+	i_assert(ms->seq == seq);
 	if ((ms->queued_seq == seq &&
 	     (ms->queued_texts & (1U << IMAP_MSG_TEXT_ENVELOPE)) != 0) ||
 	    mailbox_msg_cache_lookup(box, seq,
@@ -127,6 +132,61 @@ void imap_msg_texts_fill(struct imap_msg_structure *ms, struct mailbox *box,
 	msg_text_write(ms, IMAP_MSG_TEXT_ENVELOPE, &text);
 	msg_text_cache_add(ms, box, seq, IMAP_MSG_TEXT_ENVELOPE, &text, 0);
 	buffer_free(&text);
+}
+
+static uint64_t le64_get(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (unsigned int i = 8; i-- > 0; )
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static void le64_put(unsigned char *p, uint64_t v)
+{
+	for (unsigned int i = 0; i < 8; i++, v >>= 8)
+		p[i] = (unsigned char)v;
+}
+
+bool imap_msg_hdr_size_lookup(struct mailbox *box, uint32_t seq,
+			      struct message_size *hdr_r)
+{
+	const void *data;
+	size_t size;
+
+	if (mailbox_msg_cache_lookup(box, seq, HDR_SIZE_FIELD, &data,
+				     &size) <= 0 || size != HDR_SIZE_LEN)
+		return false;
+	memset(hdr_r, 0, sizeof(*hdr_r));
+	hdr_r->physical = le64_get(data);
+	hdr_r->virtual = le64_get((const unsigned char *)data + 8);
+	/* each LF made CRLF at most doubles it: anything else is garbled */
+	if (hdr_r->virtual < hdr_r->physical ||
+	    hdr_r->virtual - hdr_r->physical > hdr_r->physical)
+		return false;
+	return true;
+}
+
+void imap_msg_hdr_size_add(struct imap_msg_structure *ms,
+			   struct mailbox *box, uint32_t seq)
+{
+	const struct message_size *hdr = &ms->root->header_size;
+	unsigned char value[HDR_SIZE_LEN];
+	struct message_size cached;
+	const char *error;
+
+	i_assert(ms->seq == seq);
+	/* (a HEADER.FIELDS that missed parses with the size cached) */
+	if (imap_msg_hdr_size_lookup(box, seq, &cached))
+		return;
+	le64_put(value, hdr->physical);
+	le64_put(value + 8, hdr->virtual);
+	if (mailbox_msg_cache_add(box, seq, HDR_SIZE_FIELD, value,
+				  sizeof(value), &error) == 0)
+		ms->cache_pending++;
+	if (ms->cache_pending >= IMAP_FETCH_CACHE_FLUSH_TEXTS)
+		imap_fetch_cache_flush(ms, box);
 }
 
 void imap_fetch_cache_flush(struct imap_msg_structure *ms,

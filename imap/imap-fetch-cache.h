@@ -16,7 +16,9 @@
    no file. The SORT/THREAD key reader does not fill (imap_sort_init()). An ENVELOPE
    miss alone reads only the message's header (imap_msg_header_get).
    Sections (BODY[1.2], BINARY[...]) read the file anyway and still parse
-   it on demand. */
+   it on demand, except the message's own HEADER, HEADER.FIELDS.NOT and
+   TEXT: they need only where its header ends, which the first FETCH of
+   them caches (imap_msg_hdr_size_lookup()). */
 
 #include "imap-fetch-body.h"
 
@@ -52,6 +54,16 @@ int imap_fetch_msg_open(struct mailbox *box, uint32_t seq,
 int imap_msg_text_get(struct imap_msg_structure *ms, struct mailbox *box,
 		      uint32_t seq, enum imap_msg_text which, buffer_t *out,
 		      const char **error_r);
+
+/* Where seq's header ends (imap_body_source_header()), cached by an
+   earlier FETCH of its HEADER or TEXT: true with *hdr_r, false on a miss
+   (or a garbled value). */
+bool imap_msg_hdr_size_lookup(struct mailbox *box, uint32_t seq,
+			      struct message_size *hdr_r);
+/* After a parse of seq (of its header at least) into ms: queue where its
+   header ends for the cache. */
+void imap_msg_hdr_size_add(struct imap_msg_structure *ms,
+			   struct mailbox *box, uint32_t seq);
 
 /* After a full parse of seq into ms: queue for the cache the texts that
    are due and not cached (ENVELOPE), so no later FETCH parses for them. */

@@ -71,17 +71,29 @@ static int fetch_hdr_slot(const struct imap_fetch_ctx *ctx,
 	return slot < IMAP_FETCH_HDR_ITEMS ? slot : -1;
 }
 
-/* Compose the message's cacheable HEADER.FIELDS items from the cache.
-   Returns true if some other item (or a miss) still needs the part
-   tree. */
-static bool fetch_hdr_from_cache(struct imap_fetch_ctx *ctx)
+/* What the message's sections still need, least first. */
+enum fetch_need {
+	FETCH_NEED_NOTHING,
+	/* where the header ends (imap_section_header_only()): from the
+	   cache, else a parse of the header */
+	FETCH_NEED_HDR_SIZE,
+	/* the header parsed: a HEADER.FIELDS that missed the cache fills
+	   it from the parse (imap_fetch_hdr_fill()) */
+	FETCH_NEED_HEADER,
+	FETCH_NEED_TREE,
+};
+
+/* Compose the message's cacheable HEADER.FIELDS items from the cache,
+   and say what the other items (and misses) need. */
+static enum fetch_need fetch_hdr_from_cache(struct imap_fetch_ctx *ctx)
 {
-	bool need = false;
+	enum fetch_need need = FETCH_NEED_NOTHING;
 
 	ctx->hdr_hits = 0;
 	for (unsigned int i = 0; i < ctx->item_count; i++) {
 		const struct imap_fetch_item *item = &ctx->items[i];
 		int slot = fetch_hdr_slot(ctx, item);
+		enum fetch_need this = FETCH_NEED_TREE;
 
 		if (slot >= 0) {
 			buffer_t *buf = &ctx->hdr_texts[slot];
@@ -92,12 +104,21 @@ static bool fetch_hdr_from_cache(struct imap_fetch_ctx *ctx)
 				ctx->hdr_hits |= 1U << slot;
 				continue;
 			}
+			this = FETCH_NEED_HEADER;
+		} else if (imap_section_header_only(&item->section)) {
+			this = FETCH_NEED_HDR_SIZE;
 		}
 		if ((item->type == IMAP_FETCH_BODY ||
 		     item->type == IMAP_FETCH_BINARY_SIZE) &&
-		    imap_section_needs_structure(&item->section))
-			need = true;
+		    imap_section_needs_structure(&item->section) &&
+		    this > need)
+			need = this;
 	}
+	/* a BODY or BODYSTRUCTURE the cache may miss parses everything:
+	   the sections share that parse */
+	if (need != FETCH_NEED_NOTHING &&
+	    (ctx->need_texts & ~(1U << IMAP_MSG_TEXT_ENVELOPE)) != 0)
+		need = FETCH_NEED_TREE;
 	return need;
 }
 
@@ -139,14 +160,32 @@ static int fetch_msg_structure(struct imap_fetch_ctx *ctx,
 {
 	struct imap_body_source src;
 
+	ctx->hdr_size_seq = 0;
 	if (!ctx->need_structure)
 		return 0;
 	/* HEADER.FIELDS from the cache need neither the tree nor the file */
-	if (!fetch_hdr_from_cache(ctx))
+	enum fetch_need need = fetch_hdr_from_cache(ctx);
+	if (need == FETCH_NEED_NOTHING)
 		return 0;
-	if (imap_msg_structure_get(&ctx->structure, ctx->box, ctx->seq,
-				   error_r) < 0)
+	/* the message's HEADER and TEXT need only where its header ends:
+	   cached once a FETCH asked for them, else the header is parsed
+	   (not all of a big message's parts) */
+	if (need == FETCH_NEED_HDR_SIZE &&
+	    imap_msg_hdr_size_lookup(ctx->box, ctx->seq, &ctx->hdr_size)) {
+		ctx->hdr_size_seq = ctx->seq;
+		return 0;
+	}
+	if (need != FETCH_NEED_TREE) {
+		if (imap_msg_header_get(&ctx->structure, ctx->box, ctx->seq,
+					error_r) < 0)
+			return -1;
+		ctx->hdr_size = ctx->structure.root->header_size;
+		ctx->hdr_size_seq = ctx->seq;
+		imap_msg_hdr_size_add(&ctx->structure, ctx->box, ctx->seq);
+	} else if (imap_msg_structure_get(&ctx->structure, ctx->box,
+					  ctx->seq, error_r) < 0) {
 		return -1;
+	}
 	/* an ENVELOPE this FETCH asks for is cached by fetch_msg_texts() */
 	if ((ctx->need_texts & (1U << IMAP_MSG_TEXT_ENVELOPE)) == 0)
 		imap_msg_texts_fill(&ctx->structure, ctx->box, ctx->seq);
@@ -255,12 +294,22 @@ static int fetch_section_open(struct imap_fetch_ctx *ctx,
 	const struct message_part *root = NULL;
 	struct imap_body_source src;
 	uint64_t vsize = 0;
+	bool structure = imap_section_needs_structure(&item->section);
+	/* the header's end is all this section needs (fetch_msg_structure()
+	   found it without the part tree) */
+	bool by_hdr = structure && ctx->hdr_size_seq == ctx->seq &&
+		imap_section_header_only(&item->section);
 
-	if (imap_section_needs_structure(&item->section))
+	if (structure && !by_hdr)
 		root = ctx->structure.root;
-	else if (mailbox_msg_vsize(box, ctx->seq, &vsize, error_r) < 0)
+	if ((!structure || (by_hdr &&
+			    item->section.text == IMAP_SECTION_TEXT)) &&
+	    mailbox_msg_vsize(box, ctx->seq, &vsize, error_r) < 0)
 		return -1;
-	if (imap_body_source_get(root, &item->section, vsize, &src) < 0) {
+	if (by_hdr)
+		imap_body_source_header(&ctx->hdr_size, &item->section, vsize,
+					&src);
+	else if (imap_body_source_get(root, &item->section, vsize, &src) < 0) {
 		errno = EINVAL;
 		*error_r = "Unknown Content-Transfer-Encoding";
 		return -1;

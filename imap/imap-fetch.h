@@ -11,6 +11,7 @@
 #include "imap-fetch-cache.h"
 #include "imap-condstore.h"
 #include "mailbox-objectid.h"
+#include "message-parser.h"
 
 /* The items of one FETCH; more than this is a client error. */
 #define IMAP_FETCH_MAX_ITEMS 256
@@ -62,6 +63,10 @@ struct imap_fetch_ctx {
 	bool seen_changed;        /* set_seen set some \Seen (imap-notify.h) */
 	bool flags_requested;
 	bool need_structure;      /* some item needs the part tree */
+	/* where message hdr_size_seq's header ends, when its sections need
+	   no more (imap_section_header_only()): from the cache or a parse */
+	uint32_t hdr_size_seq;
+	struct message_size hdr_size;
 	unsigned int need_texts;  /* bit per enum imap_msg_text */
 	bool unknown_cte;         /* a BINARY part had an unknown encoding */
 	/* RFC 8474: EMAILID / THREADID asked for; the current message's,

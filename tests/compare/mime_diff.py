@@ -8,7 +8,10 @@ message asks for every section of every part at every depth:
 BODY[n], BODY[n.MIME], BINARY[n], BINARY.SIZE[n], BODY[n.HEADER] and
 BODY[n.TEXT] of message/rfc822 parts, a partial BINARY[n]<o.l>, BODY[],
 BODY[HEADER], BODY[TEXT], ENVELOPE, BODY, BODYSTRUCTURE, RFC822.SIZE, plus
-part numbers that do not exist. Answers are compared item by item.
+part numbers that do not exist; and first, alone in their FETCH (moat
+parses only the header for them, then finds its size in the cache),
+RFC822.HEADER, RFC822.TEXT and partial BODY[HEADER] and BODY[TEXT].
+Answers are compared item by item.
 
 Differences doc/mime-differences.md lists as moat being right are known
 here (KNOWN): each has a check that recognises exactly that difference;
@@ -337,7 +340,14 @@ def section_items(paths):
     # moat takes at most 256 items per FETCH (IMAP_FETCH_MAX_ITEMS)
     groups = [main[i:i + ITEMS_PER_FETCH]
               for i in range(0, len(main), ITEMS_PER_FETCH)]
-    return groups + binary
+    # the message's header and text alone, under other names: moat parses
+    # only the header for these (imap_section_header_only()), and the
+    # next FETCH finds where it ends in the cache
+    alone = ["RFC822.HEADER", "BODY.PEEK[TEXT]<0.40>",
+             "BODY.PEEK[HEADER]<1.30>", "RFC822.TEXT"]
+    cached = ["BODY.PEEK[HEADER]<2.100000000>",
+              "BODY.PEEK[TEXT]<1.100000000>"]
+    return [alone, cached] + groups + binary
 
 
 # ---- running both servers ----

@@ -245,6 +245,56 @@ def test_envelope_reads_only_the_header(moat_server):
 
 
 @pytest.mark.moat_settings(log_debug="yes")
+def test_header_and_text_read_only_the_header(moat_server):
+    """BODY[HEADER], RFC822.HEADER, BODY[TEXT] and HEADER.FIELDS.NOT of
+    the message need only where its header ends: the first parses the
+    header alone (one 32 KiB read of a 2 MB message) and caches where it
+    ends, the others parse nothing, TEXT streams the rest, and each is
+    byte for byte what the file holds (with LF line ends made CRLF, as
+    BODY[] sends them). BODY[1] parses it all."""
+    c = moat_server.login()
+    header = (b"From: Big Sender <big@example.org>\nTo: a@example.org\n"
+              b"Subject: big attachment\nMIME-Version: 1.0\n"
+              b"Content-Type: multipart/mixed; boundary=\"b\"\n\n")
+    body = (b"--b\nContent-Type: application/octet-stream\n"
+            b"Content-Transfer-Encoding: base64\n\n" +
+            b"QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB\n"
+            * 34000 + b"--b--\n")
+    assert c.append("INBOX", header + body).ok
+    assert c.command("SELECT INBOX").ok
+    crlf = lambda b: b.replace(b"\n", b"\r\n")
+    for item, name, want in (
+            ("BODY.PEEK[HEADER]", "BODY[HEADER]", crlf(header)),
+            ("RFC822.HEADER", "RFC822.HEADER", crlf(header)),
+            ("BODY.PEEK[TEXT]", "BODY[TEXT]", crlf(body)),
+            ("BODY.PEEK[TEXT]<100.50>", "BODY[TEXT]<100>",
+             crlf(body)[100:150]),
+            ("BODY.PEEK[HEADER.FIELDS.NOT (To From)]",
+             "BODY[HEADER.FIELDS.NOT (TO FROM)]",
+             crlf(b"".join(line + b"\n" for line in header.split(b"\n")
+                           if line and not line.startswith((b"To", b"From")))
+                  + b"\n"))):
+        r = c.command(f"FETCH 1 ({item})")
+        assert r.ok, r
+        got = r.fetches()[1][name]
+        assert got == want, (item, got[:200], want[:200])
+    r = c.command("FETCH 1 (BODY.PEEK[1])")
+    assert r.ok, r
+    stats = debug_lines(moat_server, 6, BYTES_RE)
+    # (messages, files opened, from the cache, parsed, bytes read)
+    assert stats[0][1] == 1 and 0 < stats[0][4] <= 32768, stats
+    for s in stats[1:5]:
+        assert s[1] == 1 and s[4] == 0, stats
+    assert stats[5][4] == len(header + body), stats
+    # a new session (no memory of the parse) finds it in the cache too
+    c2 = moat_server.login()
+    assert c2.command("EXAMINE INBOX").ok
+    r = c2.command("FETCH 1 (BODY.PEEK[TEXT]<0.20>)")
+    assert r.ok and r.fetches()[1]["BODY[TEXT]<0>"] == crlf(body)[:20], r
+    assert debug_lines(moat_server, 7, BYTES_RE)[6][4] == 0
+
+
+@pytest.mark.moat_settings(log_debug="yes")
 def test_parse_for_a_section_caches_the_envelope(moat_server):
     """A FETCH that parsed messages for something else (a section,
     BODYSTRUCTURE) caches their ENVELOPE too, so the first FETCH ENVELOPE
