@@ -325,7 +325,12 @@ static void filter_finish(struct imap_body_stream *s)
 		out_data(s, "\r\n", 2);
 		break;
 	case IMAP_BODY_FILTER_HEADER_FIELDS_NOT:
-		/* only if the header had one (Dovecot does the same) */
+		/* a last line cut off before its colon names no listed
+		   field: kept, as a line without a colon is */
+		if (s->state == HF_NAME)
+			out_data(s, s->name, s->name_len);
+		/* the blank line only if the header had one (Dovecot does
+		   the same) */
 		if (s->state == HF_DONE)
 			out_data(s, "\r\n", 2);
 		break;

@@ -7,7 +7,8 @@ Every message is APPENDed unchanged to both servers. The BODYSTRUCTUREs
 message asks for every section of every part at every depth:
 BODY[n], BODY[n.MIME], BINARY[n], BINARY.SIZE[n], BODY[n.HEADER] and
 BODY[n.TEXT] of message/rfc822 parts, a partial BINARY[n]<o.l>, BODY[],
-BODY[HEADER], BODY[TEXT], ENVELOPE, BODY, BODYSTRUCTURE, RFC822.SIZE, plus
+BODY[HEADER], BODY[TEXT], BODY[HEADER.FIELDS.NOT (To)], ENVELOPE, BODY,
+BODYSTRUCTURE, RFC822.SIZE, plus
 part numbers that do not exist; and first, alone in their FETCH (moat
 parses only the header for them, then finds its size in the cache),
 RFC822.HEADER, RFC822.TEXT and partial BODY[HEADER] and BODY[TEXT].
@@ -317,7 +318,7 @@ def section_items(paths):
     always asked for)."""
     main = ["RFC822.SIZE", "ENVELOPE", "BODY", "BODYSTRUCTURE",
             "BODY.PEEK[]", "BODY.PEEK[HEADER]", "BODY.PEEK[TEXT]",
-            "BODY.PEEK[TEXT]<2.9>"]
+            "BODY.PEEK[TEXT]<2.9>", "BODY.PEEK[HEADER.FIELDS.NOT (To)]"]
     binary = []
     budget = SECTION_BUDGET
     for path in sorted(paths, key=lambda p: [int(x) for x in p.split(".")]):

@@ -219,3 +219,15 @@ def test_binary_of_leaf_part_one(client):
     assert got["BINARY[1]"] == b"mu psi\nxi tau"
     assert got["BINARY[1.1]"] == b"mu psi\nxi tau"
     assert got["BINARY.SIZE[1.1]"] == b"13"
+
+
+def test_header_fields_not_keeps_a_cut_last_line(client):
+    """A header that ends at the end of the file in a line without a
+    colon (a truncated message): that line names no field, so
+    HEADER.FIELDS.NOT keeps it, as it keeps any line without a colon
+    (Dovecot answers the same); HEADER.FIELDS does not."""
+    msg = b"From: a@example.org\r\nTo: b@example.org\r\nSub"
+    got = fetch(client, msg, ["BODY.PEEK[HEADER.FIELDS.NOT (To)]",
+                              "BODY.PEEK[HEADER.FIELDS (From)]"])
+    assert got["BODY[HEADER.FIELDS.NOT (TO)]"] == b"From: a@example.org\r\nSub"
+    assert got["BODY[HEADER.FIELDS (FROM)]"] == b"From: a@example.org\r\n\r\n"
