@@ -390,6 +390,14 @@ def test_idle_connection_times_out_is_bounded(moat_server):
     assert fetch_all(moat_server, "testuser1") == [delivered("testuser1")]
 
 
+def restart(server):
+    """The server stopped and started again: a new imap process that
+    remembers nothing of earlier deliveries."""
+    server.close_clients()
+    assert server.stop()[0] == 0
+    server.start()
+
+
 def test_repeated_delivery_is_one_message(moat_server):
     """An MTA that did not get the answer (the process died after saving)
     sends the same delivery again: the saved message is recognised by its
@@ -402,9 +410,7 @@ def test_repeated_delivery_is_one_message(moat_server):
     files = list((moat_server.maildir("testuser1") / "cur").iterdir())
     assert len(files) == 1
     assert re.match(r"^\d+\.M\d+P\d+Q\d+D[0-9a-f]{32}\.", files[0].name), files
-    moat_server.close_clients()
-    assert moat_server.stop()[0] == 0
-    moat_server.start()
+    restart(moat_server)
     c = Lmtp(moat_server)
     start(c, ["testuser1"])
     assert data(c, MSG, 1)[0][0] == 250
@@ -428,11 +434,6 @@ def test_retry_window_counts_deliveries(moat_server):
     crash test's retry once came 1,200 APPENDs after its lost answer and
     was saved twice); a retry after more newer deliveries than that is
     saved again, as documented."""
-    def restart():
-        moat_server.close_clients()
-        assert moat_server.stop()[0] == 0
-        moat_server.start()
-
     c = Lmtp(moat_server)
     start(c, ["testuser1"])
     assert data(c, MSG, 1)[0][0] == 250
@@ -440,7 +441,7 @@ def test_retry_window_counts_deliveries(moat_server):
     for i in range(40):
         assert imap.append("INBOX", b"Subject: appended %d\r\n\r\nx\r\n" % i).ok
     imap.command("LOGOUT")
-    restart()
+    restart(moat_server)
     c = Lmtp(moat_server)
     start(c, ["testuser1"])
     assert data(c, MSG, 1)[0][0] == 250
@@ -452,7 +453,7 @@ def test_retry_window_counts_deliveries(moat_server):
         c = Lmtp(moat_server)
         start(c, ["testuser1"])
         assert data(c, MSG + b"newer %d\r\n" % i, 1)[0][0] == 250
-    restart()
+    restart(moat_server)
     c = Lmtp(moat_server)
     start(c, ["testuser1"])
     assert data(c, MSG, 1)[0][0] == 250

@@ -71,9 +71,10 @@ def check_every_ok_after_syncs(calls):
     return writes, syncs
 
 
-def run_stores(server, clients, tmp_path):
+def run_stores(server, clients, tmp_path, close=None):
     """A NOOP, then at once one STORE on every session (a different
-    message each), while the process waits to enter epoll_wait."""
+    message each), while the process waits to enter epoll_wait; session
+    number close (if any) closes its connection right after sending."""
     [pid] = server.wait_children("imap", 1)
     trace = trace_delayed(pid, tmp_path / "strace.out")
     try:
@@ -81,7 +82,10 @@ def run_stores(server, clients, tmp_path):
         for i, c in enumerate(clients):
             c.send(f"s{i} STORE {i + 1} +FLAGS.SILENT "
                    f"(\\Flagged $Sess{i})\r\n".encode())
-        replies = [c.read_tagged(f"s{i}") for i, c in enumerate(clients)]
+        if close is not None:
+            clients[close].sock.close()
+        replies = [c.read_tagged(f"s{i}") for i, c in enumerate(clients)
+                   if i != close]
     finally:
         calls = [(name, line) for _, name, line in trace.stop()]
     assert all(r.ok for r in replies), replies
@@ -123,19 +127,7 @@ def test_session_closed_after_its_store(moat_server, tmp_path):
     in the same turn as the others': their OKs still go out after the
     sync, and its change too is there for a new session."""
     clients = sessions(moat_server, ["INBOX"] * SESSIONS)
-    [pid] = moat_server.wait_children("imap", 1)
-    trace = trace_delayed(pid, tmp_path / "strace.out")
-    try:
-        ok(clients[0], "NOOP")
-        for i, c in enumerate(clients):
-            c.send(f"s{i} STORE {i + 1} +FLAGS.SILENT "
-                   f"(\\Flagged $Sess{i})\r\n".encode())
-        clients[1].sock.close()
-        replies = [c.read_tagged(f"s{i}") for i, c in enumerate(clients)
-                   if i != 1]
-    finally:
-        calls = [(name, line) for _, name, line in trace.stop()]
-    assert all(r.ok for r in replies), replies
+    calls = run_stores(moat_server, clients, tmp_path, close=1)
     check_every_ok_after_syncs(calls)
     c = moat_server.login("testuser1")
     ok(c, "SELECT INBOX")
