@@ -2,6 +2,7 @@
 #include "imap-common.h"
 #include "imap-fetch-cache.h"
 #include "imap-cache-text.h"
+#include "imap-text-memo.h"
 #include "imap-envelope.h"
 #include "imap-bodystructure.h"
 #include "message-parser.h"
@@ -39,8 +40,15 @@ static bool msg_text_lookup(struct mailbox *box, uint32_t seq,
 	if (mailbox_msg_cache_lookup(box, seq, msg_text_fields[which],
 				     &data, &size) <= 0)
 		return false;
+	if (imap_text_memo_get(data, size, out))
+		return true;
+	size_t old_used = out->used;
 	/* garbled or too big for out: compute it again */
-	return imap_cache_text_unpack(data, size, out) == 0;
+	if (imap_cache_text_unpack(data, size, out) < 0)
+		return false;
+	imap_text_memo_put(data, size, out->data + old_used,
+			   out->used - old_used);
+	return true;
 }
 
 static void msg_text_write(const struct imap_msg_structure *ms,

@@ -14,6 +14,7 @@
 #include "imap-uidonly.h"
 #include "imap-context.h"
 #include "imap-preview-lazy.h"
+#include "imap-text-memo.h"
 
 /* One item's text before a literal: "BODY[]<123456789> {123456789}" or
    "INTERNALDATE "...", "FLAGS (...)" with keywords. */
@@ -657,13 +658,15 @@ static void fetch_debug_stats(struct imap_fetch_ctx *ctx)
 	imap_fetch_cache_flush(&ctx->structure, ctx->box);
 	i_debug("FETCH: %u messages, %llu message files opened, "
 		"%llu texts from the cache, %llu parsed, %u records looked at, "
-		"%llu bytes read to parse",
+		"%llu bytes read to parse, %llu texts already unpacked",
 		ctx->msgs_sent,
 		(unsigned long long)(now->files_opened - then->files_opened),
 		(unsigned long long)(now->text_hits - then->text_hits),
 		(unsigned long long)(now->text_misses - then->text_misses),
 		ctx->records_looked,
-		(unsigned long long)(now->parse_bytes - then->parse_bytes));
+		(unsigned long long)(now->parse_bytes - then->parse_bytes),
+		(unsigned long long)(imap_text_memo_hits -
+				     ctx->memo_hits_start));
 }
 
 bool imap_fetch_run(struct imap_fetch_ctx *ctx)
@@ -674,6 +677,7 @@ bool imap_fetch_run(struct imap_fetch_ctx *ctx)
 	if (ctx->text.data == NULL) {
 		buffer_init(&ctx->text, IMAP_FETCH_TEXT_MAX);
 		ctx->counters_start = imap_fetch_counters;
+		ctx->memo_hits_start = imap_text_memo_hits;
 	}
 	if (ctx->changedsince != 0 && !ctx->narrowed)
 		fetch_narrow_changed(ctx);

@@ -100,6 +100,7 @@ struct imap_fetch_ctx {
 	unsigned int hdr_hits;
 	/* imap_fetch_counters when the command started (debug line) */
 	struct imap_fetch_counters counters_start;
+	uint64_t memo_hits_start;       /* imap_text_memo_hits, likewise */
 	uint32_t msgs_sent;
 	/* text of the current item not yet sent (ENVELOPE, BODYSTRUCTURE
 	   and literal announcements), sent as the output drains */

@@ -76,7 +76,8 @@ imap_imap_SOURCES += imap/imap-fetch-body.c imap/imap-fetch-body.h \
 # the mail cache
 imap_imap_SOURCES += imap/imap-fetch-cache.c imap/imap-fetch-cache.h \
 	imap/imap-fetch-hdr.c imap/imap-fetch-hdr.h \
-	imap/imap-cache-text.c imap/imap-cache-text.h
+	imap/imap-cache-text.c imap/imap-cache-text.h \
+	imap/imap-text-memo.c imap/imap-text-memo.h
 # FETCH PREVIEW (RFC 8970), through the mail cache too
 imap_imap_SOURCES += imap/imap-preview.c imap/imap-preview.h \
 	imap/imap-preview-lazy.c imap/imap-preview-lazy.h
@@ -84,7 +85,8 @@ check_PROGRAMS += tests/unit/test-imap-preview
 TESTS += tests/unit/test-imap-preview
 tests_unit_test_imap_preview_SOURCES = tests/unit/test-imap-preview.c \
 	imap/imap-preview.c imap/imap-fetch-body.c imap/imap-body-stream.c \
-	imap/imap-fetch-cache.c imap/imap-cache-text.c
+	imap/imap-fetch-cache.c imap/imap-cache-text.c \
+	imap/imap-text-memo.c
 tests_unit_test_imap_preview_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
 tests_unit_test_imap_preview_LDADD = tests/unit/libtest.a index/libindex.a \
 	$(LIBMAILINDEX) $(LIBMIME) $(LIBMOAT) $(ZLIB_LIBS)
@@ -95,11 +97,18 @@ tests_unit_test_imap_cache_text_SOURCES = tests/unit/test-imap-cache-text.c \
 tests_unit_test_imap_cache_text_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
 tests_unit_test_imap_cache_text_LDADD = tests/unit/libtest.a $(LIBMOAT) \
 	$(ZLIB_LIBS)
+check_PROGRAMS += tests/unit/test-imap-text-memo
+TESTS += tests/unit/test-imap-text-memo
+tests_unit_test_imap_text_memo_SOURCES = tests/unit/test-imap-text-memo.c \
+	imap/imap-text-memo.c
+tests_unit_test_imap_text_memo_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
+tests_unit_test_imap_text_memo_LDADD = tests/unit/libtest.a $(LIBMOAT)
 check_PROGRAMS += tests/unit/test-imap-fetch-body
 TESTS += tests/unit/test-imap-fetch-body
 tests_unit_test_imap_fetch_body_SOURCES = tests/unit/test-imap-fetch-body.c \
 	imap/imap-fetch-body.c imap/imap-body-stream.c \
-	imap/imap-fetch-cache.c imap/imap-cache-text.c
+	imap/imap-fetch-cache.c imap/imap-cache-text.c \
+	imap/imap-text-memo.c
 tests_unit_test_imap_fetch_body_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
 tests_unit_test_imap_fetch_body_LDADD = tests/unit/libtest.a index/libindex.a \
 	$(LIBMAILINDEX) $(LIBMIME) $(LIBMOAT) $(ZLIB_LIBS)

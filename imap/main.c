@@ -20,6 +20,7 @@
 #include "master-service.h"
 #include "imap-mailbox.h"
 #include "imap-status.h"
+#include "imap-text-memo.h"
 #include "imap-stats.h"
 #include "sock-linger.h"
 #include "landlock.h"
@@ -247,6 +248,7 @@ int main(void)
 	proc->user.ioloop = master_service_get_ioloop(proc->service);
 	proc->user.set = master_service_get_settings(proc->service);
 	imap_commit_init(&proc->user);
+	imap_text_memo_init(proc->user.set->imap_fetch_text_memo);
 	proc->user.username = master_service_getenv("MOAT_USER");
 	const char *home = master_service_getenv("MOAT_HOME");
 	const char *mail = master_service_getenv("MOAT_MAIL");

@@ -119,6 +119,9 @@ static const struct setting_def global_defs[] = {
 	   uid's max_user_watches, and a few hundred bytes */
 	GLOBAL(imap_notify_max_watches, SET_UINT, "1000", .max = 100000),
 	GLOBAL(imap_process_linger, SET_TIME, "30 secs"),
+	/* unpacked cache texts kept for the user's sessions
+	   (imap/imap-text-memo.h); 0: none */
+	GLOBAL(imap_fetch_text_memo, SET_SIZE, "256k", .max = 64 * 1024 * 1024),
 	/* clients poll STATUS of every folder; each handle is a log fd
 	   and a small mapping (MAILBOX_STATUS_CACHE_MAX_HANDLES) */
 	GLOBAL(imap_status_cache_mailboxes, SET_UINT, "64", .max = 1024),

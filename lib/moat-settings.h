@@ -134,6 +134,7 @@ struct moat_settings {
 	unsigned int imap_process_linger;   /* seconds after the last connection */
 	/* Index handles kept open for STATUS per imap process (0 = none). */
 	unsigned int imap_status_cache_mailboxes;
+	uint64_t imap_fetch_text_memo;
 
 	/* delivery (lmtp, moat-lda) */
 	uint64_t message_size_limit;        /* bytes; 0 = unlimited */

@@ -370,3 +370,56 @@ def test_cache_file_of_the_older_format_is_rebuilt(moat_server):
     assert stats[1][1] == N_MESSAGES and stats[1][2] == 0, stats
     assert stats[2][1] == 0 and stats[2][3] == 0, stats
     assert "corrupted" not in moat_server.logs()
+
+
+MEMO_RE = re.compile(r"FETCH: (\d+) messages, .*, (\d+) texts already "
+                     r"unpacked")
+
+
+def sessions_fetch_three_times(server):
+    """A FETCH that parses, then one from the cache in another session,
+    then one in a third; all three answer the same. Returns the debug
+    lines' (messages, texts already unpacked)."""
+    c = fill(server)
+    assert c.command("SELECT INBOX").ok
+    first = fetch_all(c)
+    for _ in range(2):
+        other = server.login()
+        assert other.command("EXAMINE INBOX").ok
+        assert fetch_all(other) == first
+    return debug_lines(server, 3, MEMO_RE)
+
+
+@pytest.mark.moat_settings(log_debug="yes")
+def test_sessions_share_unpacked_texts(moat_server):
+    # imap_fetch_text_memo (imap/imap-text-memo.h): the second FETCH
+    # unpacks the cached texts, the third session gets them unpacked.
+    # The memo goes by the stored bytes, so equal texts of different
+    # messages are unpacked once: the plain messages share their BODY
+    # and BODYSTRUCTURE, and so do the multipart ones (only the headers
+    # differ): 12 ENVELOPEs and 4 others are unpacked, 20 come unpacked.
+    stats = sessions_fetch_three_times(moat_server)
+    assert stats == [(N_MESSAGES, 0), (N_MESSAGES, 3 * N_MESSAGES - 16),
+                     (N_MESSAGES, 3 * N_MESSAGES)], stats
+
+
+@pytest.mark.moat_settings(log_debug="yes", imap_fetch_text_memo="0")
+def test_text_memo_off(moat_server):
+    stats = sessions_fetch_three_times(moat_server)
+    assert stats == [(N_MESSAGES, 0)] * 3, stats
+
+
+@pytest.mark.moat_settings(log_debug="yes", imap_fetch_text_memo="4k")
+def test_small_text_memo_answers_right(moat_server):
+    # a memo too small for the folder's texts: overwritten and wrapped
+    # many times within one FETCH; every answer is still the message's own
+    c = fill(moat_server)
+    assert c.command("SELECT INBOX").ok
+    first = fetch_all(c)
+    for _ in range(4):
+        assert fetch_all(c) == first
+    # and another session, reading them in the other direction
+    c2 = moat_server.login()
+    assert c2.command("EXAMINE INBOX").ok
+    r = c2.command(f"FETCH {N_MESSAGES}:1 {ITEMS}")
+    assert r.ok and sorted(r.untagged) == sorted(first)
