@@ -7,6 +7,13 @@ static const char *const month_names[12] = {
 	"Jul", "Aug", "Sep", "Oct", "Nov", "Dec"
 };
 
+static char *put_digits(char *p, unsigned int v, unsigned int n)
+{
+	for (unsigned int i = n; i-- > 0; v /= 10)
+		p[i] = (char)('0' + v % 10);
+	return p + n;
+}
+
 void imap_datetime_format(time_t t, char *buf, size_t size)
 {
 	struct tm tm;
@@ -16,9 +23,33 @@ void imap_datetime_format(time_t t, char *buf, size_t size)
 	char sign = off < 0 ? '-' : '+';
 	if (off < 0)
 		off = -off;
-	snprintf(buf, size, "%02d-%s-%04d %02d:%02d:%02d %c%02ld%02ld",
-		 tm.tm_mday, month_names[tm.tm_mon], tm.tm_year + 1900,
-		 tm.tm_hour, tm.tm_min, tm.tm_sec, sign, off / 60, off % 60);
+	int year = tm.tm_year + 1900;
+	if (size < IMAP_DATETIME_LEN + 1 || year < 0 || year > 9999 ||
+	    off >= 100 * 60) {
+		/* what the fixed layout below cannot hold */
+		snprintf(buf, size, "%02d-%s-%04d %02d:%02d:%02d %c%02ld%02ld",
+			 tm.tm_mday, month_names[tm.tm_mon], year, tm.tm_hour,
+			 tm.tm_min, tm.tm_sec, sign, off / 60, off % 60);
+		return;
+	}
+	/* FETCH writes one per message: no snprintf */
+	char *p = put_digits(buf, (unsigned int)tm.tm_mday, 2);
+	*p++ = '-';
+	memcpy(p, month_names[tm.tm_mon], 3);
+	p += 3;
+	*p++ = '-';
+	p = put_digits(p, (unsigned int)year, 4);
+	*p++ = ' ';
+	p = put_digits(p, (unsigned int)tm.tm_hour, 2);
+	*p++ = ':';
+	p = put_digits(p, (unsigned int)tm.tm_min, 2);
+	*p++ = ':';
+	p = put_digits(p, (unsigned int)tm.tm_sec, 2);
+	*p++ = ' ';
+	*p++ = sign;
+	p = put_digits(p, (unsigned int)(off / 60), 2);
+	p = put_digits(p, (unsigned int)(off % 60), 2);
+	*p = '\0';
 }
 
 static bool parse_digits(const char **p, unsigned int n, int *num_r)

@@ -13,13 +13,15 @@ struct memo_entry {
 };
 #define ENTRY_ALIGN 8
 
-/* One slot per hash value (direct-mapped: a collision replaces the older
-   entry). pos is the entry's position in the stream of everything ever
-   written, plus one (0: empty). */
+/* The slots of a hash value: a bucket of SLOT_WAYS (a direct-mapped
+   table made colliding texts push each other out at every FETCH: 18% of
+   200 texts in 1,024 slots). pos is the entry's position in the stream
+   of everything ever written, plus one (0: empty). */
 struct memo_slot {
 	uint64_t pos;
 	uint64_t hash;
 };
+#define SLOT_WAYS 4
 /* A slot for every this many bytes of arena: more than the entries it
    can hold (texts average some hundreds of bytes). */
 #define BYTES_PER_SLOT 256
@@ -72,6 +74,11 @@ static size_t entry_need(size_t stored_size, size_t text_len)
 	return need + (ENTRY_ALIGN - need % ENTRY_ALIGN) % ENTRY_ALIGN;
 }
 
+static struct memo_slot *memo_bucket(uint64_t hash)
+{
+	return &memo.slots[(hash & memo.slot_mask) & ~(size_t)(SLOT_WAYS - 1)];
+}
+
 /* The entry a slot points to, if nothing written since has reached it. */
 static const struct memo_entry *slot_entry(const struct memo_slot *slot)
 {
@@ -90,18 +97,23 @@ bool imap_text_memo_get(const void *stored, size_t stored_size,
 	if (memo.arena == NULL)
 		return false;
 	uint64_t hash = memo_hash(stored, stored_size);
-	const struct memo_slot *slot = &memo.slots[hash & memo.slot_mask];
-	const struct memo_entry *e;
+	const struct memo_slot *bucket = memo_bucket(hash);
 
-	if (slot->hash != hash || (e = slot_entry(slot)) == NULL ||
-	    e->stored_size != stored_size)
-		return false;
-	const unsigned char *p = (const unsigned char *)(e + 1);
-	if (memcmp(p, stored, stored_size) != 0 ||
-	    buffer_append(out, p + stored_size, e->text_len) < 0)
-		return false;
-	imap_text_memo_hits++;
-	return true;
+	for (unsigned int i = 0; i < SLOT_WAYS; i++) {
+		const struct memo_entry *e;
+		if (bucket[i].hash != hash ||
+		    (e = slot_entry(&bucket[i])) == NULL ||
+		    e->stored_size != stored_size)
+			continue;
+		const unsigned char *p = (const unsigned char *)(e + 1);
+		if (memcmp(p, stored, stored_size) != 0)
+			continue;
+		if (buffer_append(out, p + stored_size, e->text_len) < 0)
+			return false;
+		imap_text_memo_hits++;
+		return true;
+	}
+	return false;
 }
 
 static void memo_alloc(void)
@@ -140,8 +152,18 @@ void imap_text_memo_put(const void *stored, size_t stored_size,
 	memcpy(p, stored, stored_size);
 	memcpy(p + stored_size, text, text_len);
 
+	/* the bucket's slot of the same hash (most likely the same
+	   stored bytes), else an empty or overwritten one, else the oldest */
 	uint64_t hash = memo_hash(stored, stored_size);
-	struct memo_slot *slot = &memo.slots[hash & memo.slot_mask];
+	struct memo_slot *bucket = memo_bucket(hash), *slot = &bucket[0];
+	for (unsigned int i = 0; i < SLOT_WAYS; i++) {
+		if (bucket[i].hash == hash || slot_entry(&bucket[i]) == NULL) {
+			slot = &bucket[i];
+			break;
+		}
+		if (bucket[i].pos < slot->pos)
+			slot = &bucket[i];
+	}
 	slot->pos = memo.write_pos + 1;
 	slot->hash = hash;
 	memo.write_pos += need;

@@ -97,6 +97,13 @@ tests_unit_test_imap_cache_text_SOURCES = tests/unit/test-imap-cache-text.c \
 tests_unit_test_imap_cache_text_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
 tests_unit_test_imap_cache_text_LDADD = tests/unit/libtest.a $(LIBMOAT) \
 	$(ZLIB_LIBS)
+check_PROGRAMS += tests/unit/test-imap-date
+TESTS += tests/unit/test-imap-date
+tests_unit_test_imap_date_SOURCES = tests/unit/test-imap-date.c \
+	imap/imap-date.c
+tests_unit_test_imap_date_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/imap
+tests_unit_test_imap_date_LDADD = tests/unit/libtest.a index/libindex.a \
+	$(LIBMAILINDEX) $(LIBMIME) $(LIBMOAT) $(ZLIB_LIBS)
 check_PROGRAMS += tests/unit/test-imap-text-memo
 TESTS += tests/unit/test-imap-text-memo
 tests_unit_test_imap_text_memo_SOURCES = tests/unit/test-imap-text-memo.c \
