@@ -53,8 +53,12 @@ static void header_append_value(struct message_header_parser *hp,
 	}
 	char *dest = buffer_reserve(&hp->cur, len);
 	i_assert(dest != NULL);
-	for (size_t i = 0; i < len; i++)
-		dest[i] = data[i] == '\0' ? (char)0x80 : (char)data[i];
+	/* a copy, then the rare NULs found by memchr: most of a header's
+	   parse is here */
+	memcpy(dest, data, len);
+	for (char *z = memchr(dest, '\0', len); z != NULL;
+	     z = memchr(z + 1, '\0', (size_t)(dest + len - (z + 1))))
+		*z = (char)0x80;
 	buffer_commit(&hp->cur, len);
 }
 

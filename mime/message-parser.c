@@ -144,28 +144,32 @@ static void parser_new_part(struct message_parser *p,
 
 /* ---- header fields ---- */
 
+/* Name lengths first: a field is compared with the names of its length
+   only (every header line of every parse passes here). */
+#define PART_FIELD(name, f) { name, sizeof(name) - 1, f }
 static const struct {
 	const char *name;
+	size_t name_len;
 	enum message_part_field field;
 } part_fields[] = {
-	{ "Content-Type", MPF_CONTENT_TYPE },
-	{ "Content-Transfer-Encoding", MPF_CONTENT_TRANSFER_ENCODING },
-	{ "Content-ID", MPF_CONTENT_ID },
-	{ "Content-Description", MPF_CONTENT_DESCRIPTION },
-	{ "Content-Disposition", MPF_CONTENT_DISPOSITION },
-	{ "Content-Language", MPF_CONTENT_LANGUAGE },
-	{ "Content-Location", MPF_CONTENT_LOCATION },
-	{ "Content-MD5", MPF_CONTENT_MD5 },
-	{ "Date", MPF_DATE },
-	{ "Subject", MPF_SUBJECT },
-	{ "From", MPF_FROM },
-	{ "Sender", MPF_SENDER },
-	{ "Reply-To", MPF_REPLY_TO },
-	{ "To", MPF_TO },
-	{ "Cc", MPF_CC },
-	{ "Bcc", MPF_BCC },
-	{ "In-Reply-To", MPF_IN_REPLY_TO },
-	{ "Message-ID", MPF_MESSAGE_ID },
+	PART_FIELD("Content-Type", MPF_CONTENT_TYPE),
+	PART_FIELD("Content-Transfer-Encoding", MPF_CONTENT_TRANSFER_ENCODING),
+	PART_FIELD("Content-ID", MPF_CONTENT_ID),
+	PART_FIELD("Content-Description", MPF_CONTENT_DESCRIPTION),
+	PART_FIELD("Content-Disposition", MPF_CONTENT_DISPOSITION),
+	PART_FIELD("Content-Language", MPF_CONTENT_LANGUAGE),
+	PART_FIELD("Content-Location", MPF_CONTENT_LOCATION),
+	PART_FIELD("Content-MD5", MPF_CONTENT_MD5),
+	PART_FIELD("Date", MPF_DATE),
+	PART_FIELD("Subject", MPF_SUBJECT),
+	PART_FIELD("From", MPF_FROM),
+	PART_FIELD("Sender", MPF_SENDER),
+	PART_FIELD("Reply-To", MPF_REPLY_TO),
+	PART_FIELD("To", MPF_TO),
+	PART_FIELD("Cc", MPF_CC),
+	PART_FIELD("Bcc", MPF_BCC),
+	PART_FIELD("In-Reply-To", MPF_IN_REPLY_TO),
+	PART_FIELD("Message-ID", MPF_MESSAGE_ID),
 };
 
 static bool part_is_message(const struct message_part *part)
@@ -230,12 +234,14 @@ static void parser_header_field(struct message_parser *p,
 		p->callback(part, field, p->context);
 	if (field->missing_colon)
 		return;
-	if (strcasecmp(field->name, "MIME-Version") == 0 ||
-	    strcasecmp(field->name, "Content-Type") == 0)
+	size_t name_len = strlen(field->name);
+	if (name_len == 12 && (strcasecmp(field->name, "MIME-Version") == 0 ||
+			       strcasecmp(field->name, "Content-Type") == 0))
 		part->flags |= MESSAGE_PART_FLAG_IS_MIME;
 	for (unsigned int i = 0; i < N_ELEMENTS(part_fields); i++) {
 		enum message_part_field f = part_fields[i].field;
-		if (strcasecmp(field->name, part_fields[i].name) != 0)
+		if (part_fields[i].name_len != name_len ||
+		    strcasecmp(field->name, part_fields[i].name) != 0)
 			continue;
 		if (f >= MPF_FIRST_ENVELOPE && !part_is_message(part))
 			return;

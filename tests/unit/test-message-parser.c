@@ -263,7 +263,37 @@ static void test_parser_root_header_done(void)
 	pool_unref(&pool);
 }
 
+/* NUL bytes of a field (value, folded lines, name) become 0x80, however
+   many and wherever they are; field names are matched whatever their
+   case, and only whole names. */
+static void test_parser_nuls_and_names(void)
+{
+	pool_t pool = pool_create("test", 1024);
+	static const char msg[] =
+		"SUBJECT: \0a\0\0b\0\r\n"
+		" \0fold\0\r\n"
+		"Subjects: not the subject\r\n"
+		"Fro\0m: <a@example.org>\r\n"
+		"to: <b@example.org>\r\n"
+		"mime-version: 1.0\r\n"
+		"Message-Id: <id@example.org>\r\n"
+		"\r\nbody";
+	struct message_part *root =
+		message_parse_data(pool, msg, sizeof(msg) - 1);
+
+	test_assert(root != NULL);
+	test_assert_str(root->fields[MPF_SUBJECT],
+			"\x80" "a\x80\x80" "b\x80\n \x80" "fold\x80");
+	/* "Fro\0m" is no From */
+	test_assert(root->fields[MPF_FROM] == NULL);
+	test_assert_str(root->fields[MPF_TO], "<b@example.org>");
+	test_assert_str(root->fields[MPF_MESSAGE_ID], "<id@example.org>");
+	test_assert((root->flags & MESSAGE_PART_FLAG_IS_MIME) != 0);
+	pool_unref(&pool);
+}
+
 TEST_MAIN(TEST(test_parser_multipart), TEST(test_parser_chunks),
 	  TEST(test_parser_lf_sizes), TEST(test_parser_sections),
 	  TEST(test_parser_limits), TEST(test_parser_malformed),
-	  TEST(test_parser_header_callback), TEST(test_parser_root_header_done))
+	  TEST(test_parser_header_callback), TEST(test_parser_root_header_done),
+	  TEST(test_parser_nuls_and_names))
