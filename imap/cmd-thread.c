@@ -2,18 +2,23 @@
    arguments are parsed fully first; the search, the reading of each
    match's keys (mail-sort-keys.h: from the cache, else its header once)
    and the answer run in slices. The threading itself (imap-thread.c)
-   runs in one go: it is O(n log n) over compact entries. */
+   runs in one go: it is O(n log n) over compact entries. The answer
+   of a folder in the same state as at the last THREAD is sent from
+   imap-thread-cache.h without any of that. */
 #include "imap-common.h"
 #include "imap-commands.h"
 #include "imap-uidonly.h"
 #include "imap-search.h"
 #include "imap-sort.h"
 #include "imap-thread.h"
+#include "imap-thread-cache.h"
 
 #include <strings.h>
 
 /* Bytes of the answer written to the output per step. */
 #define THREAD_OUTPUT_PIECE (16 * 1024)
+/* Bound of the search program's text as imap-thread-cache.h's key. */
+#define THREAD_PROGRAM_KEY_MAX 256
 
 struct thread_cmd {
 	struct client_command *cmd;
@@ -27,6 +32,14 @@ struct thread_cmd {
 	struct imap_thread *thread;
 	bool finished, output_started;
 	uint64_t refs[MAIL_THREAD_REFS_MAX];
+
+	/* imap-thread-cache.h: the key (keyed), the answer computed so far
+	   (while capturing), or the kept answer being sent */
+	bool keyed, capturing;
+	struct imap_thread_cache_key key;
+	buffer_t program_key, capture;
+	struct imap_thread_answer *answer;
+	size_t answer_sent;
 };
 
 static void thread_cmd_free(struct thread_cmd *ctx)
@@ -37,6 +50,11 @@ static void thread_cmd_free(struct thread_cmd *ctx)
 		mail_sort_keys_reader_deinit(&ctx->reader);
 	if (ctx->thread != NULL)
 		imap_thread_deinit(&ctx->thread);
+	if (ctx->answer != NULL)
+		imap_thread_answer_unref(&ctx->answer);
+	buffer_free(&ctx->capture);
+	buffer_free(&ctx->program_key);
+	ctx->capturing = false;
 	imap_sort_release_memory();
 }
 
@@ -128,6 +146,14 @@ static bool thread_output(struct thread_cmd *ctx)
 			if (buffer_append_str(&piece, "\r\n") < 0)
 				i_unreached();
 		}
+		if (ctx->capturing &&
+		    (ctx->capture.used + piece.used >
+		     imap_thread_cache_max_size() ||
+		     buffer_append(&ctx->capture, piece.data, piece.used) < 0)) {
+			/* too big to keep */
+			buffer_free(&ctx->capture);
+			ctx->capturing = false;
+		}
 		if (o_stream_send(client->output, piece.data, piece.used) < 0) {
 			client_disconnect(client, NULL, "Output failed");
 			break;
@@ -139,6 +165,29 @@ static bool thread_output(struct thread_cmd *ctx)
 	}
 	buffer_free(&piece);
 	return false;
+}
+
+/* The kept answer, in pieces as the output takes them: true when all
+   of it is out. */
+static bool thread_output_kept(struct thread_cmd *ctx)
+{
+	struct client *client = ctx->cmd->client;
+	const buffer_t *text = &ctx->answer->text;
+
+	while (ctx->answer_sent < text->used) {
+		if (o_stream_get_buffer_avail(client->output) <
+		    CLIENT_OUTPUT_SLICE_MIN_AVAIL || client->disconnected)
+			return false;
+		size_t n = MIN(text->used - ctx->answer_sent,
+			       (size_t)THREAD_OUTPUT_PIECE);
+		if (o_stream_send(client->output, text->data + ctx->answer_sent,
+				  n) < 0) {
+			client_disconnect(client, NULL, "Output failed");
+			return false;
+		}
+		ctx->answer_sent += n;
+	}
+	return true;
 }
 
 /* ---- running ---- */
@@ -160,6 +209,17 @@ static bool cmd_thread_continue(struct client_command *cmd)
 	int ret;
 
 	cmd->wait = CLIENT_WAIT_NONE;
+	if (ctx->answer != NULL) {
+		if (!thread_output_kept(ctx)) {
+			cmd->wait = CLIENT_WAIT_OUTPUT;
+			return false;
+		}
+		i_debug("THREAD: %u messages, the answer kept from an earlier "
+			"THREAD", ctx->key.count);
+		thread_cmd_free(ctx);
+		client_send_tagline(cmd, "OK Thread completed.");
+		return true;
+	}
 	if (ctx->searching) {
 		if ((ret = imap_sort_search_continue(&ctx->search, &error)) < 0)
 			return thread_fail(ctx, error);
@@ -189,6 +249,9 @@ static bool cmd_thread_continue(struct client_command *cmd)
 	i_debug("THREAD: %u messages, %llu key hits, %llu headers parsed",
 		ctx->search.count, (unsigned long long)stats.hits,
 		(unsigned long long)stats.misses);
+	if (ctx->capturing)
+		imap_thread_cache_store(&ctx->key, ctx->capture.data,
+					ctx->capture.used);
 	thread_cmd_free(ctx);
 	client_send_tagline(cmd, "OK Thread completed.");
 	return true;
@@ -239,10 +302,32 @@ bool cmd_thread(struct client_command *cmd)
 			client_send_command_error(cmd, error);
 		return true;
 	}
-	imap_sort_search_init(&ctx->search, ctx->box, program);
-	ctx->searching = true;
 	cmd->context = ctx;
 	cmd->func = cmd_thread_continue;
 	cmd->cancel = cmd_thread_cancel;
+	if (imap_thread_cache_max_size() > 0) {
+		buffer_init(&ctx->program_key, THREAD_PROGRAM_KEY_MAX);
+		ctx->keyed = imap_thread_cache_program(&args[2],
+						       &ctx->program_key);
+	}
+	if (ctx->keyed) {
+		ctx->key = (struct imap_thread_cache_key){
+			.mailbox = mailbox_get_name(ctx->box),
+			.uidvalidity = mailbox_get_uidvalidity(ctx->box),
+			.highest_modseq = mailbox_get_highest_modseq(ctx->box),
+			.count = mailbox_get_count(ctx->box),
+			.numbering = mailbox_get_numbering_stamp(ctx->box),
+			.alg = ctx->alg,
+			.uid = cmd->uid,
+			.program = ctx->program_key.data,
+		};
+		ctx->answer = imap_thread_cache_lookup(&ctx->key);
+		if (ctx->answer != NULL)
+			return cmd_thread_continue(cmd);
+		buffer_init(&ctx->capture, imap_thread_cache_max_size());
+		ctx->capturing = true;
+	}
+	imap_sort_search_init(&ctx->search, ctx->box, program);
+	ctx->searching = true;
 	return cmd_thread_continue(cmd);
 }

@@ -122,7 +122,8 @@ tests_unit_test_imap_fetch_body_LDADD = tests/unit/libtest.a index/libindex.a \
 # SORT and THREAD (RFC 5256, 5957, ESORT of 5267); keys from the cache
 # through index/mail-sort-keys.c
 imap_imap_SOURCES += imap/cmd-sort.c imap/cmd-thread.c \
-	imap/imap-sort.c imap/imap-sort.h imap/imap-thread.c imap/imap-thread.h
+	imap/imap-sort.c imap/imap-sort.h imap/imap-thread.c imap/imap-thread.h \
+	imap/imap-thread-cache.c imap/imap-thread-cache.h
 check_PROGRAMS += tests/unit/test-imap-thread
 TESTS += tests/unit/test-imap-thread
 tests_unit_test_imap_thread_SOURCES = tests/unit/test-imap-thread.c \

@@ -21,6 +21,7 @@
 #include "imap-mailbox.h"
 #include "imap-status.h"
 #include "imap-text-memo.h"
+#include "imap-thread-cache.h"
 #include "imap-stats.h"
 #include "sock-linger.h"
 #include "landlock.h"
@@ -249,6 +250,7 @@ int main(void)
 	proc->user.set = master_service_get_settings(proc->service);
 	imap_commit_init(&proc->user);
 	imap_text_memo_init(proc->user.set->imap_fetch_text_memo);
+	imap_thread_cache_init(proc->user.set->imap_thread_cache_size);
 	proc->user.username = master_service_getenv("MOAT_USER");
 	const char *home = master_service_getenv("MOAT_HOME");
 	const char *mail = master_service_getenv("MOAT_MAIL");

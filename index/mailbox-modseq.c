@@ -22,6 +22,16 @@ uint64_t mailbox_get_highest_modseq(struct mailbox *box)
 	return status.highest_modseq;
 }
 
+uint64_t mailbox_get_numbering_stamp(struct mailbox *box)
+{
+	uint64_t h = ((uint64_t)box->visible_next_uid << 32) ^
+		box->pending_count;
+
+	for (unsigned int i = 0; i < box->pending_count; i++)
+		h = (h ^ box->pending[i].uid) * 0x100000001b3ULL;
+	return h;
+}
+
 uint64_t mailbox_get_reported_modseq(struct mailbox *box)
 {
 	uint64_t modseq = mailbox_get_highest_modseq(box);

@@ -329,6 +329,12 @@ uint64_t mailbox_get_highest_modseq(struct mailbox *box);
    report expunges loses nothing if the connection then drops (RFC 7162
    3.2, 6). */
 uint64_t mailbox_get_reported_modseq(struct mailbox *box);
+/* What, besides HIGHESTMODSEQ and the message count, tells how the
+   session numbers its messages: how far the view's records are visible
+   and which expunges it has not reported (a hash of their uids). Two
+   sessions of the folder with the same three number them alike (result
+   caches key on it: imap/imap-thread-cache.h). */
+uint64_t mailbox_get_numbering_stamp(struct mailbox *box);
 /* Expunges with since < modseq <= the view's highest, as runs of uids
    that were messages; uids the session still shows (expunges it has not
    reported) are left out. Returns 1, 0 if the history does not reach

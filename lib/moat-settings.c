@@ -122,6 +122,8 @@ static const struct setting_def global_defs[] = {
 	/* unpacked cache texts kept for the user's sessions
 	   (imap/imap-text-memo.h); 0: none */
 	GLOBAL(imap_fetch_text_memo, SET_SIZE, "256k", .max = 64 * 1024 * 1024),
+	/* the last THREAD answer (imap/imap-thread-cache.h); 0: none */
+	GLOBAL(imap_thread_cache_size, SET_SIZE, "1M", .max = 64 * 1024 * 1024),
 	/* clients poll STATUS of every folder; each handle is a log fd
 	   and a small mapping (MAILBOX_STATUS_CACHE_MAX_HANDLES) */
 	GLOBAL(imap_status_cache_mailboxes, SET_UINT, "64", .max = 1024),

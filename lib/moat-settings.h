@@ -135,6 +135,7 @@ struct moat_settings {
 	/* Index handles kept open for STATUS per imap process (0 = none). */
 	unsigned int imap_status_cache_mailboxes;
 	uint64_t imap_fetch_text_memo;
+	uint64_t imap_thread_cache_size;
 
 	/* delivery (lmtp, moat-lda) */
 	uint64_t message_size_limit;        /* bytes; 0 = unlimited */
