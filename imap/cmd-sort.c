@@ -120,10 +120,11 @@ static bool sort_output_numbers(struct sort_cmd *ctx, buffer_t *piece)
 		       sort_number(ctx, last + 1) == num + (last - first) + 1)
 			last++;
 		const char *sep = !ctx->esort ? " " : first == start ? "" : ",";
-		int ret = last == first ?
-			buffer_printf(piece, "%s%u", sep, num) :
-			buffer_printf(piece, "%s%u:%u", sep, num,
-				      num + (last - first));
+		int ret = buffer_append_str(piece, sep) < 0 ||
+			buffer_append_u32(piece, num) < 0 ||
+			(last != first &&
+			 (buffer_append_c(piece, ':') < 0 ||
+			  buffer_append_u32(piece, num + (last - first)) < 0));
 		i_assert(ret == 0);
 		ctx->out_next = last + 1;
 	}

@@ -649,12 +649,12 @@ static bool write_next_list(struct imap_thread *t, buffer_t *out)
 static void write_node(struct imap_thread *t, buffer_t *out)
 {
 	uint32_t node = t->out_node, c = t->nodes[node].first_child;
-	char num[THREAD_WRITE_STEP_MAX];
 
 	if (is_real(t, node)) {
-		snprintf(num, sizeof(num), t->out_first ? "%u" : " %u",
-			 t->msgs[t->nodes[node].msg].num);
-		out_str(out, num);
+		if (!t->out_first)
+			out_str(out, " ");
+		if (buffer_append_u32(out, t->msgs[t->nodes[node].msg].num) < 0)
+			i_panic("THREAD output piece too small");
 		t->out_first = false;
 	}
 	if (c == NODE_NONE) {

@@ -68,6 +68,18 @@ int buffer_append_c(buffer_t *buf, char c)
 	return buffer_append(buf, &c, 1);
 }
 
+int buffer_append_u32(buffer_t *buf, uint32_t n)
+{
+	char digits[10];
+	unsigned int i = sizeof(digits);
+
+	do {
+		digits[--i] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n != 0);
+	return buffer_append(buf, digits + i, sizeof(digits) - i);
+}
+
 int buffer_vprintf(buffer_t *buf, const char *fmt, va_list args)
 {
 	va_list args2;

@@ -7,6 +7,9 @@
    peer can never make us grow without bound. The buffer owns data; free it
    with buffer_free(). */
 
+#include <stddef.h>
+#include <stdint.h>
+
 typedef struct buffer {
 	char *data;
 	size_t used;
@@ -21,6 +24,9 @@ void buffer_reset(buffer_t *buf);                /* used = 0 */
 int buffer_append(buffer_t *buf, const void *data, size_t size) ATTR_WARN_UNUSED;
 int buffer_append_str(buffer_t *buf, const char *str) ATTR_WARN_UNUSED;
 int buffer_append_c(buffer_t *buf, char c) ATTR_WARN_UNUSED;
+/* The decimal digits of n (what printf's "%u" writes, without its cost:
+   SORT and THREAD answers are lists of thousands of numbers). */
+int buffer_append_u32(buffer_t *buf, uint32_t n) ATTR_WARN_UNUSED;
 int buffer_printf(buffer_t *buf, const char *fmt, ...) ATTR_FORMAT(2, 3) ATTR_WARN_UNUSED;
 int buffer_vprintf(buffer_t *buf, const char *fmt, va_list args) ATTR_FORMAT(2, 0) ATTR_WARN_UNUSED;
 /* Removes the first size bytes. */

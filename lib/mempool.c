@@ -67,8 +67,10 @@ void pool_clear(pool_t pool)
 	while (first->next != NULL)
 		first = first->next;
 	pool_free_blocks(pool->blocks, first);
+	/* past used the block is still zero: only what was handed out is
+	   cleared (a pool cleared per message often used none of it) */
+	memset(first->data, 0, first->used);
 	first->used = 0;
-	memset(first->data, 0, first->size);
 	pool->blocks = first;
 	pool->next_block_size = pool->first_block_size;
 	pool->used_total = 0;

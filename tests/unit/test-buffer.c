@@ -199,7 +199,35 @@ static void test_buffer_detach(void)
 	buffer_free(&buf);
 }
 
+static void test_buffer_append_u32(void)
+{
+	static const uint32_t nums[] = {
+		0, 1, 9, 10, 99, 100, 12345, 999999999, 1000000000,
+		4294967295u,
+	};
+	buffer_t buf;
+	char want[16];
+
+	for (unsigned int i = 0; i < N_ELEMENTS(nums); i++) {
+		buffer_init(&buf, 64);
+		test_assert(buffer_append_str(&buf, "x") == 0);
+		test_assert(buffer_append_u32(&buf, nums[i]) == 0);
+		snprintf(want, sizeof(want), "x%u", nums[i]);
+		test_assert_str(buf.data, want);
+		buffer_free(&buf);
+	}
+	/* no room: refused, unchanged */
+	buffer_init(&buf, 4);
+	test_assert(buffer_append_str(&buf, "ab") == 0);
+	test_assert(buffer_append_u32(&buf, 123) == -1);
+	test_assert_str(buf.data, "ab");
+	test_assert(buffer_append_u32(&buf, 12) == 0);
+	test_assert_str(buf.data, "ab12");
+	buffer_free(&buf);
+}
+
 TEST_MAIN(
+	TEST(test_buffer_append_u32),
 	TEST(test_buffer_append),
 	TEST(test_buffer_max_size),
 	TEST(test_buffer_printf),

@@ -142,6 +142,24 @@ static void test_pool_clear(void)
 	pool_clear(pool);
 	test_assert_int(pool_get_used_size(pool), 0);
 	pool_unref(&pool);
+
+	/* the first block used in part, then whole, then in part: every
+	   byte handed out after a clear is zero (a clear zeroes what was
+	   used; past it the block was never written) */
+	pool = pool_create("test", 256);
+	for (unsigned int round = 0; round < 4; round++) {
+		size_t n = round % 2 == 0 ? 3 : 8;
+		ok = true;
+		for (size_t i = 0; i < n; i++) {
+			unsigned char *p = p_malloc(pool, 32);
+			if (!is_zero(p, 32))
+				ok = false;
+			memset(p, 0x99, 32);
+		}
+		test_assert(ok);
+		pool_clear(pool);
+	}
+	pool_unref(&pool);
 }
 
 static void test_pool_size_overflow(void)
