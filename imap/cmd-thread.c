@@ -249,7 +249,12 @@ static bool cmd_thread_continue(struct client_command *cmd)
 	i_debug("THREAD: %u messages, %llu key hits, %llu headers parsed",
 		ctx->search.count, (unsigned long long)stats.hits,
 		(unsigned long long)stats.misses);
-	if (ctx->capturing)
+	/* kept only if the view did not move while the answer was
+	   computed (it runs in slices) */
+	if (ctx->capturing &&
+	    ctx->key.highest_modseq == mailbox_get_highest_modseq(ctx->box) &&
+	    ctx->key.count == mailbox_get_count(ctx->box) &&
+	    ctx->key.numbering == mailbox_get_numbering_stamp(ctx->box))
 		imap_thread_cache_store(&ctx->key, ctx->capture.data,
 					ctx->capture.used);
 	thread_cmd_free(ctx);
