@@ -10,7 +10,7 @@ import re
 import pytest
 
 from moatserver import wait_for
-from test_sort_thread import place, thread, msg
+from test_sort_thread import box, thread, msg  # noqa: F401 (box: a fixture)
 
 DEBUG_RE = re.compile(r"THREAD: (\d+) messages, (the answer kept|\d+ key hits)")
 ALL = "REFERENCES UTF-8 ALL"
@@ -26,14 +26,6 @@ def kinds(server, count):
     found = wait_for(lines, 30)
     assert found, "missing THREAD debug lines:\n" + server.logs()
     return found
-
-
-@pytest.fixture
-def box(moat_server):
-    place(moat_server)
-    c = moat_server.login("testuser1")
-    assert c.command("SELECT INBOX").ok
-    return moat_server, c
 
 
 @pytest.mark.moat_settings(log_debug="yes")
@@ -117,16 +109,13 @@ def test_session_numbering_its_own(box):
     assert kinds(server, 6) == ["computed"] * 5 + ["kept"]
 
 
-@pytest.mark.moat_settings(log_debug="yes", imap_thread_cache_size="0")
-def test_off(box):
-    server, c = box
-    for _ in range(2):
-        assert thread(c, ALL) == "(3 4)((1 2 5)(6))"
-    assert kinds(server, 2) == ["computed", "computed"]
-
-
-@pytest.mark.moat_settings(log_debug="yes", imap_thread_cache_size="16")
-def test_answer_too_big_to_keep(box):
+@pytest.mark.parametrize("size", [
+    pytest.param("0", marks=pytest.mark.moat_settings(
+        log_debug="yes", imap_thread_cache_size="0"), id="off"),
+    pytest.param("16", marks=pytest.mark.moat_settings(
+        log_debug="yes", imap_thread_cache_size="16"), id="too-big-to-keep"),
+])
+def test_not_kept(box, size):
     server, c = box
     for _ in range(2):
         assert thread(c, ALL) == "(3 4)((1 2 5)(6))"
