@@ -209,6 +209,13 @@ static int unpack_deflate_unsized(const unsigned char *p, size_t size,
 	return -1;
 }
 
+bool imap_cache_text_is_packed(const void *data, size_t size)
+{
+	const unsigned char *p = data;
+
+	return size > 0 && p[0] != TAG_PLAIN;
+}
+
 int imap_cache_text_unpack(const void *data, size_t size, buffer_t *out)
 {
 	const unsigned char *p = data;

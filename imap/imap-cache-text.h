@@ -28,6 +28,9 @@
 /* Replace out's contents with the stored form of text. Returns 0, or -1
    if text is too long to cache (or out too small). */
 int imap_cache_text_pack(const void *text, size_t len, buffer_t *out);
+/* Whether data is a packed (deflated) stored form: unpacking it costs
+   more than copying (imap-text-memo.h keeps only those). */
+bool imap_cache_text_is_packed(const void *data, size_t size);
 /* Append the text stored in data to out. Returns 0, or -1 if data is not
    a valid stored form (or out too small); out is unchanged then. */
 int imap_cache_text_unpack(const void *data, size_t size, buffer_t *out);

@@ -40,14 +40,17 @@ static bool msg_text_lookup(struct mailbox *box, uint32_t seq,
 	if (mailbox_msg_cache_lookup(box, seq, msg_text_fields[which],
 				     &data, &size) <= 0)
 		return false;
-	if (imap_text_memo_get(data, size, out))
+	/* a plain stored text is copied: the memo would only cost room */
+	bool packed = imap_cache_text_is_packed(data, size);
+	if (packed && imap_text_memo_get(data, size, out))
 		return true;
 	size_t old_used = out->used;
 	/* garbled or too big for out: compute it again */
 	if (imap_cache_text_unpack(data, size, out) < 0)
 		return false;
-	imap_text_memo_put(data, size, out->data + old_used,
-			   out->used - old_used);
+	if (packed)
+		imap_text_memo_put(data, size, out->data + old_used,
+				   out->used - old_used);
 	return true;
 }
 

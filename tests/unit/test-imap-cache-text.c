@@ -30,6 +30,9 @@ static void round_trip(const char *text, size_t len, size_t *packed_r)
 	test_assert(buffer_append_str(&out, "prefix ") == 0);
 	test_assert(imap_cache_text_pack(text, len, &packed) == 0);
 	test_assert(imap_cache_text_unpack(packed.data, packed.used, &out) == 0);
+	/* short texts are stored as they are, the rest deflated */
+	test_assert(imap_cache_text_is_packed(packed.data, packed.used) ==
+		    (packed.used < len + 1));
 	test_assert(out.used == len + 7);
 	test_assert(memcmp(out.data, "prefix ", 7) == 0);
 	test_assert(memcmp(out.data + 7, text, len) == 0);
@@ -51,6 +54,7 @@ static void test_round_trip(void)
 	test_assert_int(packed, 1);
 	round_trip("NIL", 3, &packed);
 	test_assert_int(packed, 4);
+	test_assert(!imap_cache_text_is_packed("", 0));
 	/* binary bytes (literals in an ENVELOPE) and a NUL */
 	static const char binary[] = "{5}\r\n\xff\x00\x80" "ab plus more text";
 	round_trip(binary, sizeof(binary) - 1, &packed);
