@@ -79,11 +79,19 @@ static void auth_master_redeem(struct auth *auth, const char *const *args)
 		return;
 	}
 	pool = pool_create("redeem", 512);
-	if (auth_token_redeem(auth->tokens, args[2], pid,
-			      io_loop_time_ms(auth->ioloop), pool, &user) > 0) {
+	int ret = auth_token_redeem(auth->tokens, args[2], pid,
+				    io_loop_time_ms(auth->ioloop), pool, &user);
+	if (ret > 0) {
 		i_debug("token redeemed: user=%s, login pid %ld", user.user,
 			(long)pid);
 		auth_master_send_user(auth, args[1], &user);
+	} else if (ret < 0) {
+		/* The auth before a reload answered the login and went away
+		   before master asked it: imap-login may authenticate the
+		   client again here. */
+		i_debug("master: token from imap-login pid %ld was issued by "
+			"another auth process", (long)pid);
+		(void)ipc_sendv(auth->master_conn, -1, "FOREIGN", args[1], NULL);
 	} else {
 		i_warning("master: token from imap-login pid %ld is unknown, "
 			  "expired, used or issued to another process",

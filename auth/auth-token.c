@@ -10,8 +10,11 @@
 #include "auth-token.h"
 
 /* The slot number at the token's start, big-endian: 16 bits cover
-   AUTH_TOKEN_MAX; the other 30 bytes (240 bits) are random. */
+   AUTH_TOKEN_MAX. Then the table's issuer id, random per table (per auth
+   process): a token that a reload's previous auth issued is told from a
+   wrong one. The other 24 bytes (192 bits) are random. */
 #define AUTH_TOKEN_SLOT_BYTES 2
+#define AUTH_TOKEN_ISSUER_BYTES 6
 
 struct auth_token {
 	bool used;
@@ -24,6 +27,7 @@ struct auth_token {
 struct auth_token_table {
 	struct auth_token *tokens;
 	unsigned int max_tokens;
+	unsigned char issuer[AUTH_TOKEN_ISSUER_BYTES];
 };
 
 struct auth_token_table *auth_token_table_create(unsigned int max_tokens)
@@ -32,6 +36,7 @@ struct auth_token_table *auth_token_table_create(unsigned int max_tokens)
 
 	i_assert(max_tokens > 0 && max_tokens <= 1U << (8 * AUTH_TOKEN_SLOT_BYTES));
 	table->max_tokens = max_tokens;
+	random_fill(table->issuer, sizeof(table->issuer));
 	table->tokens = i_malloc(i_mul_size(max_tokens, sizeof(*table->tokens)));
 	return table;
 }
@@ -115,6 +120,8 @@ void auth_token_issue(struct auth_token_table *table,
 	random_fill(token->token, sizeof(token->token));
 	token->token[0] = (unsigned char)(slot >> 8);
 	token->token[1] = (unsigned char)(slot & 0xff);
+	memcpy(token->token + AUTH_TOKEN_SLOT_BYTES, table->issuer,
+	       sizeof(table->issuer));
 	token->login_pid = login_pid;
 	token->created_msecs = now_msecs;
 	token->user.user = i_strdup(user->user);
@@ -154,6 +161,11 @@ int auth_token_redeem(struct auth_token_table *table, const char *token_hex,
 
 	if (hex_decode_token(token_hex, wanted) < 0)
 		return 0;
+	if (memcmp(wanted + AUTH_TOKEN_SLOT_BYTES, table->issuer,
+		   sizeof(table->issuer)) != 0) {
+		safe_memset(wanted, 0, sizeof(wanted));
+		return -1;
+	}
 	slot = (unsigned int)wanted[0] << 8 | wanted[1];
 	if (slot < table->max_tokens) {
 		token = &table->tokens[slot];

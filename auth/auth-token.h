@@ -5,8 +5,9 @@
    in. A token is AUTH_TOKEN_BYTES random bytes sent as hex, bound to the
    pid of the imap-login it was issued to, usable once, and expires after
    AUTH_TOKEN_TTL_MSECS. Its first two bytes are the number of its slot
-   in the table (not secret), the rest random: a lookup compares that
-   one slot, in constant time. */
+   in the table and the next six the table's random issuer id (neither
+   secret), the rest random: a lookup compares that one slot, in constant
+   time. */
 
 #include "master-service.h"   /* AUTH_TOKEN_BYTES */
 #include "auth-db.h"
@@ -30,8 +31,10 @@ void auth_token_issue(struct auth_token_table *table,
 		      const struct auth_user_info *user, pid_t login_pid,
 		      uint64_t now_msecs, char token_r[AUTH_TOKEN_HEX_LEN + 1]);
 /* Returns 1 and the user (copied into pool) if token_hex is a live token
-   issued to login_pid, else 0. Either way a token that matched is
-   removed: a second attempt fails. */
+   issued to login_pid; -1 if another table issued it (the auth process
+   before a restart: the login may authenticate again with this one);
+   else 0. Either way a token that matched is removed: a second attempt
+   fails. */
 int auth_token_redeem(struct auth_token_table *table, const char *token_hex,
 		      pid_t login_pid, uint64_t now_msecs, pool_t pool,
 		      struct auth_user_info *user_r);

@@ -240,6 +240,13 @@ def main():
     check(recv_master(master) == ["NOTFOUND", "9"], "token is single-use")
     send(master, "REDEEM", "10", "zz", "4242")
     check(recv_master(master) == ["NOTFOUND", "10"], "malformed token NOTFOUND")
+    # A token with another issuer id (bytes 2..7: the auth before a
+    # restart issued it) is FOREIGN, so master lets the login retry.
+    other = token[:4] + "".join("%x" % ((int(c, 16) + 1) % 16)
+                                for c in token[4:16]) + token[16:]
+    send(master, "REDEEM", "10", other, "4242")
+    check(recv_master(master) == ["FOREIGN", "10"],
+          "another auth's token FOREIGN")
 
     # wrong password: delayed FAIL; a good login meanwhile is not blocked
     t0 = time.monotonic()

@@ -70,8 +70,9 @@ static void test_malformed(void)
 	test_assert_int(auth_token_redeem(t, "zz", 1, 0, pool, &user), 0);
 	memset(zero, '0', AUTH_TOKEN_HEX_LEN);
 	zero[AUTH_TOKEN_HEX_LEN] = '\0';
-	/* an all-zero token must not match an empty slot */
-	test_assert_int(auth_token_redeem(t, zero, 0, 0, pool, &user), 0);
+	/* an all-zero token must not match an empty slot (nor come from this
+	   table, whose issuer id is random) */
+	test_assert(auth_token_redeem(t, zero, 0, 0, pool, &user) != 1);
 	token[AUTH_TOKEN_HEX_LEN - 1] = '\0';
 	test_assert_int(auth_token_redeem(t, token, 1, 0, pool, &user), 0);
 	pool_unref(&pool);
@@ -120,7 +121,7 @@ static void test_slot_number(void)
 	memcpy(forged, "ffff", 4);
 	test_assert_int(auth_token_redeem(t, forged, 1, 10, pool, &user), 0);
 	memcpy(forged, t1, sizeof(forged));
-	forged[10] = forged[10] == '0' ? '1' : '0';
+	forged[20] = forged[20] == '0' ? '1' : '0';
 	test_assert_int(auth_token_redeem(t, forged, 1, 10, pool, &user), 0);
 	test_assert_int(auth_token_redeem(t, t1, 1, 10, pool, &user), 1);
 	test_assert_int(auth_token_redeem(t, t2, 1, 10, pool, &user), 1);
@@ -132,5 +133,36 @@ static void test_slot_number(void)
 	auth_token_table_destroy(&t);
 }
 
+/* After a restart the new auth's table tells a token of the previous
+   one (-1: authenticate again) from one it issued and lost (0). */
+static void test_issuer(void)
+{
+	struct auth_token_table *old = auth_token_table_create(4);
+	struct auth_token_table *new = auth_token_table_create(4);
+	pool_t pool = pool_create("test", 1024);
+	struct auth_user_info user;
+	char t1[AUTH_TOKEN_HEX_LEN + 1], t2[AUTH_TOKEN_HEX_LEN + 1],
+		forged[AUTH_TOKEN_HEX_LEN + 1];
+
+	auth_token_issue(old, &test_user, 1, 10, t1);
+	auth_token_issue(new, &test_user, 1, 10, t2);
+	/* same slot, different issuer ids */
+	test_assert(strncmp(t1, t2, 4) == 0);
+	test_assert(strncmp(t1 + 4, t2 + 4, 12) != 0);
+	test_assert_int(auth_token_redeem(new, t1, 1, 10, pool, &user), -1);
+	/* a changed issuer byte of new's own token is not new's */
+	memcpy(forged, t2, sizeof(forged));
+	forged[15] = forged[15] == '0' ? '1' : '0';
+	test_assert_int(auth_token_redeem(new, forged, 1, 10, pool, &user), -1);
+	/* neither consumed new's token */
+	test_assert_int(auth_token_redeem(new, t2, 1, 10, pool, &user), 1);
+	test_assert_int(auth_token_redeem(new, t2, 1, 10, pool, &user), 0);
+	test_assert_int(auth_token_redeem(old, t1, 1, 10, pool, &user), 1);
+	pool_unref(&pool);
+	auth_token_table_destroy(&old);
+	auth_token_table_destroy(&new);
+}
+
 TEST_MAIN(TEST(test_issue_redeem), TEST(test_expiry_and_pid),
-	  TEST(test_malformed), TEST(test_eviction), TEST(test_slot_number))
+	  TEST(test_malformed), TEST(test_eviction), TEST(test_slot_number),
+	  TEST(test_issuer))

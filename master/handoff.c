@@ -222,7 +222,12 @@ void handoff_auth_reply(struct master *master, const char *const *args)
 	struct handoff *handoff = handoff_unlink(master, id);
 	if (handoff == NULL)
 		return;   /* its imap-login died meanwhile */
-	if (strcmp(args[0], "NOTFOUND") == 0) {
+	if (strcmp(args[0], "FOREIGN") == 0) {
+		/* Issued by the auth this one replaced; the client's login
+		   can be authenticated again with this one. */
+		handoff_reply(handoff, "HANDOFF-RETRY",
+			      "Authentication service restarted");
+	} else if (strcmp(args[0], "NOTFOUND") == 0) {
 		i_warning("imap-login %d handed over an invalid or expired token",
 			  handoff->login != NULL ? (int)handoff->login->pid : -1);
 		handoff_reply(handoff, "HANDOFF-FAIL", "Login token is not valid");

@@ -63,7 +63,8 @@ void auth_input(void *context, const char *const *args, int fd)
 		child_kill(child, SIGKILL);
 		return;
 	}
-	if (strcmp(args[0], "USER") == 0 || strcmp(args[0], "NOTFOUND") == 0)
+	if (strcmp(args[0], "USER") == 0 || strcmp(args[0], "NOTFOUND") == 0 ||
+	    strcmp(args[0], "FOREIGN") == 0)
 		handoff_auth_reply(master, args);
 	else if (auth_penalty_input(child, args)) {
 		/* PENALTY, PENALTY-ACK */

@@ -206,6 +206,48 @@ def test_request_at_auth_during_reload_is_sent_again(moat_server):
 
 
 @pytest.mark.moat_settings(log_debug="yes")
+def test_token_of_replaced_auth_is_sent_again(moat_server):
+    """The other order of the race above: the old auth answers the LOGIN,
+    and its token reaches master only after the reload's new auth took
+    over. The new auth knows the token is not its own (FOREIGN), master
+    answers HANDOFF-RETRY and the login is sent to the new auth.
+
+    Made reliable by stopping imap-login while auth answers and the
+    reload runs: its token waits in its auth socket until the new auth is
+    up."""
+    auth = auth_ready(moat_server)
+    [login] = moat_server.child_pids("imap-login")
+    c = moat_server.connect()
+    os.kill(auth, signal.SIGSTOP)
+    try:
+        send_login(c, "testuser1", moat_server.users["testuser1"]["password"])
+        assert c.read_line_within(0.2) is None, moat_server.logs()
+        os.kill(login, signal.SIGSTOP)
+        os.kill(auth, signal.SIGCONT)
+        assert wait_for(lambda: "auth ok: user=testuser1" in
+                        moat_server.logs(), 30), moat_server.logs()
+        os.kill(moat_server.pid, signal.SIGHUP)
+
+        def new_auth_up():
+            pids = moat_server.child_pids("auth")
+            return (len(pids) == 1 and pids[0] != auth and
+                    f"auth[{pids[0]}]: debug: passwd-file" in
+                    moat_server.logs())
+        assert wait_for(new_auth_up, 30), moat_server.logs()
+    finally:
+        for pid in (auth, login):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass   # the old auth exited once it was let go
+    r = c.read_tagged("p1")
+    assert r.ok, (r, moat_server.logs())
+    assert "was issued by another auth process" in moat_server.logs()
+    assert parked_count(moat_server) >= 1, moat_server.logs()
+    assert c.command("NOOP").ok
+
+
+@pytest.mark.moat_settings(log_debug="yes")
 def test_authenticate_without_ir_waits_for_auth(moat_server, auth_held):
     """AUTHENTICATE PLAIN without an initial response while auth is away:
     nothing has been asked of the client yet, so it is parked like LOGIN;
