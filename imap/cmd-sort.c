@@ -35,6 +35,7 @@ struct sort_cmd {
 	bool searching;
 	struct imap_sort_ctx *sort;
 	const uint32_t *sorted;
+	const uint32_t *sorted_uids;   /* UID SORT: the uids of sorted */
 	unsigned int out_next, out_end;   /* positions still to list */
 	bool output_started;
 	bool modseq;           /* a MODSEQ key: RFC 7162 3.1.9, 3.1.10 */
@@ -66,9 +67,7 @@ static void cmd_sort_cancel(struct client_command *cmd)
 
 static uint32_t sort_number(struct sort_cmd *ctx, unsigned int i)
 {
-	uint32_t seq = ctx->sorted[i];
-
-	return ctx->cmd->uid ? mailbox_msg_uid(ctx->box, seq) : seq;
+	return ctx->cmd->uid ? ctx->sorted_uids[i] : ctx->sorted[i];
 }
 
 static void sort_esort_head(struct sort_cmd *ctx, buffer_t *piece)
@@ -234,7 +233,8 @@ static void sort_save(struct sort_cmd *ctx)
 		    !(i == 0 && (ctx->ret & IMAP_SEARCH_RETURN_MIN) != 0) &&
 		    !(i == count - 1 && (ctx->ret & IMAP_SEARCH_RETURN_MAX) != 0))
 			continue;
-		uids[n++] = mailbox_msg_uid(ctx->box, ctx->sorted[i]);
+		uids[n++] = ctx->cmd->uid ? ctx->sorted_uids[i] :
+			mailbox_msg_uid(ctx->box, ctx->sorted[i]);
 	}
 	if (n > 1)
 		qsort(uids, n, sizeof(*uids), uid_cmp);
@@ -293,6 +293,8 @@ static bool cmd_sort_continue(struct client_command *cmd)
 		ctx->searching = false;
 		ctx->sort = imap_sort_init(ctx->box, ctx->crit, ctx->crit_count,
 					   ctx->search.seqs, ctx->search.count);
+		if (cmd->uid)
+			imap_sort_want_uids(ctx->sort);
 		return false;
 	}
 	if (ctx->sorted == NULL) {
@@ -302,6 +304,7 @@ static bool cmd_sort_continue(struct client_command *cmd)
 			return false;
 		imap_sort_run(ctx->sort);
 		ctx->sorted = imap_sort_get_seqs(ctx->sort);
+		ctx->sorted_uids = imap_sort_get_uids(ctx->sort);
 	}
 	if (!sort_output(ctx)) {
 		cmd->wait = CLIENT_WAIT_OUTPUT;

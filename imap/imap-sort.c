@@ -155,13 +155,17 @@ struct imap_sort_ctx {
 	struct mail_sort_keys_reader *reader;
 
 	uint32_t *seqs;            /* the matches; sorted by imap_sort_run */
+	uint32_t *uids;            /* their uids in that order, if wanted */
+	bool want_uids;
 	unsigned int count, next;
 	union sort_value *values;  /* count * crit_count */
 	char *arena;               /* the string keys */
 	size_t arena_used, arena_alloc;
+	unsigned int rank_key;     /* the key rank_strings() orders by */
 };
 
-/* what qsort() compares: a message and the shared keys */
+/* What a comparison sees: a message and the shared keys (the distinct
+   strings' qsort(), imap_sort_compare()) */
 struct sort_entry {
 	uint32_t idx;
 	const struct imap_sort_ctx *ctx;
@@ -212,6 +216,7 @@ void imap_sort_deinit(struct imap_sort_ctx **_ctx)
 	if (ctx->reader != NULL)
 		mail_sort_keys_reader_deinit(&ctx->reader);
 	i_free(ctx->seqs);
+	i_free(ctx->uids);
 	i_free(ctx->values);
 	i_free(ctx->arena);
 	i_free(ctx);
@@ -340,6 +345,8 @@ static int str_cmp(const struct imap_sort_ctx *ctx, const union sort_value *a,
 	return a->str.len < b->str.len ? -1 : a->str.len > b->str.len ? 1 : 0;
 }
 
+/* imap_sort_compare()'s order of two messages whose keys were read:
+   what imap_sort_run() gives, strings compared as bytes. */
 static int sort_entry_cmp(const void *p1, const void *p2)
 {
 	const struct sort_entry *e1 = p1, *e2 = p2;
@@ -360,23 +367,184 @@ static int sort_entry_cmp(const void *p1, const void *p2)
 	return e1->idx < e2->idx ? -1 : e1->idx > e2->idx ? 1 : 0;
 }
 
+/* ---- ranking ---- */
+
+static uint64_t str_hash(const char *data, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;   /* FNV-1a 64 */
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)data[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* qsort() of distinct strings: entries name a message that has it */
+static int rank_entry_cmp(const void *p1, const void *p2)
+{
+	const struct sort_entry *e1 = p1, *e2 = p2;
+	const struct imap_sort_ctx *ctx = e1->ctx;
+	unsigned int k = ctx->rank_key;
+
+	return str_cmp(ctx, &ctx->values[(size_t)e1->idx * ctx->crit_count + k],
+		       &ctx->values[(size_t)e2->idx * ctx->crit_count + k]);
+}
+
+/* Replace string key k of every message by the rank of its string among
+   the distinct ones. Mailing lists repeat subjects and addresses, so
+   sorting the messages by strings compared long equal strings over and
+   over (memcmp was a quarter of a SORT (SUBJECT)'s CPU); the distinct
+   strings are sorted once and the messages by numbers. */
+static void rank_strings(struct imap_sort_ctx *ctx, unsigned int k)
+{
+	unsigned int count = ctx->count, cc = ctx->crit_count, distinct = 0;
+	size_t slots_count = 16;
+
+	while (slots_count < (size_t)count * 2)
+		slots_count *= 2;
+	/* 0 = free, else a distinct string's number + 1 */
+	uint32_t *slots = i_malloc(i_mul_size(slots_count, sizeof(*slots)));
+	uint32_t *msg_distinct = i_malloc(i_mul_size(count, sizeof(uint32_t)));
+	struct sort_entry *firsts = i_malloc(i_mul_size(count, sizeof(*firsts)));
+
+	for (unsigned int i = 0; i < count; i++) {
+		const union sort_value *v = &ctx->values[(size_t)i * cc + k];
+		size_t j = str_hash(ctx->arena + v->str.off, v->str.len) &
+			(slots_count - 1);
+
+		for (; slots[j] != 0; j = (j + 1) & (slots_count - 1)) {
+			const union sort_value *w = &ctx->values[
+				(size_t)firsts[slots[j] - 1].idx * cc + k];
+			if (w->str.len == v->str.len &&
+			    memcmp(ctx->arena + w->str.off,
+				   ctx->arena + v->str.off, v->str.len) == 0)
+				break;
+		}
+		if (slots[j] == 0) {
+			firsts[distinct].idx = i;
+			firsts[distinct].ctx = ctx;
+			slots[j] = ++distinct;
+		}
+		msg_distinct[i] = slots[j] - 1;
+	}
+	i_free(slots);
+	ctx->rank_key = k;
+	if (distinct > 1)
+		qsort(firsts, distinct, sizeof(*firsts), rank_entry_cmp);
+	/* firsts[r] is the message of the string of rank r; turn that into
+	   the rank of each distinct number, reusing msg_distinct's order */
+	uint32_t *rank = i_malloc(i_mul_size(distinct + 1, sizeof(*rank)));
+	for (unsigned int r = 0; r < distinct; r++)
+		rank[msg_distinct[firsts[r].idx]] = r;
+	for (unsigned int i = 0; i < count; i++)
+		ctx->values[(size_t)i * cc + k].num = rank[msg_distinct[i]];
+	i_free(rank);
+	i_free(firsts);
+	i_free(msg_distinct);
+}
+
+void imap_sort_want_uids(struct imap_sort_ctx *ctx)
+{
+	ctx->want_uids = true;
+}
+
+/* ---- ordering by numbers ---- */
+
+struct radix_item {
+	uint64_t key;
+	uint32_t idx;
+};
+
+/* Key k of message idx as an unsigned number in the wanted order:
+   the sign bit flipped keeps int64 order, the complement reverses. */
+static uint64_t radix_key(const struct imap_sort_ctx *ctx, uint32_t idx,
+			  unsigned int k)
+{
+	uint64_t u = (uint64_t)ctx->values[(size_t)idx * ctx->crit_count + k].num ^
+		(1ULL << 63);
+
+	return ctx->crit[k].reverse ? ~u : u;
+}
+
+/* Order perm (the message indexes, in mailbox order) by every key, all
+   numbers by now: a stable LSD radix sort by the last key first, then
+   the one before... leaves mailbox order as the last key, never
+   reversed. Bytes in which all keys agree take no pass, so ranks of a
+   few thousand strings take two. This replaced a qsort() whose
+   comparisons were half of a SORT (SUBJECT)'s CPU after ranking. */
+static void radix_sort(const struct imap_sort_ctx *ctx, uint32_t *perm)
+{
+	unsigned int count = ctx->count;
+	struct radix_item *a = i_malloc(i_mul_size(count, sizeof(*a)));
+	struct radix_item *b = i_malloc(i_mul_size(count, sizeof(*b)));
+
+	for (unsigned int k = ctx->crit_count; k-- > 0; ) {
+		uint64_t all_and = ~0ULL, all_or = 0;
+
+		for (unsigned int i = 0; i < count; i++) {
+			a[i].idx = perm[i];
+			a[i].key = radix_key(ctx, perm[i], k);
+			all_and &= a[i].key;
+			all_or |= a[i].key;
+		}
+		uint64_t differ = all_and ^ all_or;
+		for (unsigned int shift = 0; shift < 64; shift += 8) {
+			size_t pos[256] = { 0 };
+
+			if (((differ >> shift) & 0xff) == 0)
+				continue;
+			for (unsigned int i = 0; i < count; i++)
+				pos[(a[i].key >> shift) & 0xff]++;
+			size_t sum = 0;
+			for (unsigned int j = 0; j < 256; j++) {
+				size_t n = pos[j];
+				pos[j] = sum;
+				sum += n;
+			}
+			for (unsigned int i = 0; i < count; i++)
+				b[pos[(a[i].key >> shift) & 0xff]++] = a[i];
+			struct radix_item *tmp = a;
+			a = b;
+			b = tmp;
+		}
+		for (unsigned int i = 0; i < count; i++)
+			perm[i] = a[i].idx;
+	}
+	i_free(a);
+	i_free(b);
+}
+
 void imap_sort_run(struct imap_sort_ctx *ctx)
 {
-	struct sort_entry *entries;
-
 	i_assert(ctx->next == ctx->count);
-	entries = i_malloc(i_mul_size(ctx->count + 1, sizeof(*entries)));
-	for (unsigned int i = 0; i < ctx->count; i++) {
-		entries[i].idx = i;
-		entries[i].ctx = ctx;
+	for (unsigned int k = 0; k < ctx->crit_count; k++) {
+		if (key_is_string(ctx->crit[k].key) && ctx->count > 1)
+			rank_strings(ctx, k);
 	}
-	if (ctx->count > 1)
-		qsort(entries, ctx->count, sizeof(*entries), sort_entry_cmp);
 	/* seqs are ascending, so idx order is mailbox order */
+	uint32_t *perm = i_malloc(i_mul_size(ctx->count + 1, sizeof(*perm)));
+	for (unsigned int i = 0; i < ctx->count; i++)
+		perm[i] = i;
+	if (ctx->count > 1)
+		radix_sort(ctx, perm);
 	uint32_t *sorted = i_malloc(i_mul_size(ctx->count + 1, sizeof(*sorted)));
 	for (unsigned int i = 0; i < ctx->count; i++)
-		sorted[i] = ctx->seqs[entries[i].idx];
-	i_free(entries);
+		sorted[i] = ctx->seqs[perm[i]];
+	if (ctx->want_uids) {
+		/* Read in mailbox order (the index records one after the
+		   other), then put in sort order from an array that stays
+		   in the CPU cache: looking each up in sort order was a
+		   cache miss per message. */
+		uint32_t *by_idx = i_malloc(i_mul_size(ctx->count + 1,
+						       sizeof(*by_idx)));
+		for (unsigned int i = 0; i < ctx->count; i++)
+			by_idx[i] = mailbox_msg_uid(ctx->box, ctx->seqs[i]);
+		ctx->uids = i_malloc(i_mul_size(ctx->count + 1,
+						sizeof(*ctx->uids)));
+		for (unsigned int i = 0; i < ctx->count; i++)
+			ctx->uids[i] = by_idx[perm[i]];
+		i_free(by_idx);
+	}
+	i_free(perm);
 	i_free(ctx->seqs);
 	ctx->seqs = sorted;
 }
@@ -410,6 +578,11 @@ int imap_sort_compare(struct mailbox *box,
 const uint32_t *imap_sort_get_seqs(struct imap_sort_ctx *ctx)
 {
 	return ctx->seqs;
+}
+
+const uint32_t *imap_sort_get_uids(struct imap_sort_ctx *ctx)
+{
+	return ctx->uids;
 }
 
 void imap_sort_get_stats(struct imap_sort_ctx *ctx,

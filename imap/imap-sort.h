@@ -89,9 +89,13 @@ imap_sort_init(struct mailbox *box, const struct imap_sort_criterion *crit,
 /* Read the keys of the next slice of messages. Returns 1 when all were
    read, 0 if more remain, -1 on error. */
 int imap_sort_read_keys(struct imap_sort_ctx *ctx, const char **error_r);
-/* Sort; afterwards imap_sort_get_seqs() gives the ordered sequences. */
+/* Before imap_sort_run(): have it give the uids too. */
+void imap_sort_want_uids(struct imap_sort_ctx *ctx);
+/* Sort; afterwards imap_sort_get_seqs() gives the ordered sequences and
+   imap_sort_get_uids() their uids (NULL unless wanted). */
 void imap_sort_run(struct imap_sort_ctx *ctx);
 const uint32_t *imap_sort_get_seqs(struct imap_sort_ctx *ctx);
+const uint32_t *imap_sort_get_uids(struct imap_sort_ctx *ctx);
 void imap_sort_get_stats(struct imap_sort_ctx *ctx,
 			 struct mail_sort_keys_stats *stats_r);
 void imap_sort_deinit(struct imap_sort_ctx **ctx);

@@ -140,6 +140,7 @@ SPACES = [" ", " ", " ", "  ", "\t", "\u00a0", "\u3000", "\u2002"]
 class Gen:
     def __init__(self, seed):
         self.r = random.Random(seed)
+        self.cores = []   # the subjects' texts so far
         u = ucd()
         cps = [cp for cp in range(0xA0, 0x10000)
                if unicodedata.category(chr(cp))[0] in "LMNZ" and u.agrees(cp)]
@@ -198,9 +199,18 @@ class Gen:
             s += r.choice(SPACES) + w
         return s
 
-    def subject_text(self):
+    def subject_text(self, earlier=()):
+        """A new text, or (a third of the time) an earlier one's words
+        written another way: threads repeat their subject, so SORT meets
+        many equal keys."""
         r = self.r
-        return r.choice(PREFIXES) + self.text() + r.choice(SUFFIXES)
+        if earlier and r.random() < 0.33:
+            core = " ".join(self.variant(w)
+                            for w in r.choice(earlier).split())
+        else:
+            core = self.text()
+        self.cores.append(core)
+        return r.choice(PREFIXES) + core + r.choice(SUFFIXES)
 
     def encode(self, text):
         """A header value for text: raw UTF-8, or encoded words of a
@@ -268,7 +278,7 @@ def generate(seed):
     ids = []
     base = 1704888000
     for i in range(MESSAGE_COUNT):
-        subject = g.subject_text()
+        subject = g.subject_text(g.cores)
         frm, name, addr = g.address()
         shape = r.choice(MSGID_SHAPES)
         mid = shape.format(id=f"m{i}")
@@ -326,7 +336,8 @@ def multiappend(c, msgs, date="10-Jan-2024 12:00:00 +0000"):
 def answer(c, cmd):
     r = c.command(cmd)
     assert r.ok, (cmd, r)
-    word = cmd.split(b" ")[0] if isinstance(cmd, bytes) else cmd.split()[0]
+    words = cmd.split(b" ") if isinstance(cmd, bytes) else cmd.split()
+    word = words[1] if words[0].upper() in ("UID", b"UID") else words[0]
     word = word.decode() if isinstance(word, bytes) else word
     lines = r.untagged_with(word.upper())
     assert len(lines) <= 1, r
@@ -343,6 +354,10 @@ def commands(keys):
     out = [b"SORT (SUBJECT) UTF-8 ALL", b"SORT (REVERSE SUBJECT) UTF-8 ALL",
            b"SORT (DISPLAYFROM) UTF-8 ALL", b"SORT (FROM DATE) UTF-8 ALL",
            b"SORT (SUBJECT DATE) UTF-8 ALL",
+           b"SORT (REVERSE FROM SUBJECT) UTF-8 ALL",
+           b"SORT (DISPLAYFROM REVERSE SUBJECT REVERSE ARRIVAL) UTF-8 ALL",
+           b"UID SORT (SUBJECT REVERSE DATE) UTF-8 ALL",
+           b"UID SORT (REVERSE SUBJECT) UTF-8 1:150",
            b"THREAD ORDEREDSUBJECT UTF-8 ALL", b"THREAD REFERENCES UTF-8 ALL"]
     for k in keys:
         for what in (b"SUBJECT", b"FROM", b"BODY"):
