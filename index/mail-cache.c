@@ -2,6 +2,7 @@
 #include "lib.h"
 #include "mail-index-private.h"
 #include "mail-cache.h"
+#include "crc32c.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -9,10 +10,11 @@
 #include <zlib.h>
 
 #define MAIL_CACHE_MAGIC 0x41434f4dU      /* "MOCA" little-endian */
-/* 2: records without fixed headers or padding (struct cache_rec); a
-   file of version 1 is replaced by a new one on the next cache write,
-   its values are misses until then */
-#define MAIL_CACHE_MAJOR 2
+/* 2: records without fixed headers or padding (struct cache_rec);
+   3: their crc is CRC-32C (lib/crc32c.h), not zlib's crc32. A file of
+   an older version is replaced by a new one on the next cache write,
+   its values are misses until then. */
+#define MAIL_CACHE_MAJOR 3
 #define MAIL_CACHE_MINOR 0
 /* Offsets are 32-bit: a cache never grows past this (compress first). */
 #define MAIL_CACHE_MAX_FILE_SIZE 0xfff00000U
@@ -32,7 +34,7 @@ struct mail_cache_header {
 };
 
 /* Records (major version 2) are not aligned and carry no fixed-size
-   header: u32 crc, LEB128 fields size, LEB128 prev delta (0 = no older
+   header: u32 crc (CRC-32C), LEB128 fields size, LEB128 prev delta (0 = no older
    record of the message, else this offset minus the older one's), then
    the fields: u8 field index, LEB128 data size, data. The uid is not
    stored: the crc covers it (crc32 of the uid as 4 little-endian bytes,
@@ -291,9 +293,7 @@ static uint32_t rec_crc(uint32_t uid, const unsigned char *after_crc, size_t siz
 	const unsigned char uid_le[4] = {
 		uid & 0xff, (uid >> 8) & 0xff, (uid >> 16) & 0xff, uid >> 24
 	};
-	uint32_t crc = (uint32_t)crc32(0L, uid_le, sizeof(uid_le));
-
-	return (uint32_t)crc32(crc, after_crc, (uInt)size);
+	return crc32c(crc32c(0, uid_le, sizeof(uid_le)), after_crc, size);
 }
 
 /* The framing of the record at offset of a file image: in bounds, prev

@@ -350,21 +350,22 @@ def test_header_only_envelope_equals_full_parse(moat_server):
 
 @pytest.mark.moat_settings(log_debug="yes")
 def test_cache_file_of_the_older_format_is_rebuilt(moat_server):
-    """A moat.index.cache of record format 1 (before the compact records
-    of format 2) is never read: the next FETCH parses the messages again,
+    """A moat.index.cache of an older format (2: records checked with
+    zlib's crc32, not CRC-32C) is never read: the next FETCH parses the
+    messages again,
     answers byte for byte the same, and writes a file of the current
     format that later FETCHes are served from."""
     c = fill(moat_server)
     assert c.command("SELECT INBOX").ok
     first = fetch_all(c)
-    def claim_format_1(data):
-        assert data[:4] == b"MOCA" and data[4] == 2
-        # the same file claiming format 1, with a valid header crc
-        data[4] = 1
+    def claim_format_2(data):
+        assert data[:4] == b"MOCA" and data[4] == 3
+        # the same file claiming format 2, with a valid header crc
+        data[4] = 2
         data[20:24] = b"\0\0\0\0"
         data[20:24] = zlib.crc32(bytes(data[:2072])).to_bytes(4, "little")
-    cache = rewrite_cache_then_fetch(moat_server, c, first, claim_format_1)
-    assert cache.read_bytes()[4] == 2
+    cache = rewrite_cache_then_fetch(moat_server, c, first, claim_format_2)
+    assert cache.read_bytes()[4] == 3
     stats = debug_lines(moat_server, 3)
     # (messages, files opened, from the cache, parsed)
     assert stats[1][1] == N_MESSAGES and stats[1][2] == 0, stats

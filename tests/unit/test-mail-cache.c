@@ -353,8 +353,9 @@ static void test_crc_memo(void)
 	mail_index_close(&index);
 }
 
-/* A file of version 1 (before this framing) is never read: misses, and
-   the next write starts a file of the current version. */
+/* A file of an older version (2: the records' crc was zlib's crc32; 1:
+   another framing) is never read: misses, and the next write starts a
+   file of the current version. */
 static void test_older_version(void)
 {
 	struct mail_index *index, *other;
@@ -368,8 +369,8 @@ static void test_older_version(void)
 	test_assert(lookup_is(view, 1, "envelope", "(one)"));
 	int fd = open(cache_path, O_RDWR);
 	test_assert(fd >= 0 && pread(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr));
-	test_assert(hdr[4] == 2);
-	hdr[4] = 1;
+	test_assert(hdr[4] == 3);
+	hdr[4] = 2;
 	memcpy(hdr + 20, &crc, sizeof(crc));
 	crc = (uint32_t)crc32(0L, hdr, sizeof(hdr));
 	memcpy(hdr + 20, &crc, sizeof(crc));
@@ -384,7 +385,7 @@ static void test_older_version(void)
 	test_assert(lookup_is(v2, 2, "envelope", "(two)"));
 	test_assert(lookup_is(v2, 1, "envelope", NULL));
 	fd = open(cache_path, O_RDONLY);
-	test_assert(fd >= 0 && pread(fd, hdr, 8, 0) == 8 && hdr[4] == 2);
+	test_assert(fd >= 0 && pread(fd, hdr, 8, 0) == 8 && hdr[4] == 3);
 	close(fd);
 	mail_index_view_close(&v2);
 	mail_index_close(&other);
