@@ -11,6 +11,7 @@
 #include "maildir-filename.h"
 #include "master-service.h"
 #include "sha256.h"
+#include "hash.h"
 
 #include <sys/stat.h>
 
@@ -284,11 +285,8 @@ static void deliver_box_put(struct imap_user *user, struct mailbox **_box)
 
 static uint64_t folder_hash(const char *path)
 {
-	/* FNV-1a: only tells this process's folders apart */
-	uint64_t h = 0xcbf29ce484222325ULL;
-	for (const unsigned char *p = (const unsigned char *)path; *p != '\0'; p++)
-		h = (h ^ *p) * 0x100000001b3ULL;
-	return h;
+	/* only tells this process's folders apart */
+	return hash_fnv1a64(path, strlen(path));
 }
 
 static struct deliver_seen_folder *

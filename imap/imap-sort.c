@@ -1,6 +1,7 @@
 /* SORT program, search slices and key ordering (imap-sort.h). */
 #include "imap-common.h"
 #include "imap-sort.h"
+#include "hash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -369,15 +370,6 @@ static int sort_entry_cmp(const void *p1, const void *p2)
 
 /* ---- ranking ---- */
 
-static uint64_t str_hash(const char *data, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;   /* FNV-1a 64 */
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)data[i]) * 0x100000001b3ULL;
-	return h;
-}
-
 /* qsort() of distinct strings: entries name a message that has it */
 static int rank_entry_cmp(const void *p1, const void *p2)
 {
@@ -408,7 +400,7 @@ static void rank_strings(struct imap_sort_ctx *ctx, unsigned int k)
 
 	for (unsigned int i = 0; i < count; i++) {
 		const union sort_value *v = &ctx->values[(size_t)i * cc + k];
-		size_t j = str_hash(ctx->arena + v->str.off, v->str.len) &
+		size_t j = hash_fnv1a64(ctx->arena + v->str.off, v->str.len) &
 			(slots_count - 1);
 
 		for (; slots[j] != 0; j = (j + 1) & (slots_count - 1)) {

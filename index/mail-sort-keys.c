@@ -22,6 +22,7 @@
 #include "message-address.h"
 #include "message-date.h"
 #include "rfc2047.h"
+#include "hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -163,13 +164,8 @@ void mail_sort_keys_reader_get_stats(const struct mail_sort_keys_reader *reader,
 
 uint64_t mail_thread_msgid_hash(const void *id, size_t len)
 {
-	const unsigned char *p = id;
-	uint64_t h = 0xcbf29ce484222325ULL;   /* FNV-1a 64 */
+	uint64_t h = hash_fnv1a64(id, len);
 
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
 	/* a final mix spreads the last bytes over all bits */
 	h ^= h >> 30;
 	h *= 0xbf58476d1ce4e5b9ULL;

@@ -5,6 +5,7 @@
 #include "mailbox-private.h"
 #include "mailbox-list-private.h"
 #include "maildir-uidlist-lookup.h"
+#include "hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,13 +48,8 @@ static bool id_has_form(const char *data, size_t len, char prefix,
 
 uint64_t mailbox_objectid_hash(const void *data, size_t size)
 {
-	const unsigned char *p = data;
-	uint64_t h = 0xcbf29ce484222325ULL;   /* FNV-1a 64 */
+	uint64_t h = hash_fnv1a64(data, size);
 
-	for (size_t i = 0; i < size; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
 	/* FNV's low bits mix poorly on short inputs: spread every bit over
 	   the whole value (the murmur3 finalizer's constants) */
 	h ^= h >> 33;

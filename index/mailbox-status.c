@@ -16,6 +16,7 @@
 #include "mailbox-private.h"
 #include "mailbox-list.h"
 #include "mail-cache.h"
+#include "hash.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -264,15 +265,6 @@ unsigned int mailbox_status_cache_count(const struct mailbox_status_cache *cache
 	return cache->count;
 }
 
-static uint32_t path_hash(const char *path)
-{
-	uint32_t h = 2166136261U;   /* FNV-1a */
-
-	for (; *path != '\0'; path++)
-		h = (h ^ (unsigned char)*path) * 16777619U;
-	return h;
-}
-
 static struct status_handle *
 cache_find(struct mailbox_status_cache *cache, const char *path, uint32_t hash)
 {
@@ -364,7 +356,7 @@ cache_get(struct mailbox_status_cache *cache, const char *path)
 {
 	struct stat st_new, st_cur;
 	struct status_stamp stamp;
-	uint32_t hash = path_hash(path);
+	uint32_t hash = hash_fnv1a32(path, strlen(path));
 	struct status_handle *h = cache_find(cache, path, hash);
 
 	if (!dir_stat(path, "new", &st_new) || !dir_stat(path, "cur", &st_cur)) {

@@ -3,6 +3,7 @@
 #include "lib.h"
 #include "maildir-uidlist.h"
 #include "maildir-uidlist-find.h"
+#include "hash.h"
 
 #include <fcntl.h>
 
@@ -15,21 +16,10 @@ struct find_table {
 	uint32_t mask;
 };
 
-static uint32_t base_hash(const char *p, size_t len)
-{
-	uint32_t h = 2166136261U;   /* FNV-1a */
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 16777619U;
-	}
-	return h;
-}
-
 /* The slot holding base, or the empty slot where it would go. */
 static uint32_t *find_slot(struct find_table *t, const char *base, size_t len)
 {
-	uint32_t i = base_hash(base, len) & t->mask;
+	uint32_t i = hash_fnv1a32(base, len) & t->mask;
 
 	for (;; i = (i + 1) & t->mask) {
 		uint32_t s = t->slots[i];

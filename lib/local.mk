@@ -7,6 +7,7 @@ lib_libmoat_a_SOURCES = \
 	lib/strfuncs.c lib/strfuncs.h \
 	lib/sha256.c lib/sha256.h \
 	lib/crc32c.c lib/crc32c.h \
+	lib/hash.h \
 	lib/log.c lib/log.h \
 	lib/ioloop.c lib/ioloop.h \
 	lib/fsync-thread.c lib/fsync-thread.h \

@@ -10,6 +10,7 @@ UNIT_TESTS = \
 	tests/unit/test-strfuncs \
 	tests/unit/test-sha256 \
 	tests/unit/test-crc32c \
+	tests/unit/test-hash \
 	tests/unit/test-utf8 \
 	tests/unit/test-ioloop \
 	tests/unit/test-fsync-thread \
@@ -36,6 +37,7 @@ tests_unit_test_buffer_LDADD = $(UNIT_LDADD)
 tests_unit_test_strfuncs_LDADD = $(UNIT_LDADD)
 # OpenSSL only as the reference the test compares with
 tests_unit_test_crc32c_LDADD = $(UNIT_LDADD)
+tests_unit_test_hash_LDADD = $(UNIT_LDADD)
 tests_unit_test_sha256_LDADD = $(UNIT_LDADD) $(SSL_LIBS)
 tests_unit_test_sha256_CFLAGS = $(AM_CFLAGS) $(SSL_CFLAGS)
 tests_unit_test_utf8_LDADD = $(UNIT_LDADD)
