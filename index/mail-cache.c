@@ -33,15 +33,16 @@ struct mail_cache_header {
 	char fields[MAIL_CACHE_MAX_FIELDS][MAIL_CACHE_FIELD_NAME_MAX + 1];
 };
 
-/* Records (major version 2) are not aligned and carry no fixed-size
-   header: u32 crc (CRC-32C), LEB128 fields size, LEB128 prev delta (0 = no older
-   record of the message, else this offset minus the older one's), then
-   the fields: u8 field index, LEB128 data size, data. The uid is not
-   stored: the crc covers it (crc32 of the uid as 4 little-endian bytes,
-   then every byte of the record after the crc), so a record reached
-   from another message's offset fails its crc like garbage does. This
-   framing costs about 15 bytes a message where version 1's fixed
-   headers and padding cost 43 (doc/index-format.md). */
+/* Records (major versions 2 and 3) are not aligned and carry no
+   fixed-size header: u32 crc, LEB128 fields size, LEB128 prev delta (0 =
+   no older record of the message, else this offset minus the older
+   one's), then the fields: u8 field index, LEB128 data size, data. The
+   uid is not stored: the crc covers it (CRC-32C of the uid as 4
+   little-endian bytes, then of every byte of the record after the crc;
+   version 2 used zlib's crc32), so a record reached from another
+   message's offset fails its crc like garbage does. This framing costs
+   about 15 bytes a message where version 1's fixed headers and padding
+   cost 43 (doc/index-format.md). */
 #define CACHE_CRC_SIZE 4
 /* A LEB128 u32 takes at most 5 bytes. */
 #define CACHE_VARINT_MAX 5
