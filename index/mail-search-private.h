@@ -124,5 +124,8 @@ void mail_search_text_match_utf8(struct mail_search_text *text,
 				 const char *str, size_t len, bool only_text);
 /* Whether every BODY/TEXT leaf matched already (stop reading). */
 bool mail_search_text_all_found(const struct mail_search_text *text);
+/* Whether a TEXT leaf is still unresolved: only those read the
+   top-level header (BODY leaves never do). */
+bool mail_search_text_wants_header(const struct mail_search_text *text);
 
 #endif

@@ -96,6 +96,17 @@ bool mail_search_text_all_found(const struct mail_search_text *text)
 	return true;
 }
 
+bool mail_search_text_wants_header(const struct mail_search_text *text)
+{
+	const struct mail_search_program *prog = text->program;
+
+	for (unsigned int i = 0; i < prog->text_leaf_count; i++) {
+		if (leaf_wanted(prog->text_leaves[i], true))
+			return true;
+	}
+	return false;
+}
+
 static void window_match(struct mail_search_text *text)
 {
 	const struct mail_search_program *prog = text->program;

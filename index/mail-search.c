@@ -464,12 +464,18 @@ static void header_field(struct mail_search_ctx *ctx,
 		header_leaf_match(ctx, leaf, field, value, len, &addr_text,
 				  &addr_len);
 	}
-	if (prog->text_leaf_count > 0) {
+	/* a BODY-only program, or TEXT already found: no decoding */
+	if (prog->text_leaf_count > 0 &&
+	    mail_search_text_wants_header(ctx->text)) {
 		if (value == NULL)
 			value = field_decode(ctx, field, &len);
-		const char *line = p_strdup_printf(ctx->field_pool, "%s: %s",
-						   field->name, value);
-		mail_search_text_match_utf8(ctx->text, line, strlen(line), true);
+		size_t name_len = strlen(field->name);
+		char *line = p_malloc(ctx->field_pool, name_len + 2 + len + 1);
+		memcpy(line, field->name, name_len);
+		memcpy(line + name_len, ": ", 2);
+		memcpy(line + name_len + 2, value, len);
+		mail_search_text_match_utf8(ctx->text, line,
+					    name_len + 2 + len, true);
 	}
 	pool_clear(ctx->field_pool);
 }

@@ -37,20 +37,23 @@ static size_t utf8_seq_len(const unsigned char *p, size_t left)
 	return n;
 }
 
-/* Append data as UTF-8, replacing invalid sequences. */
+/* Append data as UTF-8, replacing invalid sequences. Valid runs are
+   appended whole (headers are mostly ASCII). */
 static void append_utf8_valid(buffer_t *out, const unsigned char *data,
 			      size_t size)
 {
 	while (size > 0) {
-		size_t n = utf8_seq_len(data, size);
-		if (n == 0) {
-			buffer_append_trunc(out, UTF8_REPLACEMENT, 3);
-			n = 1;
-		} else {
-			buffer_append_trunc(out, data, n);
-		}
-		data += n;
-		size -= n;
+		size_t run = 0, n;
+		while (run < size &&
+		       (n = utf8_seq_len(data + run, size - run)) != 0)
+			run += n;
+		if (run > 0)
+			buffer_append_trunc(out, data, run);
+		if (run == size)
+			break;
+		buffer_append_trunc(out, UTF8_REPLACEMENT, 3);
+		data += run + 1;
+		size -= run + 1;
 	}
 }
 
@@ -263,9 +266,13 @@ const char *rfc2047_decode(pool_t pool, const char *value, size_t len)
 			continue;
 		}
 		flush_pending(&ctx);
-		size_t n = utf8_seq_len(p, (size_t)(end - p));
-		append_utf8_valid(&ctx.out, p, n == 0 ? 1 : n);
-		p += n == 0 ? 1 : n;
+		/* plain text up to the next '=' that may start a word ('='
+		   is never inside a UTF-8 sequence) */
+		const unsigned char *eq = memchr(p + 1, '=',
+						 (size_t)(end - p - 1));
+		const unsigned char *stop = eq == NULL ? end : eq;
+		append_utf8_valid(&ctx.out, p, (size_t)(stop - p));
+		p = stop;
 	}
 	flush_pending(&ctx);
 	result = p_strndup(pool, ctx.out.data, ctx.out.used);

@@ -192,6 +192,15 @@ def test_header_and_text_keys(box):
     check(c, "TEXT lunch", [2])
     check(c, 'TEXT "x-missing"', [])
     check(c, "OR BODY noon SUBJECT digest", [2, 4])
+    # BODY never reads the header, TEXT does, also next to BODY keys and
+    # after another TEXT key matched in an earlier field
+    check(c, "BODY smith", [])
+    check(c, "BODY noon TEXT lunch", [2])
+    check(c, "OR BODY lunch TEXT lunch", [2])
+    check(c, "TEXT jones TEXT lunch", [2])
+    check(c, "TEXT lunch TEXT jones", [2])
+    check(c, 'TEXT "subject: lunch"', [2])
+    check(c, "TEXT smith BODY thanks", [5])
 
 
 # ---- errors -------------------------------------------------------------------

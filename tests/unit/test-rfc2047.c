@@ -28,6 +28,21 @@ static void test_rfc2047_decode(void)
 	test_assert_str(dec(pool, "=?utf-8?q?a"), "=?utf-8?q?a");
 	/* invalid UTF-8 outside words becomes U+FFFD */
 	test_assert_str(dec(pool, "a\xff"), "a\xef\xbf\xbd");
+	/* plain runs are copied whole: the replacement is per bad byte,
+	   and a sequence cut by '=' or by the end is bad */
+	test_assert_str(dec(pool, "a\xff b=c"), "a\xef\xbf\xbd b=c");
+	test_assert_str(dec(pool, "\xe2\x82=?utf-8?q?x?="),
+			"\xef\xbf\xbd\xef\xbf\xbdx");
+	test_assert_str(dec(pool, "caf\xc3\xa9 = ok"), "caf\xc3\xa9 = ok");
+	test_assert_str(dec(pool, "x=?bad"), "x=?bad");
+	test_assert_str(dec(pool, "a==?utf-8?q?b?="), "a=b");
+	test_assert_str(dec(pool, "ok\xc3"), "ok\xef\xbf\xbd");
+	test_assert_str(dec(pool, "\xf0\x9f\x98\x80 smile"),
+			"\xf0\x9f\x98\x80 smile");
+	test_assert_str(dec(pool, "\xed\xa0\x80!"),
+			"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd!");
+	test_assert_str(dec(pool, "=?utf-8?q?a?= \xff =?utf-8?q?b?="),
+			"a \xef\xbf\xbd b");
 	test_assert_str(charset_to_utf8(pool, "koi8-r", "\xf0", 1), "\xd0\x9f");
 	test_assert(charset_to_utf8(pool, "no-such-charset", "a", 1) == NULL);
 	pool_unref(&pool);
