@@ -1,0 +1,53 @@
+"""A SEARCH that reads consecutive messages' files asks the kernel for
+the next ones ahead of their turn (index/mail-search.c,
+search_read_ahead(): open, posix_fadvise WILLNEED, close), so a cold
+folder's reads overlap the parsing. Where cheap keys decide most
+messages it reads nothing ahead. strace of the user's imap process
+counts the fadvise64 calls; the answers are checked too."""
+import re
+
+import strace_tracer
+from test_search import check, place
+
+COUNT = 60
+
+
+def msg(n):
+    body = b"needle\r\n" if n % 10 == 3 else b"hay\r\n"
+    return (b"From: a@example.org\r\nSubject: ahead %d\r\n"
+            b"Date: Mon, 1 Jan 2024 09:00:00 +0000\r\n\r\n" % n) + body
+
+
+def fadvises(calls):
+    return [line for _, name, line in calls if name == "fadvise64"]
+
+
+def traced_search(moat_server, c, tmp_path, program, want):
+    [pid] = moat_server.wait_children("imap", 1)
+    trace = strace_tracer.Strace(pid, tmp_path / "strace.out", "fadvise64")
+    check(c, program, want)
+    return fadvises(trace.stop())
+
+
+def test_dense_search_reads_ahead(moat_server, tmp_path):
+    place(moat_server, [("", 0, msg(n)) for n in range(1, COUNT + 1)])
+    c = moat_server.login("testuser1")
+    assert c.command("SELECT INBOX").ok
+    want = [n for n in range(1, COUNT + 1) if n % 10 == 3]
+    calls = traced_search(moat_server, c, tmp_path, "BODY needle", want)
+    # every message but the first is read ahead once (WILLNEED)
+    assert len(calls) >= COUNT - 2, calls
+    assert all(re.search(r"POSIX_FADV_WILLNEED", line) for line in calls)
+
+
+def test_sparse_search_reads_nothing_ahead(moat_server, tmp_path):
+    # every other message is \Seen: UNSEEN decides half of them without
+    # their files, so no two consecutive messages are read
+    place(moat_server, [("S" if n % 2 == 0 else "", 0, msg(n))
+                        for n in range(1, COUNT + 1)])
+    c = moat_server.login("testuser1")
+    assert c.command("SELECT INBOX").ok
+    want = [n for n in range(1, COUNT + 1) if n % 10 == 3]
+    calls = traced_search(moat_server, c, tmp_path, "UNSEEN BODY needle",
+                          want)
+    assert calls == [], calls
