@@ -16,6 +16,7 @@ index_libindex_a_SOURCES = \
 	index/mailbox-keywords.c \
 	index/mail-crlf.c index/mail-crlf.h \
 	index/mailbox.c index/mailbox.h index/mailbox-private.h \
+	index/mailbox-read-ahead.c index/mailbox-read-ahead.h \
 	index/mailbox-modseq.c \
 	index/mailbox-uidset.c index/mailbox-uidset.h \
 	index/maildir-uidlist-lookup.c index/maildir-uidlist-lookup.h \

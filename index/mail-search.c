@@ -7,6 +7,7 @@
 #include "mempool.h"
 #include "mail-search-private.h"
 #include "mailbox.h"
+#include "mailbox-read-ahead.h"
 #include "message-header.h"
 #include "message-parser.h"
 #include "message-date.h"
@@ -16,7 +17,6 @@
 #include "mail-sort-keys.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -25,9 +25,8 @@
 #define SEARCH_HEADER_FIELD_MAX MESSAGE_PARSER_DEFAULT_MAX_FIELD_SIZE
 /* One physical header line is kept up to this; the rest is dropped. */
 #define SEARCH_HEADER_LINE_MAX SEARCH_HEADER_FIELD_MAX
-/* Messages whose files are asked of the kernel ahead of their turn, and
-   how much of each when no BODY/TEXT key reads past the header. */
-#define SEARCH_READ_AHEAD_MSGS 16
+/* How much of each file is read ahead when no BODY/TEXT key reads past
+   the header. */
 #define SEARCH_READ_AHEAD_HEADER (16 * 1024)
 
 struct mail_search_ctx {
@@ -46,9 +45,8 @@ struct mail_search_ctx {
 	mailbox_msg_read_callback_t *read_cb;
 	void *read_context;
 
-	/* the next message to read ahead, and the last one whose file was
-	   read (search_read_ahead()) */
-	uint32_t ahead_seq, last_file_seq;
+	/* the files of the next messages, read ahead in a cold folder */
+	struct mailbox_read_ahead read_ahead;
 
 	/* the message being judged */
 	uint32_t seq;
@@ -350,16 +348,19 @@ static int args_cheap(struct mail_search_ctx *ctx, struct mail_search_arg *arg)
 
 /* ---- reading the file ---- */
 
-/* pread that counts; returns bytes (0 at EOF) or -1. */
+/* pread that counts (and reads ahead: mailbox-read-ahead.h); returns
+   bytes (0 at EOF) or -1. */
 static ssize_t search_read(struct mail_search_ctx *ctx, uint64_t offset,
 			   size_t size)
 {
+	off_t ahead_len = ctx->program->text_leaf_count > 0 ? 0 :
+		SEARCH_READ_AHEAD_HEADER;
 	ssize_t ret;
 
 	size = MIN(size, MAIL_SEARCH_CHUNK_SIZE);
-	do {
-		ret = pread(ctx->fd, ctx->chunk, size, (off_t)offset);
-	} while (ret < 0 && errno == EINTR);
+	ret = mailbox_read_ahead_pread(ctx->box, &ctx->read_ahead, ctx->seq,
+				       ctx->fd, ctx->chunk, size, offset,
+				       ahead_len);
 	if (ret < 0)
 		ctx->io_error = true;
 	else
@@ -690,46 +691,6 @@ static int body_pass(struct mail_search_ctx *ctx)
 
 /* ---- per message ---- */
 
-/* Callers judge messages in ascending order: while this one is read
-   and parsed, the kernel reads the next ones' files (open, fadvise,
-   close; the page cache keeps what it read), so a cold folder's reads
-   overlap the parsing instead of waiting one file at a time. Only while
-   consecutive messages need their files: where cheap keys (flags, UIDs,
-   dates) decide most messages, reading ahead would read files nobody
-   needs. Advisory only: a file that does not open here is opened (and
-   its error reported) when its turn comes. */
-static void search_read_ahead(struct mail_search_ctx *ctx)
-{
-	uint32_t count = mailbox_get_count(ctx->box);
-	off_t len = ctx->program->text_leaf_count > 0 ? 0 :
-		SEARCH_READ_AHEAD_HEADER;
-	const char *error;
-	bool dense = ctx->last_file_seq != 0 &&
-		ctx->last_file_seq + 1 == ctx->seq;
-
-	ctx->last_file_seq = ctx->seq;
-	if (!dense)
-		return;
-	/* another order than ascending restarts the window */
-	if (ctx->ahead_seq <= ctx->seq ||
-	    ctx->ahead_seq > ctx->seq + SEARCH_READ_AHEAD_MSGS + 1)
-		ctx->ahead_seq = ctx->seq + 1;
-	while (ctx->ahead_seq <= count &&
-	       ctx->ahead_seq <= ctx->seq + SEARCH_READ_AHEAD_MSGS) {
-		uint32_t seq = ctx->ahead_seq++;
-		if (mailbox_msg_is_expunged(ctx->box, seq))
-			continue;
-		int fd = mailbox_msg_open(ctx->box, seq, &error);
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE)
-				break;
-			continue;
-		}
-		(void)posix_fadvise(fd, 0, len, POSIX_FADV_WILLNEED);
-		i_close_fd(&fd);
-	}
-}
-
 static int match_file(struct mail_search_ctx *ctx, const char **error_r)
 {
 	struct mail_search_program *prog = ctx->program;
@@ -738,7 +699,6 @@ static int match_file(struct mail_search_ctx *ctx, const char **error_r)
 	ctx->fd = mailbox_msg_open(ctx->box, ctx->seq, error_r);
 	if (ctx->fd < 0)
 		return errno == ENOENT ? 0 : -1;
-	search_read_ahead(ctx);
 	if (header_pass(ctx) < 0)
 		goto io_error;
 	if (ctx->read_cb != NULL)

@@ -80,6 +80,7 @@ static const struct seccomp_rule file_read_rules[] = {
 	ANY(lstat), ANY(readlink), ANY(readlinkat), ANY(access),
 	ANY(faccessat), ANY(faccessat2), ANY(fstatfs), ANY(statfs),
 	ANY(pread64), ANY(fadvise64), ANY(getcwd), ANY(chdir), ANY(fchdir),
+	ANY(preadv2),   /* index/mailbox-read-ahead.c: RWF_NOWAIT */
 };
 
 /* Changing files: the Maildir, its index, log and cache. */

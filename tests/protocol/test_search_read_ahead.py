@@ -1,9 +1,12 @@
-"""A SEARCH that reads consecutive messages' files asks the kernel for
-the next ones ahead of their turn (index/mail-search.c,
-search_read_ahead(): open, posix_fadvise WILLNEED, close), so a cold
-folder's reads overlap the parsing. Where cheap keys decide most
-messages it reads nothing ahead. strace of the user's imap process
-counts the fadvise64 calls; the answers are checked too."""
+"""A SEARCH that reads consecutive messages' files in a cold folder asks
+the kernel for the next ones ahead of their turn
+(index/mailbox-read-ahead.c: open, posix_fadvise WILLNEED, close), so
+the reads overlap the parsing. Where cheap keys decide most messages,
+or the files are in the page cache, it reads nothing ahead. strace of
+the user's imap process counts the fadvise64 calls; the answers are
+checked too. The test makes the files cold by evicting them from the
+page cache (fsync, then POSIX_FADV_DONTNEED)."""
+import os
 import re
 
 import strace_tracer
@@ -16,6 +19,17 @@ def msg(n):
     body = b"needle\r\n" if n % 10 == 3 else b"hay\r\n"
     return (b"From: a@example.org\r\nSubject: ahead %d\r\n"
             b"Date: Mon, 1 Jan 2024 09:00:00 +0000\r\n\r\n" % n) + body
+
+
+def evict(server):
+    cur = server.maildir("testuser1") / "cur"
+    for name in os.listdir(cur):
+        fd = os.open(cur / name, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
 
 
 def fadvises(calls):
@@ -33,11 +47,22 @@ def test_dense_search_reads_ahead(moat_server, tmp_path):
     place(moat_server, [("", 0, msg(n)) for n in range(1, COUNT + 1)])
     c = moat_server.login("testuser1")
     assert c.command("SELECT INBOX").ok
+    evict(moat_server)
     want = [n for n in range(1, COUNT + 1) if n % 10 == 3]
     calls = traced_search(moat_server, c, tmp_path, "BODY needle", want)
-    # every message but the first is read ahead once (WILLNEED)
+    # from the second message on, every later one is read ahead once
     assert len(calls) >= COUNT - 2, calls
     assert all(re.search(r"POSIX_FADV_WILLNEED", line) for line in calls)
+
+
+def test_warm_search_reads_nothing_ahead(moat_server, tmp_path):
+    place(moat_server, [("", 0, msg(n)) for n in range(1, COUNT + 1)])
+    c = moat_server.login("testuser1")
+    assert c.command("SELECT INBOX").ok
+    want = [n for n in range(1, COUNT + 1) if n % 10 == 3]
+    check(c, "BODY needle", want)   # now every file is in the page cache
+    calls = traced_search(moat_server, c, tmp_path, "BODY needle", want)
+    assert calls == [], calls
 
 
 def test_sparse_search_reads_nothing_ahead(moat_server, tmp_path):
@@ -47,6 +72,7 @@ def test_sparse_search_reads_nothing_ahead(moat_server, tmp_path):
                         for n in range(1, COUNT + 1)])
     c = moat_server.login("testuser1")
     assert c.command("SELECT INBOX").ok
+    evict(moat_server)
     want = [n for n in range(1, COUNT + 1) if n % 10 == 3]
     calls = traced_search(moat_server, c, tmp_path, "UNSEEN BODY needle",
                           want)

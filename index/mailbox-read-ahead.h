@@ -1,0 +1,35 @@
+#ifndef MAILBOX_READ_AHEAD_H
+#define MAILBOX_READ_AHEAD_H
+/* Reading message files ahead of their turn, for a command that reads
+   them in ascending order (SEARCH). The first read of each message asks
+   for what the page cache holds only (preadv2 RWF_NOWAIT); once one had
+   to wait for the disk, and while consecutive messages need their files
+   (a dense run: where cheap keys decide most messages, reading ahead
+   would read files nobody needs), the next MAILBOX_READ_AHEAD_MSGS
+   messages' files are opened, posix_fadvise(WILLNEED)d and closed (the
+   page cache keeps what is read), so the disk works while the caller
+   parses. A warm folder costs nothing: no second open, no extra system
+   call. Advisory only: a file that does not open here is opened (and its
+   error reported) when its turn comes. */
+
+#include "mailbox.h"
+
+#define MAILBOX_READ_AHEAD_MSGS 16
+
+/* One per command, zero-initialised. */
+struct mailbox_read_ahead {
+	uint32_t last_seq;   /* the last message whose file was read */
+	uint32_t next_seq;   /* the next one to ask the kernel for */
+	bool cold;           /* a first read had to wait for the disk */
+	bool nowait_failed;  /* RWF_NOWAIT is not supported here */
+};
+
+/* pread(fd) of message seq's file. offset 0 starts the message (and the
+   reading ahead, ahead_len bytes of each file; 0 = all of it). Returns
+   bytes read (0 at EOF) or -1 with errno; EINTR is retried. */
+ssize_t mailbox_read_ahead_pread(struct mailbox *box,
+				 struct mailbox_read_ahead *ra, uint32_t seq,
+				 int fd, void *buf, size_t size,
+				 uint64_t offset, off_t ahead_len);
+
+#endif
