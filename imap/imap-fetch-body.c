@@ -12,6 +12,8 @@
 /* Per-message pool: the part tree of a normal message is a few KiB. */
 #define MSG_STRUCTURE_POOL_SIZE (16 * 1024)
 #define MSG_STRUCTURE_READ_SIZE (32 * 1024)
+/* How much of each file is read ahead for a parse of headers only. */
+#define MSG_STRUCTURE_AHEAD_HEADER (16 * 1024)
 
 /* ---- section specifiers (RFC 3501 / RFC 9051 "section") ---- */
 
@@ -193,18 +195,29 @@ int imap_msg_structure_fd(const struct imap_msg_structure *ms, uint32_t seq)
 	return ms->pool != NULL && ms->seq == seq && ms->has_fd ? ms->fd : -1;
 }
 
-static int msg_structure_parse(struct imap_msg_structure *ms, int fd,
-			       bool header_only)
+/* box: read ahead for the FETCH (mailbox-read-ahead.h); NULL for a file
+   another reader (a SEARCH) has read already. */
+static int msg_structure_parse(struct imap_msg_structure *ms,
+			       struct mailbox *box, int fd, bool header_only)
 {
 	struct message_parser *parser = message_parser_init(ms->pool, NULL);
 	unsigned char buf[MSG_STRUCTURE_READ_SIZE];
+	off_t ahead_len = header_only ? MSG_STRUCTURE_AHEAD_HEADER : 0;
 	uint64_t pos = 0;
 	ssize_t ret;
 
-	while ((ret = pread(fd, buf, sizeof(buf), (off_t)pos)) != 0) {
-		if (ret < 0 && errno == EINTR)
-			continue;
-		if (ret < 0)
+	for (;;) {
+		if (box != NULL) {
+			ret = mailbox_read_ahead_pread(box, &ms->read_ahead,
+						       ms->seq, fd, buf,
+						       sizeof(buf), pos,
+						       ahead_len);
+		} else {
+			ret = pread(fd, buf, sizeof(buf), (off_t)pos);
+			if (ret < 0 && errno == EINTR)
+				continue;
+		}
+		if (ret <= 0)
 			break;
 		message_parser_feed(parser, buf, (size_t)ret);
 		pos += (uint64_t)ret;
@@ -226,7 +239,7 @@ static int msg_parse(struct imap_msg_structure *ms, struct mailbox *box,
 		return -1;
 	ms->pool = pool_create("fetch structure", MSG_STRUCTURE_POOL_SIZE);
 	ms->seq = seq;
-	int ret = msg_structure_parse(ms, fd, header_only);
+	int ret = msg_structure_parse(ms, box, fd, header_only);
 	if (ret < 0) {
 		*error_r = "read() of the message failed";
 		imap_msg_structure_clear(ms);
@@ -244,7 +257,7 @@ int imap_msg_header_parse_fd(struct imap_msg_structure *ms, uint32_t seq,
 	imap_msg_structure_clear(ms);
 	ms->pool = pool_create("fetch structure", MSG_STRUCTURE_POOL_SIZE);
 	ms->seq = seq;
-	if (msg_structure_parse(ms, fd, true) < 0) {
+	if (msg_structure_parse(ms, NULL, fd, true) < 0) {
 		imap_msg_structure_clear(ms);
 		return -1;
 	}

@@ -9,6 +9,7 @@
    offsets and the reader works in chunks. */
 
 #include "mailbox.h"
+#include "mailbox-read-ahead.h"
 #include "mail-crlf.h"
 
 struct message_part;
@@ -77,6 +78,9 @@ struct imap_msg_structure {
 	   which a lookup does not see before the flush */
 	uint32_t queued_seq;
 	unsigned int queued_texts;
+	/* the next messages' files, read ahead in a cold folder (not reset
+	   by imap_msg_structure_clear()) */
+	struct mailbox_read_ahead read_ahead;
 };
 /* Returns 0 with ms->root set for seq (parsed unless ms holds it), or
    -1 with *error_r. */

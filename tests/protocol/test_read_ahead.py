@@ -1,5 +1,5 @@
-"""A SEARCH that reads consecutive messages' files in a cold folder asks
-the kernel for the next ones ahead of their turn
+"""A SEARCH or FETCH that reads consecutive messages' files in a cold
+folder asks the kernel for the next ones ahead of their turn
 (index/mailbox-read-ahead.c: open, posix_fadvise WILLNEED, close), so
 the reads overlap the parsing. Where cheap keys decide most messages,
 or the files are in the page cache, it reads nothing ahead. strace of
@@ -77,3 +77,22 @@ def test_sparse_search_reads_nothing_ahead(moat_server, tmp_path):
     calls = traced_search(moat_server, c, tmp_path, "UNSEEN BODY needle",
                           want)
     assert calls == [], calls
+
+
+def test_cold_fetch_reads_ahead(moat_server, tmp_path):
+    place(moat_server, [("", 0, msg(n)) for n in range(1, COUNT + 1)])
+    c = moat_server.login("testuser1")
+    assert c.command("SELECT INBOX").ok
+    evict(moat_server)
+    [pid] = moat_server.wait_children("imap", 1)
+    trace = strace_tracer.Strace(pid, tmp_path / "strace.out", "fadvise64")
+    r = c.command("FETCH 1:* (ENVELOPE BODYSTRUCTURE)")
+    calls = fadvises(trace.stop())
+    assert r.ok and len(r.untagged_with("FETCH")) == COUNT, r
+    assert any(b"ahead 60" in line for line in r.untagged), r
+    assert len(calls) >= COUNT - 2, calls
+    # warm now, and the texts are cached: nothing is read ahead
+    trace = strace_tracer.Strace(pid, tmp_path / "strace2.out", "fadvise64")
+    r = c.command("FETCH 1:* (BODY.PEEK[HEADER.FIELDS (SUBJECT)])")
+    assert r.ok and len(r.untagged_with("FETCH")) == COUNT, r
+    assert fadvises(trace.stop()) == []
