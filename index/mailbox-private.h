@@ -11,6 +11,7 @@
 #include "maildir-keywords.h"
 #include "maildir-uidlist-lookup.h"
 #include "mailbox-uidset.h"
+#include "mailbox-read-ahead.h"
 #include "mail-index.h"
 
 #include <stdio.h>
@@ -98,6 +99,8 @@ struct mailbox {
 	/* RFC822.SIZE counted for a name without ,W= (until cached) */
 	uint32_t vsize_uid;
 	uint64_t vsize_value;
+	/* counting sizes message after message reads the next files ahead */
+	struct mailbox_read_ahead vsize_read_ahead;
 	/* EMAILIDs queued in cache_trans (mailbox-objectid.c) */
 	unsigned int emailid_queued;
 

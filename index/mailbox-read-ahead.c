@@ -66,11 +66,16 @@ ssize_t mailbox_read_ahead_pread(struct mailbox *box,
 		} while (ret < 0 && errno == EINTR);
 		return ret;
 	}
+	/* the same message read again (a second pass) changes nothing */
+	bool again = ra->last_seq == seq;
+	bool dense = ra->last_seq != 0 && ra->last_seq + 1 == seq;
+	ra->last_seq = seq;
+	/* a new run finds out again whether the folder is cold */
+	if (!dense && !again)
+		ra->cold = false;
 	do {
 		ret = first_read(ra, fd, buf, size);
 	} while (ret < 0 && errno == EINTR);
-	bool dense = ra->last_seq != 0 && ra->last_seq + 1 == seq;
-	ra->last_seq = seq;
 	if (ra->cold && dense)
 		read_ahead(box, ra, seq, ahead_len);
 	return ret;

@@ -1,26 +1,28 @@
 #ifndef MAILBOX_READ_AHEAD_H
 #define MAILBOX_READ_AHEAD_H
-/* Reading message files ahead of their turn, for a command that reads
-   them in ascending order (SEARCH). The first read of each message asks
-   for what the page cache holds only (preadv2 RWF_NOWAIT); once one had
-   to wait for the disk, and while consecutive messages need their files
-   (a dense run: where cheap keys decide most messages, reading ahead
-   would read files nobody needs), the next MAILBOX_READ_AHEAD_MSGS
-   messages' files are opened, posix_fadvise(WILLNEED)d and closed (the
-   page cache keeps what is read), so the disk works while the caller
-   parses. A warm folder costs nothing: no second open, no extra system
-   call. Advisory only: a file that does not open here is opened (and its
-   error reported) when its turn comes. */
+/* Reading message files ahead of their turn, for a reader that goes
+   through messages in ascending order (SEARCH, the parse of a FETCH,
+   counting sizes). While consecutive messages need their files (a run:
+   where cheap keys decide most messages, reading ahead would read files
+   nobody needs), the first read of each asks for what the page cache
+   holds only (preadv2 RWF_NOWAIT); once one had to wait for the disk,
+   the next MAILBOX_READ_AHEAD_MSGS messages' files are opened,
+   posix_fadvise(WILLNEED)d and closed for the rest of the run (the page
+   cache keeps what is read), so the disk works while the caller parses.
+   A warm folder costs nothing: no second open, no extra system call.
+   Advisory only: a file that does not open here is opened (and its error
+   reported) when its turn comes. */
 
 #include "mailbox.h"
 
 #define MAILBOX_READ_AHEAD_MSGS 16
 
-/* One per command, zero-initialised. */
+/* One per reader (a command, or a mailbox handle's size counting),
+   zero-initialised. */
 struct mailbox_read_ahead {
 	uint32_t last_seq;   /* the last message whose file was read */
 	uint32_t next_seq;   /* the next one to ask the kernel for */
-	bool cold;           /* a first read had to wait for the disk */
+	bool cold;           /* a first read of this run waited for the disk */
 	bool nowait_failed;  /* RWF_NOWAIT is not supported here */
 };
 

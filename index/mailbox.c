@@ -3,6 +3,7 @@
 #include "lib.h"
 #include "log.h"
 #include "mailbox-private.h"
+#include "mailbox-read-ahead.h"
 #include "safe-open.h"
 #include "mailbox-list.h"
 
@@ -1002,8 +1003,11 @@ int mailbox_msg_internaldate(struct mailbox *box, uint32_t seq,
 	return 0;
 }
 
-/* Count the bytes the file has with every bare LF turned into CRLF. */
-static int mailbox_count_vsize(int fd, uint64_t *vsize_r)
+/* Count the bytes seq's file has with every bare LF turned into CRLF.
+   A first FETCH of RFC822.SIZE or a SORT (SIZE) counts message after
+   message: in a cold folder the next files are read ahead. */
+static int mailbox_count_vsize(struct mailbox *box, uint32_t seq, int fd,
+			       uint64_t *vsize_r)
 {
 	unsigned char buf[MAILBOX_VSIZE_CHUNK];
 	uint64_t vsize = 0, pos = 0;
@@ -1011,12 +1015,11 @@ static int mailbox_count_vsize(int fd, uint64_t *vsize_r)
 	ssize_t ret;
 
 	/* pread: a kept file's descriptors share one offset */
-	while ((ret = pread(fd, buf, sizeof(buf), (off_t)pos)) != 0) {
-		if (ret < 0) {
-			if (errno == EINTR)
-				continue;
+	while ((ret = mailbox_read_ahead_pread(box, &box->vsize_read_ahead,
+					       seq, fd, buf, sizeof(buf),
+					       pos, 0)) != 0) {
+		if (ret < 0)
 			return -1;
-		}
 		pos += (uint64_t)ret;
 		/* memchr finds the LFs; a bare one gains a CR */
 		const unsigned char *p = buf, *end = buf + ret, *lf;
@@ -1050,7 +1053,7 @@ static int mailbox_msg_vsize_compute(struct mailbox *box, uint32_t seq,
 	int fd = mailbox_msg_open(box, seq, error_r);
 	if (fd == -1)
 		return -1;
-	int ret = mailbox_count_vsize(fd, &vsize);
+	int ret = mailbox_count_vsize(box, seq, fd, &vsize);
 	if (ret < 0)
 		*error_r = mailbox_set_error(box, "read(uid %u) failed: %m", uid);
 	i_close_fd(&fd);

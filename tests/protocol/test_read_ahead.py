@@ -96,3 +96,22 @@ def test_cold_fetch_reads_ahead(moat_server, tmp_path):
     r = c.command("FETCH 1:* (BODY.PEEK[HEADER.FIELDS (SUBJECT)])")
     assert r.ok and len(r.untagged_with("FETCH")) == COUNT, r
     assert fadvises(trace.stop()) == []
+
+
+def test_cold_size_count_reads_ahead(moat_server, tmp_path):
+    # names without ,W=: RFC822.SIZE counts each file's line ends once
+    place(moat_server, [("", 0, msg(n)) for n in range(1, COUNT + 1)])
+    c = moat_server.login("testuser1")
+    assert c.command("SELECT INBOX").ok
+    evict(moat_server)
+    [pid] = moat_server.wait_children("imap", 1)
+    trace = strace_tracer.Strace(pid, tmp_path / "strace.out", "fadvise64")
+    r = c.command("FETCH 1:* (RFC822.SIZE)")
+    calls = fadvises(trace.stop())
+    assert r.ok and len(r.untagged_with("FETCH")) == COUNT, r
+    sizes = {len(msg(n).replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+             for n in range(1, COUNT + 1)}
+    got = {int(re.search(rb"RFC822\.SIZE (\d+)", line).group(1))
+           for line in r.untagged_with("FETCH")}
+    assert got == sizes, (got, sizes)
+    assert len(calls) >= COUNT - 2, calls
