@@ -10,7 +10,7 @@ import os
 import re
 
 import strace_tracer
-from test_search import check, place
+from test_search import check, place, search_nums
 
 COUNT = 60
 
@@ -36,82 +36,85 @@ def fadvises(calls):
     return [line for _, name, line in calls if name == "fadvise64"]
 
 
-def traced_search(moat_server, c, tmp_path, program, want):
+def selected(moat_server, flags=lambda n: "", cold=True):
+    """A session on INBOX of COUNT messages; cold: none of their files in
+    the page cache."""
+    place(moat_server, [(flags(n), 0, msg(n)) for n in range(1, COUNT + 1)])
+    c = moat_server.login("testuser1")
+    assert c.command("SELECT INBOX").ok
+    if cold:
+        evict(moat_server)
+    return c
+
+
+def traced(moat_server, c, tmp_path, command):
+    """The response to command and the imap process's fadvise64 calls
+    while it ran."""
     [pid] = moat_server.wait_children("imap", 1)
     trace = strace_tracer.Strace(pid, tmp_path / "strace.out", "fadvise64")
-    check(c, program, want)
-    return fadvises(trace.stop())
+    r = c.command(command)
+    return r, fadvises(trace.stop())
+
+
+def traced_search(moat_server, c, tmp_path, program, want):
+    r, calls = traced(moat_server, c, tmp_path, f"SEARCH {program}")
+    assert r.ok and search_nums(r) == want, (program, r)
+    return calls
+
+
+def fetched(r):
+    lines = r.untagged_with("FETCH")
+    assert r.ok and len(lines) == COUNT, r
+    return lines
+
+
+NEEDLES = [n for n in range(1, COUNT + 1) if n % 10 == 3]
 
 
 def test_dense_search_reads_ahead(moat_server, tmp_path):
-    place(moat_server, [("", 0, msg(n)) for n in range(1, COUNT + 1)])
-    c = moat_server.login("testuser1")
-    assert c.command("SELECT INBOX").ok
-    evict(moat_server)
-    want = [n for n in range(1, COUNT + 1) if n % 10 == 3]
-    calls = traced_search(moat_server, c, tmp_path, "BODY needle", want)
+    c = selected(moat_server)
+    calls = traced_search(moat_server, c, tmp_path, "BODY needle", NEEDLES)
     # from the second message on, every later one is read ahead once
     assert len(calls) >= COUNT - 2, calls
     assert all(re.search(r"POSIX_FADV_WILLNEED", line) for line in calls)
 
 
 def test_warm_search_reads_nothing_ahead(moat_server, tmp_path):
-    place(moat_server, [("", 0, msg(n)) for n in range(1, COUNT + 1)])
-    c = moat_server.login("testuser1")
-    assert c.command("SELECT INBOX").ok
-    want = [n for n in range(1, COUNT + 1) if n % 10 == 3]
-    check(c, "BODY needle", want)   # now every file is in the page cache
-    calls = traced_search(moat_server, c, tmp_path, "BODY needle", want)
+    c = selected(moat_server, cold=False)
+    check(c, "BODY needle", NEEDLES)   # now every file is in the page cache
+    calls = traced_search(moat_server, c, tmp_path, "BODY needle", NEEDLES)
     assert calls == [], calls
 
 
 def test_sparse_search_reads_nothing_ahead(moat_server, tmp_path):
     # every other message is \Seen: UNSEEN decides half of them without
     # their files, so no two consecutive messages are read
-    place(moat_server, [("S" if n % 2 == 0 else "", 0, msg(n))
-                        for n in range(1, COUNT + 1)])
-    c = moat_server.login("testuser1")
-    assert c.command("SELECT INBOX").ok
-    evict(moat_server)
-    want = [n for n in range(1, COUNT + 1) if n % 10 == 3]
+    c = selected(moat_server, flags=lambda n: "S" if n % 2 == 0 else "")
     calls = traced_search(moat_server, c, tmp_path, "UNSEEN BODY needle",
-                          want)
+                          NEEDLES)
     assert calls == [], calls
 
 
 def test_cold_fetch_reads_ahead(moat_server, tmp_path):
-    place(moat_server, [("", 0, msg(n)) for n in range(1, COUNT + 1)])
-    c = moat_server.login("testuser1")
-    assert c.command("SELECT INBOX").ok
-    evict(moat_server)
-    [pid] = moat_server.wait_children("imap", 1)
-    trace = strace_tracer.Strace(pid, tmp_path / "strace.out", "fadvise64")
-    r = c.command("FETCH 1:* (ENVELOPE BODYSTRUCTURE)")
-    calls = fadvises(trace.stop())
-    assert r.ok and len(r.untagged_with("FETCH")) == COUNT, r
-    assert any(b"ahead 60" in line for line in r.untagged), r
+    c = selected(moat_server)
+    r, calls = traced(moat_server, c, tmp_path,
+                      "FETCH 1:* (ENVELOPE BODYSTRUCTURE)")
+    assert any(b"ahead 60" in line for line in fetched(r)), r
     assert len(calls) >= COUNT - 2, calls
     # warm now, and the texts are cached: nothing is read ahead
-    trace = strace_tracer.Strace(pid, tmp_path / "strace2.out", "fadvise64")
-    r = c.command("FETCH 1:* (BODY.PEEK[HEADER.FIELDS (SUBJECT)])")
-    assert r.ok and len(r.untagged_with("FETCH")) == COUNT, r
-    assert fadvises(trace.stop()) == []
+    r, calls = traced(moat_server, c, tmp_path,
+                      "FETCH 1:* (BODY.PEEK[HEADER.FIELDS (SUBJECT)])")
+    fetched(r)
+    assert calls == [], calls
 
 
 def test_cold_size_count_reads_ahead(moat_server, tmp_path):
     # names without ,W=: RFC822.SIZE counts each file's line ends once
-    place(moat_server, [("", 0, msg(n)) for n in range(1, COUNT + 1)])
-    c = moat_server.login("testuser1")
-    assert c.command("SELECT INBOX").ok
-    evict(moat_server)
-    [pid] = moat_server.wait_children("imap", 1)
-    trace = strace_tracer.Strace(pid, tmp_path / "strace.out", "fadvise64")
-    r = c.command("FETCH 1:* (RFC822.SIZE)")
-    calls = fadvises(trace.stop())
-    assert r.ok and len(r.untagged_with("FETCH")) == COUNT, r
+    c = selected(moat_server)
+    r, calls = traced(moat_server, c, tmp_path, "FETCH 1:* (RFC822.SIZE)")
     sizes = {len(msg(n).replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
              for n in range(1, COUNT + 1)}
     got = {int(re.search(rb"RFC822\.SIZE (\d+)", line).group(1))
-           for line in r.untagged_with("FETCH")}
+           for line in fetched(r)}
     assert got == sizes, (got, sizes)
     assert len(calls) >= COUNT - 2, calls
