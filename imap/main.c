@@ -25,6 +25,8 @@
 #include "imap-stats.h"
 #include "sock-linger.h"
 #include "landlock.h"
+#include "prefetch-thread.h"
+#include "mailbox-read-ahead.h"
 
 #include <sys/stat.h>
 
@@ -40,6 +42,8 @@ struct imap_process {
 	struct ipc_conn *master;
 	struct timeout *to_linger;
 	struct timeout *to_stats;      /* the next imap_stats_flush() */
+	/* every mailbox's reading ahead (mailbox-read-ahead.h), or NULL */
+	struct prefetch_thread *prefetch;
 	bool shutdown_requested, shutdown_ok;
 };
 
@@ -269,6 +273,13 @@ int main(void)
 	master_service_set_landlock(proc->service, landlock_system_ro_paths,
 				    rw_paths);
 	master_service_drop_privileges(proc->service, MOAT_SECCOMP_PROFILE_IMAP);
+	/* after the seccomp filter, which the thread inherits */
+	proc->prefetch = prefetch_thread_create(MAILBOX_READ_AHEAD_QUEUE,
+						&error);
+	if (proc->prefetch == NULL)
+		i_error("read-ahead thread: %s: %m; reading ahead on the "
+			"event loop", error);
+	mailbox_read_ahead_set_thread(proc->prefetch);
 	/* mail files are the user's alone */
 	umask(0077);
 	/* INBOX exists from the start; the SPECIAL-USE folders (RFC 6154)
@@ -298,6 +309,9 @@ int main(void)
 	imap_commit_deinit(&proc->user);
 	sock_linger_set_destroy(&proc->user.lingers);
 	imap_status_cache_free(&proc->user.status_cache);
+	/* every mailbox is closed */
+	mailbox_read_ahead_set_thread(NULL);
+	prefetch_thread_destroy(&proc->prefetch);
 	timeout_remove(&proc->to_linger);
 	if (proc->master != NULL)
 		ipc_conn_destroy(&proc->master);

@@ -16,6 +16,7 @@
 #include "lib.h"
 #include "log.h"
 #include "mail-sort-keys.h"
+#include "mailbox-read-ahead.h"
 #include "imap-base-subject.h"
 #include "unicode-casemap.h"
 #include "message-header.h"
@@ -56,21 +57,12 @@ static const char *const hdr_names[HDR_COUNT] = {
 	"Message-ID", "In-Reply-To", "References",
 };
 
-/* A message file opened ahead, its first bytes being read. */
-struct prefetch {
-	uint32_t seq;
-	int fd;
-};
-
 struct mail_sort_keys_reader {
 	struct mailbox *box;
 	const uint32_t *seqs;        /* the messages asked for, in order */
 	unsigned int seq_count;
 	unsigned int pos;            /* index in seqs of the last miss */
 	unsigned int ahead;          /* next index in seqs to read ahead */
-	/* FIFO of files opened ahead, ascending seq */
-	struct prefetch ring[MAIL_SORT_KEYS_PREFETCH];
-	unsigned int ring_head, ring_count;
 
 	pool_t pool;                 /* one message's header values */
 	struct message_header_parser *hparser;
@@ -105,19 +97,6 @@ mail_sort_keys_reader_init(struct mailbox *box, const uint32_t *seqs,
 	return r;
 }
 
-static void ring_pop(struct mail_sort_keys_reader *r, int *fd_r)
-{
-	struct prefetch *pf = &r->ring[r->ring_head];
-
-	i_assert(r->ring_count > 0);
-	if (fd_r != NULL)
-		*fd_r = pf->fd;
-	else
-		i_close_fd(&pf->fd);
-	r->ring_head = (r->ring_head + 1) % MAIL_SORT_KEYS_PREFETCH;
-	r->ring_count--;
-}
-
 static void reader_flush(struct mail_sort_keys_reader *r)
 {
 	const char *error;
@@ -135,8 +114,6 @@ void mail_sort_keys_reader_deinit(struct mail_sort_keys_reader **reader)
 
 	*reader = NULL;
 	reader_flush(r);
-	while (r->ring_count > 0)
-		ring_pop(r, NULL);
 	message_header_parser_deinit(&r->hparser);
 	buffer_free(&r->line);
 	buffer_free(&r->enc);
@@ -551,39 +528,28 @@ static void keys_encode(struct mail_sort_keys_reader *r)
 
 /* ---- reading ahead ---- */
 
-/* Open the files of the next messages after r->pos that miss in the
-   cache and ask the kernel to read their first bytes, so they come
-   from the disk while earlier ones are parsed. Advisory only: a file
-   that does not open here is opened (and its error reported) when its
-   turn comes. */
+/* Ask for the first bytes of the next messages after r->pos that miss
+   in the cache (mailbox_prefetch(): on the read-ahead thread where the
+   process has one), so they come from the disk while earlier ones are
+   parsed. */
 static void prefetch_fill(struct mail_sort_keys_reader *r)
 {
 	const void *data;
 	size_t size;
-	const char *error;
 
 	if (r->ahead <= r->pos)
 		r->ahead = r->pos + 1;
-	while (r->ring_count < MAIL_SORT_KEYS_PREFETCH &&
-	       r->ahead < r->seq_count &&
+	/* in batches of half the window: one wakeup of the thread each */
+	if (r->ahead > r->pos + MAIL_SORT_KEYS_PREFETCH / 2)
+		return;
+	while (r->ahead < r->seq_count &&
 	       r->ahead <= r->pos + MAIL_SORT_KEYS_PREFETCH) {
-		uint32_t seq = r->seqs[r->ahead++];
+		uint32_t seq = r->seqs[r->ahead];
 		if (mailbox_msg_cache_lookup(r->box, seq, SORT_KEYS_FIELD,
-					     &data, &size) > 0)
-			continue;
-		int fd = mailbox_msg_open(r->box, seq, &error);
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE)
-				break;
-			continue;
-		}
-		(void)posix_fadvise(fd, 0, MAIL_SORT_KEYS_FIRST_READ,
-				    POSIX_FADV_WILLNEED);
-		unsigned int tail = (r->ring_head + r->ring_count) %
-			MAIL_SORT_KEYS_PREFETCH;
-		r->ring[tail].seq = seq;
-		r->ring[tail].fd = fd;
-		r->ring_count++;
+					     &data, &size) <= 0 &&
+		    !mailbox_prefetch(r->box, seq, MAIL_SORT_KEYS_FIRST_READ))
+			break;
+		r->ahead++;
 	}
 }
 
@@ -596,22 +562,13 @@ static bool reader_seek(struct mail_sort_keys_reader *r, uint32_t seq)
 	return r->pos < r->seq_count && r->seqs[r->pos] == seq;
 }
 
-/* The fd of seq: opened ahead, or now. Reads ahead the next ones. */
+/* The fd of seq, opened now; asks for the next ones ahead. */
 static int prefetch_take(struct mail_sort_keys_reader *r, uint32_t seq,
 			 const char **error_r)
 {
-	int fd = -1;
-	bool found = reader_seek(r, seq);
-
-	while (r->ring_count > 0 && r->ring[r->ring_head].seq < seq)
-		ring_pop(r, NULL);
-	if (r->ring_count > 0 && r->ring[r->ring_head].seq == seq)
-		ring_pop(r, &fd);
-	if (found)
+	if (reader_seek(r, seq))
 		prefetch_fill(r);
-	if (fd == -1)
-		fd = mailbox_msg_open(r->box, seq, error_r);
-	return fd;
+	return mailbox_msg_open(r->box, seq, error_r);
 }
 
 /* ---- lookups ---- */

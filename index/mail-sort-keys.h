@@ -56,9 +56,11 @@ enum mail_sort_str {
 /* Cache values queued before they are written: about 300 bytes each,
    so the queue stays near 150 KB whatever the mailbox size. */
 #define MAIL_SORT_KEYS_FLUSH_COUNT 512
-/* Message files opened and read ahead while misses come: enough to keep
-   a disk's queue busy, few enough fds (one per message ahead). */
-#define MAIL_SORT_KEYS_PREFETCH 32
+/* Messages read ahead while misses come (mailbox_prefetch()): enough to
+   keep the read-ahead thread ahead of the parsing on a cold disk
+   (doc/performance.md, "Reading ahead on a helper thread"); at most the
+   names a mailbox handle caches for it (MAILBOX_FNAME_CACHE_AHEAD). */
+#define MAIL_SORT_KEYS_PREFETCH 64
 /* Bytes read ahead and read first per message: most headers fit. */
 #define MAIL_SORT_KEYS_FIRST_READ (8 * 1024)
 

@@ -1,7 +1,7 @@
 #ifndef MAILBOX_PRIVATE_H
 #define MAILBOX_PRIVATE_H
-/* The body of struct mailbox, shared by mailbox.c, maildir-sync.c and
-   maildir-save.c only. */
+/* The body of struct mailbox, shared by the mailbox-*.c and maildir-*.c
+   files of index/ only. */
 
 #include "mailbox.h"
 #include "maildir-filename.h"
@@ -34,8 +34,12 @@ struct mailbox_expunged {
 };
 
 /* Recently used file names (a message is opened, then renamed...);
-   direct-mapped by uid. */
+   direct-mapped by uid. A handle that queues files for the read-ahead
+   thread grows it to MAILBOX_FNAME_CACHE_AHEAD, the widest reading ahead
+   (MAIL_SORT_KEYS_PREFETCH), so a name looked up to queue a file is
+   still here at the message's turn. */
 #define MAILBOX_FNAME_CACHE_SIZE 16
+#define MAILBOX_FNAME_CACHE_AHEAD 64
 struct mailbox_fname_cache {
 	uint32_t uid;             /* 0 = empty */
 	uint64_t size;            /* uidlist S=, or MAILDIR_SIZE_UNKNOWN */
@@ -94,13 +98,18 @@ struct mailbox {
 	struct uidset ev_changed;
 	/* \Recent in this session (claimed or, read-only, observed). */
 	struct uidset recent;
-	struct mailbox_fname_cache *fnames;  /* lazily, FNAME_CACHE_SIZE */
+	struct mailbox_fname_cache *fnames;  /* lazily, fname_slots of them */
+	unsigned int fname_slots;
 	struct maildir_uidlist_lookup *uidlookup;
 	/* RFC822.SIZE counted for a name without ,W= (until cached) */
 	uint32_t vsize_uid;
 	uint64_t vsize_value;
 	/* counting sizes message after message reads the next files ahead */
 	struct mailbox_read_ahead vsize_read_ahead;
+	/* cur/ for the process's read-ahead thread (mailbox-read-ahead.h),
+	   made on first use; failed: the dup did not work, read ahead here */
+	struct prefetch_dir *prefetch_dir;
+	bool prefetch_dir_failed;
 	/* EMAILIDs queued in cache_trans (mailbox-objectid.c) */
 	unsigned int emailid_queued;
 
@@ -167,6 +176,10 @@ void mailbox_msg_set_fname(struct mailbox *box, uint32_t uid,
 int mailbox_msg_get_fname(struct mailbox *box, uint32_t seq, bool rescan,
 			  const char **fname_r, const char **error_r);
 void mailbox_msg_forget_fname(struct mailbox *box, uint32_t seq);
+/* Forget uid's cached name (it was renamed or expunged). */
+void mailbox_fname_forget_uid(struct mailbox *box, uint32_t uid);
+/* Make the name cache hold at least slots names (the ones held stay). */
+void mailbox_fname_cache_grow(struct mailbox *box, unsigned int slots);
 /* The size on disk (uidlist S=), or MAILDIR_SIZE_UNKNOWN. */
 uint64_t mailbox_msg_phys_size(struct mailbox *box, uint32_t seq);
 

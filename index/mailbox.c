@@ -440,6 +440,7 @@ void mailbox_close(struct mailbox **_box)
 	if (box->index != NULL)
 		mail_index_close(&box->index);
 	maildir_watch_unref(&box->watch);
+	mailbox_prefetch_close(box);
 	if (box->cur_fd != -1)
 		i_close_fd(&box->cur_fd);
 	if (box->dir_fd != -1)
@@ -716,11 +717,9 @@ static int mailbox_msg_gone(const char **error_r)
 static struct mailbox_fname_cache *fname_slot(struct mailbox *box,
 					      uint32_t uid)
 {
-	if (box->fnames == NULL) {
-		box->fnames = i_malloc(MAILBOX_FNAME_CACHE_SIZE *
-				       sizeof(*box->fnames));
-	}
-	return &box->fnames[uid % MAILBOX_FNAME_CACHE_SIZE];
+	if (box->fnames == NULL)
+		mailbox_fname_cache_grow(box, MAILBOX_FNAME_CACHE_SIZE);
+	return &box->fnames[uid % box->fname_slots];
 }
 
 void mailbox_msg_set_fname(struct mailbox *box, uint32_t uid,
@@ -799,11 +798,27 @@ int mailbox_msg_get_fname(struct mailbox *box, uint32_t seq, bool rescan,
 
 void mailbox_msg_forget_fname(struct mailbox *box, uint32_t seq)
 {
-	uint32_t uid = mailbox_msg_uid(box, seq);
+	mailbox_fname_forget_uid(box, mailbox_msg_uid(box, seq));
+}
 
-	if (box->fnames != NULL &&
-	    box->fnames[uid % MAILBOX_FNAME_CACHE_SIZE].uid == uid)
-		box->fnames[uid % MAILBOX_FNAME_CACHE_SIZE].uid = 0;
+void mailbox_fname_forget_uid(struct mailbox *box, uint32_t uid)
+{
+	if (box->fnames != NULL && box->fnames[uid % box->fname_slots].uid == uid)
+		box->fnames[uid % box->fname_slots].uid = 0;
+}
+
+void mailbox_fname_cache_grow(struct mailbox *box, unsigned int slots)
+{
+	if (box->fname_slots >= slots)
+		return;
+	struct mailbox_fname_cache *fnames = i_malloc(slots * sizeof(*fnames));
+	for (unsigned int i = 0; i < box->fname_slots; i++) {
+		if (box->fnames[i].uid != 0)
+			fnames[box->fnames[i].uid % slots] = box->fnames[i];
+	}
+	i_free(box->fnames);
+	box->fnames = fnames;
+	box->fname_slots = slots;
 }
 
 uint64_t mailbox_msg_phys_size(struct mailbox *box, uint32_t seq)

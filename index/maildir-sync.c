@@ -497,9 +497,7 @@ static void pending_compact(struct mailbox *box)
 /* A name guessed before a flag change is stale. */
 static void ev_forget_fname(struct mailbox *box, uint32_t uid)
 {
-	if (box->fnames != NULL &&
-	    box->fnames[uid % MAILBOX_FNAME_CACHE_SIZE].uid == uid)
-		box->fnames[uid % MAILBOX_FNAME_CACHE_SIZE].uid = 0;
+	mailbox_fname_forget_uid(box, uid);
 }
 
 static void ev_expunge(void *context, uint32_t seq ATTR_UNUSED, uint32_t uid)

@@ -11,6 +11,7 @@ lib_libmoat_a_SOURCES = \
 	lib/log.c lib/log.h \
 	lib/ioloop.c lib/ioloop.h \
 	lib/fsync-thread.c lib/fsync-thread.h \
+	lib/prefetch-thread.c lib/prefetch-thread.h \
 	lib/iostream.c lib/iostream.h \
 	lib/latency-histogram.c lib/latency-histogram.h \
 	lib/ktls.c lib/ktls.h \

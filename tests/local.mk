@@ -14,6 +14,7 @@ UNIT_TESTS = \
 	tests/unit/test-utf8 \
 	tests/unit/test-ioloop \
 	tests/unit/test-fsync-thread \
+	tests/unit/test-prefetch-thread \
 	tests/unit/test-iostream \
 	tests/unit/test-ipc \
 	tests/unit/test-ktls \
@@ -43,6 +44,7 @@ tests_unit_test_sha256_CFLAGS = $(AM_CFLAGS) $(SSL_CFLAGS)
 tests_unit_test_utf8_LDADD = $(UNIT_LDADD)
 tests_unit_test_ioloop_LDADD = $(UNIT_LDADD)
 tests_unit_test_fsync_thread_LDADD = $(UNIT_LDADD)
+tests_unit_test_prefetch_thread_LDADD = $(UNIT_LDADD)
 tests_unit_test_iostream_LDADD = $(UNIT_LDADD)
 tests_unit_test_ipc_LDADD = $(UNIT_LDADD)
 tests_unit_test_ktls_LDADD = $(UNIT_LDADD)
