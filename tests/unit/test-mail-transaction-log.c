@@ -243,7 +243,8 @@ static void test_zeros_ahead(void)
 /* A reader that reached the end reads what is appended there later
    (over the zeros written ahead), a record bigger than any read buffer,
    a torn record as garbled and the record that replaces it once it is
-   cut; two handles of the file read the same records in turn. (Guards
+   cut; two handles of the file read the same records in turn; batches
+   of records of many sizes come back in order. (Guards
    any buffering of mail_transaction_log_read(): a read-ahead was tried
    and measured no faster, doc/performance.md.) */
 static uint64_t read_modseq(struct mail_transaction_log_file *file,
@@ -325,6 +326,31 @@ static void test_read_after_changes(void)
 	test_assert_int(read_modseq(reader, &rpos, &out), 7);
 	test_assert_int(wpos, pos);
 	test_assert_int(rpos, pos);
+	/* batches of records of many sizes (a keyword op of 1-300 bytes),
+	   the reader catching up after each batch */
+	static unsigned char kw[300];
+	memset(kw, 'w', sizeof(kw));
+	end = pos;
+	uint64_t modseq = 100;
+	for (unsigned int batch = 1; batch <= 20; batch++) {
+		uint64_t first = modseq + 1;
+		for (unsigned int i = 0; i < batch * 3; i++) {
+			buffer_reset(&rec);
+			mail_transaction_rec_begin(&rec);
+			mail_transaction_rec_add_op(&rec, MAIL_TRANSACTION_KEYWORD,
+						    kw, 1 + (modseq * 37) % 300);
+			mail_transaction_rec_finish(&rec, ++modseq);
+			test_assert(mail_transaction_log_append(writer, end, &rec,
+								&error) == 0);
+			end += (uint32_t)rec.used;
+		}
+		for (uint64_t m = first; m <= modseq; m++)
+			test_assert_int(read_modseq(reader, &pos, &out), m);
+		test_assert(mail_transaction_log_read(reader, &pos, &out,
+						      &garbled, &error) == 0 &&
+			    !garbled);
+		test_assert_int(pos, end);
+	}
 	mail_transaction_log_file_unref(&writer);
 	mail_transaction_log_file_unref(&reader);
 	buffer_free(&rec);
