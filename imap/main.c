@@ -276,9 +276,11 @@ int main(void)
 	/* after the seccomp filter, which the thread inherits */
 	proc->prefetch = prefetch_thread_create(MAILBOX_READ_AHEAD_QUEUE,
 						&error);
-	if (proc->prefetch == NULL)
-		i_error("read-ahead thread: %s: %m; reading ahead on the "
-			"event loop", error);
+	if (proc->prefetch == NULL) {
+		/* only slower (RLIMIT_NPROC of a mail uid, say) */
+		i_warning("read-ahead thread: %s: %m; reading ahead on the "
+			  "event loop", error);
+	}
 	mailbox_read_ahead_set_thread(proc->prefetch);
 	/* mail files are the user's alone */
 	umask(0077);

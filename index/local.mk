@@ -139,6 +139,12 @@ TESTS += index/test-mailbox-status
 index_test_mailbox_status_LDADD = $(INDEX_TEST_LDADD)
 index_test_mailbox_status_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 
+# reading message files ahead (mailbox-read-ahead.c, on lib/prefetch-thread.c)
+check_PROGRAMS += index/test-mailbox-read-ahead
+TESTS += index/test-mailbox-read-ahead
+index_test_mailbox_read_ahead_LDADD = $(INDEX_TEST_LDADD)
+index_test_mailbox_read_ahead_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+
 # RFC 8474 object ids (mailbox-objectid.c, mailbox-threadid.c)
 check_PROGRAMS += index/test-mailbox-objectid
 TESTS += index/test-mailbox-objectid

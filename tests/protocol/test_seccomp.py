@@ -86,6 +86,39 @@ def test_every_child_filtered(moat_server):
     assert without == (landlock_abi() < 2), moat_server.logs()[-2000:]
 
 
+def task_statuses(pid):
+    """/proc/PID/task/TID/status of each thread of pid."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        st = proc_status(f"{pid}/task/{tid}")
+        if st is not None:
+            out[int(tid)] = st
+    return out
+
+
+@root_only
+def test_imap_helper_threads_confined(moat_server):
+    # the read-ahead thread (from the start) and the group commit's sync
+    # threads (from the first commit) are filtered and unprivileged like
+    # the process: the filter and the credentials are per thread
+    c = moat_server.login("testuser1")
+    assert c.append("INBOX", b"Subject: t\r\n\r\nbody\r\n").ok
+    assert c.command("SELECT INBOX").ok
+    [pid] = moat_server.wait_children("imap", 1)
+    tasks = task_statuses(pid)
+    # the loop, the read-ahead thread, the sync thread (and its helpers)
+    assert len(tasks) >= 3, tasks.keys()
+    main = tasks[pid]
+    assert main["Uid"].split()[0] != "0", main["Uid"]
+    for tid, st in tasks.items():
+        assert st["Seccomp"] == SECCOMP_FILTER, (tid, st["Seccomp"])
+        assert st["NoNewPrivs"] == "1", (tid, st["NoNewPrivs"])
+        assert st["Uid"] == main["Uid"] and st["Gid"] == main["Gid"], tid
+        for cap in ("CapEff", "CapPrm", "CapBnd"):
+            assert int(st[cap], 16) == 0, (tid, cap, st[cap])
+    assert c.command("NOOP").ok
+
+
 @root_only
 @pytest.mark.moat_settings(extra_dbs=SHADOW_DBS)
 def test_auth_worker_filtered(system_user, moat_server):  # noqa: F811
