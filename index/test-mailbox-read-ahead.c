@@ -96,6 +96,37 @@ static void evict_all(void)
 		       test_tmpdir());
 }
 
+/* The process's read-ahead thread for a test, and its end. */
+static struct prefetch_thread *thread_start(unsigned int capacity)
+{
+	const char *error;
+	struct prefetch_thread *thread =
+		prefetch_thread_create(capacity, &error);
+
+	test_assert(thread != NULL);
+	mailbox_read_ahead_set_thread(thread);
+	return thread;
+}
+
+static void thread_stop(struct prefetch_thread **thread)
+{
+	mailbox_read_ahead_set_thread(NULL);
+	prefetch_thread_destroy(thread);
+}
+
+/* A reader's first read of message seq. */
+static void read_first(struct mailbox_read_ahead *ra, uint32_t seq)
+{
+	char buf[4096];
+	const char *error;
+	int fd = mailbox_msg_open(box, seq, &error);
+
+	test_assert(fd != -1);
+	test_assert(mailbox_read_ahead_pread(box, ra, seq, fd, buf,
+					     sizeof(buf), 0, 0) > 0);
+	close(fd);
+}
+
 static void test_prefetch_without_thread(void)
 {
 	evict_all();
@@ -110,12 +141,9 @@ static void test_prefetch_without_thread(void)
 
 static void test_prefetch_on_thread(void)
 {
-	const char *error;
 	struct prefetch_thread_stats stats;
-	struct prefetch_thread *thread = prefetch_thread_create(8, &error);
+	struct prefetch_thread *thread = thread_start(8);
 
-	test_assert(thread != NULL);
-	mailbox_read_ahead_set_thread(thread);
 	evict_all();
 	for (uint32_t seq = 11; seq <= 15; seq++)
 		test_assert(mailbox_prefetch(box, seq, 0));
@@ -128,8 +156,7 @@ static void test_prefetch_on_thread(void)
 			test_assert(resident_wait(seq));
 		test_assert_int(resident(16), 0);
 	}
-	mailbox_read_ahead_set_thread(NULL);
-	prefetch_thread_destroy(&thread);
+	thread_stop(&thread);
 }
 
 /* The reader's first reads: nothing ahead while the folder is warm;
@@ -140,12 +167,8 @@ static void test_read_ahead_pread(void)
 	struct mailbox_read_ahead ra;
 	struct prefetch_thread_stats stats;
 	const char *error;
-	char buf[4096];
-	struct prefetch_thread *thread =
-		prefetch_thread_create(MAILBOX_READ_AHEAD_QUEUE, &error);
+	struct prefetch_thread *thread = thread_start(MAILBOX_READ_AHEAD_QUEUE);
 
-	test_assert(thread != NULL);
-	mailbox_read_ahead_set_thread(thread);
 	/* warm (every file was read by resident() above... make sure) */
 	for (uint32_t seq = 1; seq <= MSG_COUNT; seq++) {
 		int fd = mailbox_msg_open(box, seq, &error);
@@ -156,12 +179,8 @@ static void test_read_ahead_pread(void)
 	for (uint32_t seq = 1; seq <= MSG_COUNT; seq++)
 		test_assert(resident_wait(seq));
 	memset(&ra, 0, sizeof(ra));
-	for (uint32_t seq = 1; seq <= 4; seq++) {
-		int fd = mailbox_msg_open(box, seq, &error);
-		test_assert(mailbox_read_ahead_pread(box, &ra, seq, fd, buf,
-						     sizeof(buf), 0, 0) > 0);
-		close(fd);
-	}
+	for (uint32_t seq = 1; seq <= 4; seq++)
+		read_first(&ra, seq);
 	prefetch_thread_get_stats(thread, &stats);
 	test_assert_int(stats.queued, 0);
 
@@ -175,11 +194,7 @@ static void test_read_ahead_pread(void)
 			MAILBOX_READ_AHEAD_MSGS,
 		};
 		for (uint32_t seq = 1; seq <= 2; seq++) {
-			int fd = mailbox_msg_open(box, seq, &error);
-			test_assert(mailbox_read_ahead_pread(box, &ra, seq, fd,
-							     buf, sizeof(buf),
-							     0, 0) > 0);
-			close(fd);
+			read_first(&ra, seq);
 			prefetch_thread_get_stats(thread, &stats);
 			test_assert_int(stats.queued, want[seq - 1]);
 		}
@@ -188,11 +203,7 @@ static void test_read_ahead_pread(void)
 		/* refilled once no more than half the window is ahead */
 		uint32_t half = 1 + MAILBOX_READ_AHEAD_MSGS / 2;
 		for (uint32_t seq = 3; seq <= half + 1; seq++) {
-			int fd = mailbox_msg_open(box, seq, &error);
-			test_assert(mailbox_read_ahead_pread(box, &ra, seq, fd,
-							     buf, sizeof(buf),
-							     0, 0) > 0);
-			close(fd);
+			read_first(&ra, seq);
 			prefetch_thread_get_stats(thread, &stats);
 			test_assert_int(stats.queued, seq <= half ?
 					MAILBOX_READ_AHEAD_MSGS :
@@ -204,18 +215,15 @@ static void test_read_ahead_pread(void)
 		     seq++)
 			test_assert(resident_wait(seq));
 	}
-	mailbox_read_ahead_set_thread(NULL);
-	prefetch_thread_destroy(&thread);
+	thread_stop(&thread);
 }
 
 static void test_prefetch_skips_expunged(void)
 {
 	const char *error;
 	struct prefetch_thread_stats stats;
-	struct prefetch_thread *thread = prefetch_thread_create(8, &error);
+	struct prefetch_thread *thread = thread_start(8);
 
-	test_assert(thread != NULL);
-	mailbox_read_ahead_set_thread(thread);
 	/* expunged by another handle; this view learns of it in a sync
 	   that may not expunge, so the message keeps its number */
 	char root[512];
@@ -231,8 +239,7 @@ static void test_prefetch_skips_expunged(void)
 	prefetch_thread_wait_idle(thread);
 	prefetch_thread_get_stats(thread, &stats);
 	test_assert_int(stats.queued, 0);
-	mailbox_read_ahead_set_thread(NULL);
-	prefetch_thread_destroy(&thread);
+	thread_stop(&thread);
 }
 
 static void test_setup(void)
