@@ -10,9 +10,10 @@
 
    Advisory only: the thread reports nothing back. A file that does not
    open there is opened (and its error reported) by the reader when its
-   turn comes. The thread makes four system calls (openat, fadvise64,
-   close, futex) and touches no memory of the caller's but its queue, so
-   nothing else in the process needs to be thread-safe. Like
+   turn comes. The thread makes openat, fadvise64 and close calls and
+   waits on futexes; it touches no memory of the caller's but its queue
+   (and frees a directory whose last reference it drops), so nothing
+   else in the process needs to be thread-safe. Like
    fsync-thread.h, create it after the process installed its seccomp
    filter (the "thread" group of lib/seccomp-table.c), so it inherits
    the filter. */
